@@ -1,0 +1,37 @@
+"""`txn-exporter`: one entry point, one module per subcommand under exporter.commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from exporter import __version__
+from exporter.commands import decode
+
+# Each command module offers `register(subparsers)` and sets `func(args) -> int` on its parser.
+COMMANDS = (decode,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="txn-exporter",
+        description="Kafka transaction-coordinator metrics (KIP-1344 and more) for brokers 3.6 to 4.x.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

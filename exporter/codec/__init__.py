@@ -1,0 +1,25 @@
+"""Pure decoding of `__transaction_state`: bytes in, dataclasses out, typed errors. No I/O."""
+
+from exporter.codec.errors import DecodeError
+from exporter.codec.states import TransactionState
+from exporter.codec.transaction_log import (
+    TransactionLogRecord,
+    TransactionLogValue,
+    decode_key,
+    decode_record,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+
+__all__ = [
+    "DecodeError",
+    "TransactionLogRecord",
+    "TransactionLogValue",
+    "TransactionState",
+    "decode_key",
+    "decode_record",
+    "decode_value",
+    "encode_key",
+    "encode_value",
+]

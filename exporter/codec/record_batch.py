@@ -1,0 +1,235 @@
+"""Record batches (magic v2) of a `__transaction_state` log, decoded to transaction-log records.
+
+Batch layout (Kafka's DefaultRecordBatch): baseOffset int64, batchLength int32,
+partitionLeaderEpoch int32, magic int8, crc uint32 (CRC32C of everything after it),
+attributes int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64,
+producerId int64, producerEpoch int16, baseSequence int32, recordCount int32, records.
+Record: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+keyLength varint, key, valueLength varint (-1: null), value, headerCount varint, headers.
+
+A batch that fails its checks (length, magic, CRC, compression) is reported with its byte position
+and skipped. Unless its CRC verified, its length cannot be trusted either, so decoding resumes at the
+next position holding a batch whose CRC verifies: one bad batch never costs the rest of the file.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from exporter.codec.errors import DecodeError
+from exporter.codec.transaction_log import TransactionLogRecord, decode_key, decode_value
+
+_LENGTH = struct.Struct(">qi")
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+HEADER_SIZE = 61
+_CRC_START = 21  # first byte covered by the CRC: attributes
+_MAGIC_POSITION = 16
+
+_COMPRESSION_MASK = 0x07
+_LOG_APPEND_TIME = 0x08
+_CONTROL = 0x20
+
+
+@dataclass(slots=True)
+class BatchError:
+    """A batch that could not be decoded; `position` is its byte offset in the input."""
+
+    position: int
+    error: DecodeError
+
+
+@dataclass(slots=True)
+class RecordError:
+    """A record (at log offset `offset`) inside a valid batch that could not be decoded."""
+
+    offset: int
+    error: DecodeError
+
+
+Decoded = TransactionLogRecord | RecordError | BatchError
+
+
+def decode_batches(buf: bytes) -> Iterator[Decoded]:
+    """Yields every record of every batch in `buf`, in order, with errors in their place."""
+    pos = 0
+    end = len(buf)
+    view = memoryview(buf)  # CRC over a view: no copy of the batch
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            yield BatchError(pos, DecodeError("truncated", f"{end - pos} bytes left, less than a batch header"))
+            return
+        (base_offset, batch_length, _, magic, crc, attributes, _, base_ts, max_ts, _, _, _, count) = (
+            _HEADER.unpack_from(buf, pos)
+        )
+        size = LOG_OVERHEAD + batch_length
+        if batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
+            reason = "truncated" if batch_length >= HEADER_SIZE - LOG_OVERHEAD else "bad_length"
+            yield BatchError(pos, DecodeError(reason, f"batch length {batch_length} at offset {base_offset}"))
+            pos = _next_valid_batch(buf, pos + 1)
+            continue
+        next_pos = pos + size
+        if magic != 2 or crc32c(view[pos + _CRC_START : next_pos]) != crc:
+            reason = "crc_mismatch" if magic == 2 else "unsupported_batch"
+            yield BatchError(pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
+            # Its length is as unverified as the rest of it: look for the next batch that verifies.
+            pos = _next_valid_batch(buf, pos + 1)
+            continue
+        if attributes & _COMPRESSION_MASK:
+            # The coordinator always writes uncompressed batches to this topic.
+            yield BatchError(
+                pos,
+                DecodeError("unsupported_batch", f"compression {attributes & _COMPRESSION_MASK} at offset {base_offset}"),
+            )
+        elif not attributes & _CONTROL:  # control batches carry no transaction-log records
+            log_append_ts = max_ts if attributes & _LOG_APPEND_TIME else None
+            p = pos + HEADER_SIZE
+            for index in range(count):
+                item, p = _decode_record(buf, p, next_pos, base_offset, index, base_ts, log_append_ts)
+                yield item
+                if p < 0:
+                    break  # the record's own length was bad: the rest of the batch cannot be located
+        pos = next_pos
+
+
+def _decode_record(
+    buf: bytes, p: int, end: int, base_offset: int, index: int, base_ts: int, log_append_ts: int | None
+) -> tuple[TransactionLogRecord | RecordError, int]:
+    """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
+    offset = base_offset + index
+    try:
+        # Varints here are almost always one byte: test for that before calling the general reader.
+        b = buf[p]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            length, p = _varint(buf, p)
+        record_end = p + length
+        if length < 0 or record_end > end:
+            return RecordError(offset, DecodeError("bad_length", f"record length {length}")), -1
+        b = buf[p + 1]  # after the attributes byte
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 2
+        else:
+            ts_delta, p = _varint(buf, p + 1)
+        b = buf[p]
+        if b < 0x80:
+            offset = base_offset + ((b >> 1) ^ -(b & 1))
+            p += 1
+        else:
+            offset_delta, p = _varint(buf, p)
+            offset = base_offset + offset_delta
+        b = buf[p]
+        if b < 0x80:
+            key_length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            key_length, p = _varint(buf, p)
+        key_start = p
+        p += key_length
+        b = buf[p]
+        if b < 0x80:
+            value_length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            value_length, p = _varint(buf, p)
+        if key_length < 0 or (p + value_length if value_length > 0 else p) > record_end:
+            return RecordError(offset, DecodeError("bad_length", f"key or value overruns a {length}-byte record")), -1
+    except IndexError:
+        return RecordError(offset, DecodeError("truncated", "record runs past its batch")), -1
+    except DecodeError as e:
+        return RecordError(offset, e), -1
+    try:
+        # Key v0 inline (version 0, length below 32 KiB); anything else goes to decode_key.
+        n = (buf[key_start + 2] << 8) | buf[key_start + 3] if key_length >= 4 else -1
+        if buf[key_start] == 0 and buf[key_start + 1] == 0 and 0 <= n <= key_length - 4:
+            tid = buf[key_start + 4 : key_start + 4 + n].decode()
+        else:
+            tid = decode_key(buf[key_start : key_start + key_length])
+        return TransactionLogRecord(
+            offset,
+            base_ts + ts_delta if log_append_ts is None else log_append_ts,
+            tid,
+            None if value_length < 0 else decode_value(buf[p : p + value_length]),
+        ), record_end
+    except UnicodeDecodeError as e:
+        return RecordError(offset, DecodeError("invalid_utf8", f"transactional id: {e}")), record_end
+    except DecodeError as e:
+        return RecordError(offset, e), record_end
+    except IndexError:
+        return RecordError(offset, DecodeError("truncated", f"key of {key_length} bytes")), record_end
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint (also varlong: Python ints do not overflow)."""
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    result = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos + 1
+        shift += 7
+        if shift > 63:
+            raise DecodeError("bad_length", "varint longer than 10 bytes")
+
+
+def _next_valid_batch(buf: bytes, pos: int) -> int:
+    """The next position from `pos` holding a whole batch with a valid CRC, else the end."""
+    end = len(buf)
+    while True:
+        magic_at = buf.find(b"\x02", pos + _MAGIC_POSITION)
+        if magic_at < 0:
+            return end
+        candidate = magic_at - _MAGIC_POSITION
+        batch_length = _LENGTH.unpack_from(buf, candidate)[1] if candidate + LOG_OVERHEAD <= end else -1
+        candidate_end = candidate + LOG_OVERHEAD + batch_length
+        if HEADER_SIZE - LOG_OVERHEAD <= batch_length and candidate_end <= end:
+            crc = struct.unpack_from(">I", buf, candidate + 17)[0]
+            if crc32c(buf[candidate + _CRC_START : candidate_end]) == crc:
+                return candidate
+        pos = candidate + 1
+
+
+# --- Encoding: the inverse, used to build test vectors and benchmark data. ---
+
+
+def encode_batch(base_offset: int, records: list[tuple[bytes, bytes | None, int]]) -> bytes:
+    """A CREATE_TIME, uncompressed, non-transactional v2 batch of (key, value, timestamp_ms)."""
+    base_ts = records[0][2]
+    max_ts = max(ts for _, _, ts in records)
+    body = bytearray()
+    for delta, (key, value, ts) in enumerate(records):
+        record = bytearray(b"\x00")  # attributes
+        record += _encode_varint(ts - base_ts) + _encode_varint(delta)
+        record += _encode_varint(len(key)) + key
+        record += _encode_varint(-1) if value is None else _encode_varint(len(value)) + value
+        record += _encode_varint(0)  # no headers
+        body += _encode_varint(len(record)) + record
+    after_crc = (
+        struct.pack(">hiqqqhii", 0, len(records) - 1, base_ts, max_ts, -1, -1, -1, len(records)) + body
+    )
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    return _LENGTH.pack(base_offset, batch_length) + struct.pack(">ibI", 0, 2, crc32c(after_crc)) + after_crc
+
+
+def _encode_varint(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)

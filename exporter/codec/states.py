@@ -1,0 +1,21 @@
+"""Transaction coordinator states, by the id the coordinator writes in TransactionStatus."""
+
+from enum import IntEnum
+
+
+class TransactionState(IntEnum):
+    # Names are the 4.1+ enum names, which KIP-1344 uses for its `target-state` label.
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    # Never written by a broker (DEAD becomes a tombstone, PREPARE_EPOCH_FENCE is written as
+    # PREPARE_ABORT), but valid ids: decode them rather than call the record corrupt.
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+
+# Indexed by state id: a tuple lookup is cheaper than the enum call on the hot path.
+STATES_BY_ID: tuple[TransactionState, ...] = tuple(TransactionState)

@@ -1,0 +1,368 @@
+"""TransactionLogKey v0 and TransactionLogValue v0/v1, as Kafka 3.6 to 4.x write them.
+
+Layouts (Kafka's TransactionLogKey.json / TransactionLogValue.json):
+  key:   int16 version (0), string TransactionalId
+  value: int16 version, ProducerId int64, ProducerEpoch int16, TransactionTimeoutMs int32,
+         TransactionStatus int8, TransactionPartitions nullable [{Topic string, PartitionIds [int32]}],
+         TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64
+  v0 is the classic encoding, v1 the flexible one (compact lengths and tagged fields after every
+  struct; top-level tags 0 PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion,
+  3 NextProducerEpoch).
+
+Decoding is on the exporter's hot path, so it works on offsets into the buffer with precompiled
+structs instead of a generic reader object; truncation surfaces as IndexError/struct.error and is
+turned into one typed error at the boundary.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from exporter.codec.errors import DecodeError
+from exporter.codec.states import TransactionState
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_KEY_HEAD = struct.Struct(">hh")
+# version, producer id, epoch, timeout, status: the same 17 bytes in v0 and v1.
+_VALUE_HEAD = struct.Struct(">hqhib")
+_VALUE_HEAD_V0 = struct.Struct(">hqhibi")  # ... plus the v0 partitions array length
+_TIMESTAMPS = struct.Struct(">qq")
+
+# Tagged fields of the v1 value: tag -> (size in bytes, struct).
+_TAG_PREVIOUS_PRODUCER_ID = 0
+_TAG_NEXT_PRODUCER_ID = 1
+_TAG_CLIENT_TRANSACTION_VERSION = 2
+_TAG_NEXT_PRODUCER_EPOCH = 3
+_KNOWN_TAGS = {
+    _TAG_PREVIOUS_PRODUCER_ID: _I64,
+    _TAG_NEXT_PRODUCER_ID: _I64,
+    _TAG_CLIENT_TRANSACTION_VERSION: _I16,
+    _TAG_NEXT_PRODUCER_EPOCH: _I16,
+}
+
+KEY_VERSION = 0
+VALUE_VERSIONS = (0, 1)
+
+
+@dataclass(slots=True)
+class TransactionLogValue:
+    version: int
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    state: TransactionState
+    # {topic: [partition ids]} in the order the coordinator wrote them; None when written as null.
+    partitions: dict[str, list[int]] | None
+    last_update_timestamp_ms: int
+    start_timestamp_ms: int
+    # Tagged fields (v1 only); their defaults when absent.
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_transaction_version: int = 0
+    next_producer_epoch: int = -1
+
+
+@dataclass(slots=True)
+class TransactionLogRecord:
+    offset: int
+    timestamp_ms: int
+    transactional_id: str
+    value: TransactionLogValue | None  # None: a tombstone (the transactional id expired)
+
+
+def decode_record(
+    key: bytes, value: bytes | None, offset: int, timestamp_ms: int
+) -> TransactionLogRecord:
+    """Decodes one record's key and value (None for a tombstone). Raises DecodeError."""
+    return TransactionLogRecord(
+        offset, timestamp_ms, decode_key(key), None if value is None else decode_value(value)
+    )
+
+
+def decode_key(buf: bytes) -> str:
+    """Returns the transactional id. Raises DecodeError."""
+    try:
+        version, length = _KEY_HEAD.unpack_from(buf, 0)
+    except struct.error:
+        raise DecodeError("truncated", f"key of {len(buf)} bytes") from None
+    if version != KEY_VERSION:
+        # The broker skips keys of other versions when it loads the log; so do we, but visibly.
+        raise DecodeError("unknown_key_version", f"key version {version}")
+    if length < 0:
+        raise DecodeError("bad_length", f"transactional id length {length}")
+    if 4 + length > len(buf):
+        raise DecodeError("truncated", f"transactional id of {length} bytes in a {len(buf)}-byte key")
+    return _utf8(buf[4 : 4 + length])
+
+
+def decode_value(buf: bytes) -> TransactionLogValue:
+    """Decodes a non-null value. Raises DecodeError."""
+    if len(buf) < 2:
+        raise DecodeError("truncated", f"value of {len(buf)} bytes")
+    version = _I16.unpack_from(buf, 0)[0]
+    try:
+        if version == 0:
+            return _decode_value_v0(buf)
+        if version == 1:
+            return _decode_value_v1(buf)
+    except (IndexError, struct.error):
+        raise DecodeError("truncated", f"value v{version} of {len(buf)} bytes") from None
+    except UnicodeDecodeError as e:
+        raise DecodeError("invalid_utf8", f"topic name: {e}") from None
+    raise DecodeError("unknown_value_version", f"value version {version}")
+
+
+def _decode_value_v0(buf: bytes) -> TransactionLogValue:
+    _, producer_id, epoch, timeout_ms, status, count = _VALUE_HEAD_V0.unpack_from(buf, 0)
+    state = _STATES.get(status)
+    if state is None:
+        raise DecodeError("unknown_state", f"transaction state id {status}")
+    pos = 21
+    if count == 1:
+        # The common shape (one topic): one struct per topic-name length reads the rest at once.
+        n = _I16.unpack_from(buf, 21)[0]
+        if 0 <= n < 256 and len(buf) >= 47 + n:
+            topic, ids, first, last_update, start = _V0_ONE_TOPIC[n].unpack_from(buf, 23)
+            if ids == 1:
+                return TransactionLogValue(
+                    0, producer_id, epoch, timeout_ms, state, {topic.decode(): [first]}, last_update, start
+                )
+    if count == -1:
+        partitions = None
+    elif count < 0:
+        raise DecodeError("bad_length", f"partitions array length {count}")
+    else:
+        size = len(buf)
+        # Each entry takes at least 6 bytes: refuse absurd counts before looping on them.
+        if count * 6 > size - pos:
+            raise IndexError
+        partitions = {}
+        for _ in range(count):
+            n = _I16.unpack_from(buf, pos)[0]
+            if n < 0:
+                raise DecodeError("bad_length", f"topic name length {n}")
+            pos += 2
+            end = pos + n
+            if end > size:
+                raise IndexError
+            topic = buf[pos:end].decode()
+            n = _I32.unpack_from(buf, end)[0]
+            pos = end + 4
+            if n < 0:
+                raise DecodeError("bad_length", f"partition ids array length {n}")
+            end = pos + 4 * n
+            if end > size:
+                raise IndexError
+            partitions[topic] = list(_int32_array(n).unpack_from(buf, pos))
+            pos = end
+    last_update, start = _TIMESTAMPS.unpack_from(buf, pos)
+    return TransactionLogValue(0, producer_id, epoch, timeout_ms, state, partitions, last_update, start)
+
+
+def _decode_value_v1(buf: bytes) -> TransactionLogValue:
+    _, producer_id, epoch, timeout_ms, status = _VALUE_HEAD.unpack_from(buf, 0)
+    state = _STATES.get(status)
+    if state is None:
+        raise DecodeError("unknown_state", f"transaction state id {status}")
+    size = len(buf)
+    count = buf[17]
+    pos = 18
+    if count >= 0x80:
+        count, pos = _uvarint(buf, 17)
+    if count == 1:  # an empty partitions array: Empty and Complete* records
+        last_update, start = _TIMESTAMPS.unpack_from(buf, 18)
+        value = TransactionLogValue(1, producer_id, epoch, timeout_ms, state, {}, last_update, start)
+        return _read_tagged_fields(buf, 34, value)
+    if count == 2 and 1 < buf[18] < 0x80:
+        # The common shape (one topic with one partition and no tagged fields in its entry).
+        n = buf[18] - 1
+        if size >= 19 + n + 23:
+            topic, ids, first, entry_tags, last_update, start = _V1_ONE_TOPIC[n].unpack_from(buf, 19)
+            if ids == 2 and entry_tags == 0:
+                value = TransactionLogValue(
+                    1, producer_id, epoch, timeout_ms, state, {topic.decode(): [first]}, last_update, start
+                )
+                return _read_tagged_fields(buf, 19 + n + 22, value)
+    if count == 0:
+        partitions = None
+    else:
+        count -= 1
+        # Each entry takes at least 3 bytes (topic length, ids length, tag count).
+        if count * 3 > size - pos:
+            raise IndexError
+        partitions = {}
+        for _ in range(count):
+            n = buf[pos]
+            pos += 1
+            if n >= 0x80:
+                n, pos = _uvarint(buf, pos - 1)
+            if n == 0:
+                raise DecodeError("bad_length", "null topic name")
+            end = pos + n - 1
+            if end > size:
+                raise IndexError
+            topic = buf[pos:end].decode()
+            n = buf[end]
+            pos = end + 1
+            if n >= 0x80:
+                n, pos = _uvarint(buf, end)
+            if n == 0:
+                raise DecodeError("bad_length", "null partition ids array")
+            end = pos + 4 * (n - 1)
+            if end > size:
+                raise IndexError
+            partitions[topic] = list(_int32_array(n - 1).unpack_from(buf, pos))
+            if buf[end] == 0:  # the usual case: no tagged fields in the entry
+                pos = end + 1
+            else:
+                pos = _skip_tagged_fields(buf, end)
+    last_update, start = _TIMESTAMPS.unpack_from(buf, pos)
+    value = TransactionLogValue(1, producer_id, epoch, timeout_ms, state, partitions, last_update, start)
+    return _read_tagged_fields(buf, pos + 16, value)
+
+
+def _read_tagged_fields(buf: bytes, pos: int, value: TransactionLogValue) -> TransactionLogValue:
+    """Reads the value's top-level tagged fields into `value`, skipping unknown tags."""
+    tags = buf[pos]
+    if tags == 0:
+        return value
+    if tags == 1 and buf[pos + 1] == _TAG_CLIENT_TRANSACTION_VERSION and buf[pos + 2] == 2:
+        # What a TV2 coordinator writes on almost every record: only ClientTransactionVersion.
+        value.client_transaction_version = _I16.unpack_from(buf, pos + 3)[0]
+        return value
+    tags, pos = _uvarint(buf, pos)
+    for _ in range(tags):
+        tag, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        end = pos + size
+        if end > len(buf):
+            raise IndexError
+        known = _KNOWN_TAGS.get(tag)
+        if known is not None:
+            if size != known.size:
+                raise DecodeError("bad_length", f"tagged field {tag} of {size} bytes")
+            field = known.unpack_from(buf, pos)[0]
+            if tag == _TAG_PREVIOUS_PRODUCER_ID:
+                value.previous_producer_id = field
+            elif tag == _TAG_NEXT_PRODUCER_ID:
+                value.next_producer_id = field
+            elif tag == _TAG_CLIENT_TRANSACTION_VERSION:
+                value.client_transaction_version = field
+            else:
+                value.next_producer_epoch = field
+        pos = end
+    return value
+
+
+_STATES = {int(state): state for state in TransactionState}
+# Topic name, partition ids count, one partition id, both timestamps: by topic-name length.
+_V0_ONE_TOPIC = [struct.Struct(f">{n}siiqq") for n in range(256)]
+# Topic name, partition ids count + 1 (one byte), one partition id, the entry's tag count, timestamps.
+_V1_ONE_TOPIC = [struct.Struct(f">{n}sBiBqq") for n in range(127)]
+# Partition-id arrays are short: one precompiled struct per length saves a format parse per entry.
+_INT32_ARRAYS = [struct.Struct(f">{n}i") for n in range(64)]
+
+
+def _int32_array(n: int) -> struct.Struct:
+    return _INT32_ARRAYS[n] if n < 64 else struct.Struct(f">{n}i")
+
+
+def _utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError("invalid_utf8", str(e)) from None
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos + 1
+        shift += 7
+        if shift > 28:
+            raise DecodeError("bad_length", "unsigned varint longer than 5 bytes")
+
+
+def _skip_tagged_fields(buf: bytes, pos: int) -> int:
+    tags, pos = _uvarint(buf, pos)
+    for _ in range(tags):
+        _, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise IndexError
+    return pos
+
+
+# --- Encoding: the inverse, used to build test vectors and benchmark data. ---
+
+
+def encode_key(transactional_id: str) -> bytes:
+    raw = transactional_id.encode("utf-8")
+    return _KEY_HEAD.pack(KEY_VERSION, len(raw)) + raw
+
+
+def encode_value(value: TransactionLogValue) -> bytes:
+    if value.version not in VALUE_VERSIONS:
+        raise ValueError(f"cannot encode value version {value.version}")
+    flexible = value.version == 1
+    out = bytearray(
+        _VALUE_HEAD.pack(
+            value.version,
+            value.producer_id,
+            value.producer_epoch,
+            value.transaction_timeout_ms,
+            int(value.state),
+        )
+    )
+    partitions = value.partitions
+    if flexible:
+        out += _encode_uvarint(0 if partitions is None else len(partitions) + 1)
+    else:
+        out += _I32.pack(-1 if partitions is None else len(partitions))
+    for topic, ids in (partitions or {}).items():
+        raw = topic.encode("utf-8")
+        if flexible:
+            out += _encode_uvarint(len(raw) + 1) + raw + _encode_uvarint(len(ids) + 1)
+        else:
+            out += _I16.pack(len(raw)) + raw + _I32.pack(len(ids))
+        out += struct.pack(f">{len(ids)}i", *ids)
+        if flexible:
+            out += b"\x00"  # no tagged fields in the partitions entry
+    out += _TIMESTAMPS.pack(value.last_update_timestamp_ms, value.start_timestamp_ms)
+    if flexible:
+        # Written only when not default, in ascending tag order, as Kafka does.
+        tagged = [
+            (tag, known.pack(field))
+            for tag, known, field, default in (
+                (0, _I64, value.previous_producer_id, -1),
+                (1, _I64, value.next_producer_id, -1),
+                (2, _I16, value.client_transaction_version, 0),
+                (3, _I16, value.next_producer_epoch, -1),
+            )
+            if field != default
+        ]
+        out += _encode_uvarint(len(tagged))
+        for tag, raw in tagged:
+            out += _encode_uvarint(tag) + _encode_uvarint(len(raw)) + raw
+    return bytes(out)
+
+
+def _encode_uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)

@@ -1,0 +1,1 @@
+"""Subcommands of `txn-exporter`, one module each."""

@@ -1,0 +1,1 @@
+"""Sources: each yields typed events (exporter.sources.events) from one place Kafka writes to."""

@@ -1,0 +1,64 @@
+import pytest
+
+from exporter.codec import TransactionState, encode_key, encode_value
+from exporter.codec.record_batch import BatchError, RecordError, decode_batches, encode_batch
+from exporter.codec.transaction_log import TransactionLogValue
+
+VALUE = TransactionLogValue(0, 7, 0, 1000, TransactionState.ONGOING, {"t": [0]}, 1005, 1000)
+
+
+def batch(offset, tid="a", value=VALUE, ts=1000):
+    return encode_batch(offset, [(encode_key(tid), None if value is None else encode_value(value), ts)])
+
+
+def test_records_with_offsets_and_timestamps():
+    items = list(decode_batches(batch(0, ts=10) + batch(1, "b", None, ts=20)))
+    assert [(r.offset, r.timestamp_ms, r.transactional_id) for r in items] == [(0, 10, "a"), (1, 20, "b")]
+    assert items[0].value == VALUE and items[1].value is None
+
+
+def test_several_records_in_one_batch():
+    raw = encode_batch(10, [(encode_key("x"), None, 5), (encode_key("y"), None, 7)])
+    assert [(r.offset, r.timestamp_ms, r.transactional_id) for r in decode_batches(raw)] == [(10, 5, "x"), (11, 7, "y")]
+
+
+def test_crc_mismatch_is_reported_and_skipped():
+    bad = bytearray(batch(1))
+    bad[-1] ^= 0xFF
+    items = list(decode_batches(batch(0) + bytes(bad) + batch(2)))
+    assert isinstance(items[1], BatchError) and items[1].error.reason == "crc_mismatch"
+    assert items[1].position == len(batch(0))
+    assert [i.offset for i in (items[0], items[2])] == [0, 2]
+
+
+def test_truncated_tail_after_a_crash():
+    whole = batch(0) + batch(1)
+    items = list(decode_batches(whole + batch(2)[:30]))
+    assert [type(i).__name__ for i in items] == ["TransactionLogRecord", "TransactionLogRecord", "BatchError"]
+    assert items[2].position == len(whole) and items[2].error.reason == "truncated"
+
+
+def test_garbage_length_resyncs_on_the_next_valid_batch():
+    bad = bytearray(batch(1))
+    bad[8:12] = (2**30).to_bytes(4, "big")
+    items = list(decode_batches(batch(0) + bytes(bad) + batch(2)))
+    assert isinstance(items[1], BatchError)
+    assert [i.offset for i in items if not isinstance(i, BatchError)] == [0, 2]
+
+
+@pytest.mark.parametrize("attr, reason", [(1, "unsupported_batch")])
+def test_compressed_batches_are_refused(attr, reason):
+    raw = bytearray(batch(0))
+    raw[21:23] = attr.to_bytes(2, "big")
+    from crc32c import crc32c
+
+    raw[17:21] = crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    (item,) = decode_batches(bytes(raw))
+    assert isinstance(item, BatchError) and item.error.reason == reason
+
+
+def test_bad_record_key_is_a_record_error_and_the_next_record_decodes():
+    raw = encode_batch(0, [(b"\x00\x05zz", None, 1), (encode_key("ok"), None, 2)])
+    items = list(decode_batches(raw))
+    assert isinstance(items[0], RecordError) and items[0].offset == 0
+    assert items[1].transactional_id == "ok"

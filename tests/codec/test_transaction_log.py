@@ -1,0 +1,148 @@
+"""TransactionLogKey/Value against hand-built bytes laid out as in Kafka's message JSON."""
+
+import struct
+
+import pytest
+
+from exporter.codec import (
+    DecodeError,
+    TransactionLogValue,
+    TransactionState,
+    decode_key,
+    decode_record,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+
+
+def v0_bytes(partitions=((b"foo", (0, 1)),), state=1) -> bytes:
+    out = struct.pack(">hqhib", 0, 1000, 3, 60000, state)
+    if partitions is None:
+        out += struct.pack(">i", -1)
+    else:
+        out += struct.pack(">i", len(partitions))
+        for topic, ids in partitions:
+            out += struct.pack(">h", len(topic)) + topic + struct.pack(f">i{len(ids)}i", len(ids), *ids)
+    return out + struct.pack(">qq", 1_700_000_000_123, 1_700_000_000_000)
+
+
+def v1_bytes(tags: bytes = b"\x00", partition_tags: bytes = b"\x00") -> bytes:
+    out = struct.pack(">hqhib", 1, 1000, 3, 60000, 2)
+    out += bytes([2])  # one partitions entry (n + 1)
+    out += bytes([4]) + b"foo" + bytes([3]) + struct.pack(">ii", 0, 7) + partition_tags
+    return out + struct.pack(">qq", 1_700_000_000_123, 1_700_000_000_000) + tags
+
+
+def test_key():
+    assert decode_key(struct.pack(">hh", 0, 5) + b"txn-1") == "txn-1"
+    assert decode_key(encode_key("ü-id")) == "ü-id"
+
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (b"\x00", "truncated"),
+        (struct.pack(">hh", 1, 1) + b"x", "unknown_key_version"),
+        (struct.pack(">hh", 0, -1), "bad_length"),
+        (struct.pack(">hh", 0, 9) + b"short", "truncated"),
+        (struct.pack(">hh", 0, 2) + b"\xff\xfe", "invalid_utf8"),
+    ],
+)
+def test_bad_keys(raw, reason):
+    with pytest.raises(DecodeError) as e:
+        decode_key(raw)
+    assert e.value.reason == reason
+
+
+def test_value_v0():
+    v = decode_value(v0_bytes())
+    assert v == TransactionLogValue(
+        0, 1000, 3, 60000, TransactionState.ONGOING, {"foo": [0, 1]}, 1_700_000_000_123, 1_700_000_000_000
+    )
+    assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
+        -1, -1, 0, -1,
+    )
+
+
+def test_value_v0_null_and_empty_partitions():
+    assert decode_value(v0_bytes(partitions=None)).partitions is None
+    assert decode_value(v0_bytes(partitions=())).partitions == {}
+
+
+@pytest.mark.parametrize("state", list(TransactionState))
+def test_every_state_id(state):
+    assert decode_value(v0_bytes(state=int(state))).state is state
+
+
+def test_value_v1_without_tags():
+    v = decode_value(v1_bytes())
+    assert (v.version, v.state, v.partitions) == (1, TransactionState.PREPARE_COMMIT, {"foo": [0, 7]})
+    assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
+        -1, -1, 0, -1,
+    )
+
+
+def test_value_v1_all_tags_and_unknown_tags_skipped():
+    tags = (
+        bytes([6])
+        + bytes([0, 8]) + struct.pack(">q", 41)
+        + bytes([1, 8]) + struct.pack(">q", 42)
+        + bytes([2, 2]) + struct.pack(">h", 2)
+        + bytes([3, 2]) + struct.pack(">h", 5)
+        + bytes([9, 3]) + b"abc"  # unknown: skipped by size
+        + bytes([0x80, 0x01, 1]) + b"z"  # unknown tag 128 (two-byte varint)
+    )
+    v = decode_value(v1_bytes(tags=tags, partition_tags=bytes([1, 4, 2]) + b"xy"))
+    assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
+        41, 42, 2, 5,
+    )
+    assert v.partitions == {"foo": [0, 7]}
+
+
+def test_value_v1_null_partitions():
+    raw = struct.pack(">hqhib", 1, 1, 0, 100, 4) + b"\x00" + struct.pack(">qq", 5, 4) + b"\x00"
+    assert decode_value(raw).partitions is None
+
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (b"\x00", "truncated"),
+        (struct.pack(">h", 2) + bytes(40), "unknown_value_version"),
+        (struct.pack(">h", -1), "unknown_value_version"),
+        (v0_bytes(state=8), "unknown_state"),
+        (v0_bytes(state=-1), "unknown_state"),
+        (v0_bytes()[:-1], "truncated"),
+        (v0_bytes()[:20], "truncated"),
+        (v0_bytes(partitions=((b"\xff", (1,)),)), "invalid_utf8"),
+        (v0_bytes()[:17] + struct.pack(">i", -2) + bytes(16), "bad_length"),
+        (v0_bytes()[:17] + struct.pack(">i", 2**31 - 1) + bytes(16), "truncated"),
+        (v1_bytes(tags=bytes([1, 0, 4]) + bytes(4)), "bad_length"),  # tag 0 must be 8 bytes
+        (v1_bytes(tags=bytes([1, 9, 50])), "truncated"),
+        (v1_bytes()[:-1], "truncated"),
+        (v1_bytes()[:17] + b"\xff\xff\xff\xff\xff\xff", "bad_length"),
+    ],
+)
+def test_bad_values(raw, reason):
+    with pytest.raises(DecodeError) as e:
+        decode_value(raw)
+    assert e.value.reason == reason
+
+
+def test_trailing_bytes_are_ignored_like_the_broker_does():
+    assert decode_value(v0_bytes() + b"junk").producer_id == 1000
+
+
+def test_encode_writes_only_non_default_tags_in_order():
+    value = decode_value(v1_bytes())
+    value.next_producer_epoch = 9
+    value.previous_producer_id = 4
+    raw = encode_value(value)
+    assert raw.endswith(bytes([2, 0, 8]) + struct.pack(">q", 4) + bytes([3, 2]) + struct.pack(">h", 9))
+    assert decode_value(raw) == value
+
+
+def test_decode_record_tombstone():
+    record = decode_record(encode_key("t"), None, offset=5, timestamp_ms=9)
+    assert (record.offset, record.timestamp_ms, record.transactional_id, record.value) == (5, 9, "t", None)
