@@ -1,0 +1,358 @@
+"""Settings of `txn-exporter run`: one schema, four sources.
+
+Precedence, highest first: command-line flags, environment variables, the YAML config file,
+defaults.
+Every flag and environment variable is derived from the fields of `Settings`:
+  field `broker_id`  ->  flag `--broker-id`, env `TXN_EXPORTER_BROKER_ID`, YAML key `broker_id`
+(`kafka` is the one exception to the flag name: `--kafka-config KEY=VALUE`, since `--kafka` alone
+says nothing). The `kafka` client settings are merged key by key across sources, so a YAML file can
+hold `security.protocol` while the environment supplies `sasl.password`.
+An empty environment variable counts as unset (deployment templates often render absent values so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+ENV_PREFIX = "TXN_EXPORTER_"
+CONFIG_ENV = ENV_PREFIX + "CONFIG"
+
+# The exporter reads with its own consumer settings: it never joins a group nor commits offsets, and
+# the brokers come from `bootstrap_servers`. Letting these through would silently change that.
+RESERVED_KAFKA_KEYS = {
+    "group.id": "the exporter uses no consumer group",
+    "enable.auto.commit": "the exporter never commits offsets",
+    "bootstrap.servers": "use bootstrap_servers (--bootstrap-servers) instead",
+}
+# Substrings of client setting names whose values must never reach a log. Over-masking a
+# non-secret such as ssl.key.location is the cheaper mistake.
+_SECRET_MARKERS = ("password", "passphrase", "secret", "token", "key", "credential", "jaas",
+                   "sasl.oauthbearer.config")
+_MASK = "***"
+
+
+class ConfigError(Exception):
+    """A setting is missing, unknown or invalid; the message names the setting and its source."""
+
+
+@dataclass(frozen=True)
+class Cli:
+    """Per-field command-line metadata, kept beside the field in `Settings`."""
+
+    metavar: str | None = None
+    flag: str | None = None  # defaults to --field-name
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")  # RFC 1123 names; dotted IPv4 matches too
+
+
+def _split_host_port(value: str) -> tuple[str, int]:
+    """`HOST:PORT` or `[IPV6]:PORT` to (host, port); ValueError with a readable reason."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    if not port_text.isdigit():
+        raise ValueError(f"invalid port {port_text!r}")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be 1-65535, got {port}")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            return str(ipaddress.IPv6Address(host[1:-1])), port
+        except ValueError:
+            raise ValueError(f"invalid IPv6 address {host!r}") from None
+    if not host:
+        raise ValueError(f"missing host in {value!r} (use 0.0.0.0:{port} for all interfaces)")
+    if ":" in host:
+        raise ValueError(f"IPv6 address must be in brackets, e.g. [{host}]:{port}")
+    if not _HOSTNAME.fullmatch(host):
+        raise ValueError(f"invalid host {host!r}")
+    return host, port
+
+
+def _check_listen(value: str) -> str:
+    _split_host_port(value)
+    return value
+
+
+def _not_reserved(key: str) -> str:
+    if key in RESERVED_KAFKA_KEYS:
+        raise ValueError(f"owned by the exporter, remove it ({RESERVED_KAFKA_KEYS[key]})")
+    return key
+
+
+def _scalar_to_str(value: object) -> object:
+    # YAML turns `enable.idempotence: true` into a bool; librdkafka wants the string "true".
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list):
+        raise ValueError("expected a string, number or boolean (write dotted keys flat: "
+                         "'security.protocol: SASL_SSL', not nested mappings)")
+    return value
+
+
+class _Conflict(ValueError):
+    """A rule across fields; carries their names so `load` can say where each value came from."""
+
+    def __init__(self, fields: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bootstrap_servers: Annotated[str, Cli("HOST:PORT[,HOST:PORT...]"), Field(
+        min_length=1, description="Kafka brokers to bootstrap from (comma-separated)")]
+    broker_id: Annotated[int | None, Cli("N"), Field(
+        ge=0, description="follow the __transaction_state partitions this broker leads; "
+        "unset: discover it when unambiguous")] = None
+    all_partitions: Annotated[bool, Cli(), Field(
+        description="follow every __transaction_state partition (one exporter per cluster); "
+        "excludes --broker-id")] = False
+    listen: Annotated[str, Cli("HOST:PORT"), AfterValidator(_check_listen), Field(
+        description="address of the HTTP server for /metrics, /healthz, /readyz "
+        "(IPv6: [::]:9464)")] = "0.0.0.0:9464"
+    metadata_refresh_seconds: Annotated[float, Cli("SECONDS"), Field(
+        gt=0, allow_inf_nan=False,
+        description="how often partition leadership is re-read")] = 30.0
+    latency_window_seconds: Annotated[float, Cli("SECONDS"), Field(
+        gt=0, allow_inf_nan=False,
+        description="sliding window of the exact latency quantile gauges")] = 300.0
+    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Cli("LEVEL"),
+                         BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
+                         Field(description="DEBUG, INFO, WARNING or ERROR")] = "INFO"
+    kafka: Annotated[
+        dict[Annotated[str, AfterValidator(_not_reserved)],
+             Annotated[str, BeforeValidator(_scalar_to_str)]],
+        Cli("KEY=VALUE", flag="--kafka-config"),
+        Field(description="a librdkafka client setting passed through (security.protocol, sasl.*, "
+              "ssl.*...), repeatable; env: comma-separated KEY=VALUE pairs; YAML: a mapping"),
+    ] = {}
+
+    @model_validator(mode="after")
+    def _one_partition_choice(self) -> Settings:
+        if self.all_partitions and self.broker_id is not None:
+            raise _Conflict(("broker_id", "all_partitions"),
+                            "broker_id and all_partitions are mutually exclusive")
+        return self
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings as a dict safe to log: values of secret-looking kafka keys masked."""
+        values = self.model_dump()
+        values["kafka"] = {k: _MASK if _is_secret(k) else v for k, v in self.kafka.items()}
+        return values
+
+    def __repr_args__(self) -> Any:
+        # repr() and str() go through here, so logging a Settings by accident leaks nothing.
+        return self.redacted().items()
+
+
+def _is_secret(key: str) -> bool:
+    lowered = key.lower()
+    return any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+def listen_address(settings: Settings) -> tuple[str, int]:
+    """(host, port) to bind; an IPv6 host comes back without its brackets."""
+    return _split_host_port(settings.listen)
+
+
+def flag_name(field: str) -> str:
+    cli = _cli(field)
+    return cli.flag or "--" + field.replace("_", "-")
+
+
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def _cli(field: str) -> Cli:
+    return next((m for m in Settings.model_fields[field].metadata if isinstance(m, Cli)), Cli())
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add `--config` and one flag per `Settings` field. Flags not given stay absent from the
+    namespace (argparse.SUPPRESS), which is how `load` tells them from defaults."""
+    parser.add_argument(
+        "--config", metavar="FILE", default=argparse.SUPPRESS,
+        help=f"YAML file of settings, keys as the option names with underscores "
+             f"(bootstrap_servers: ...) (env: {CONFIG_ENV})")
+    for name, info in Settings.model_fields.items():
+        cli = _cli(name)
+        default = "required" if info.is_required() else f"default: {_show(info.default)}"
+        text = f"{info.description} ({default}; env: {env_name(name)})".replace("%", "%%")
+        if info.annotation is bool:
+            parser.add_argument(flag_name(name), dest=name, action=argparse.BooleanOptionalAction,
+                                default=argparse.SUPPRESS, help=text)
+        else:
+            parser.add_argument(flag_name(name), dest=name, metavar=cli.metavar,
+                                action="append" if name == "kafka" else "store",
+                                default=argparse.SUPPRESS, help=text)
+
+
+def _show(default: object) -> str:
+    if default is None:
+        return "unset"
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, float):
+        return f"{default:g}"
+    if isinstance(default, dict):
+        return "none" if not default else str(default)
+    return str(default)
+
+
+# Where a value came from, keyed by its location in the schema: ("listen",) or ("kafka", key).
+_Loc = tuple[str, ...]
+
+
+def load(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
+    """Merge flags > environment > YAML file > defaults into Settings, or raise ConfigError."""
+    values: dict[str, Any] = {}
+    origin: dict[_Loc, str] = {}
+    flags = vars(args)
+    config_path = flags.get("config") or environ.get(CONFIG_ENV)
+    layers = [_from_yaml(config_path)] if config_path else []
+    layers += [_from_env(environ), _from_flags(flags)]
+    for layer in layers:  # lowest precedence first, so later layers overwrite
+        for loc, value, where in layer:
+            if loc[0] == "kafka":
+                values.setdefault("kafka", {})[loc[1]] = value
+            else:
+                values[loc[0]] = value
+            origin[loc] = where
+    try:
+        return Settings(**values)
+    except ValidationError as e:
+        raise ConfigError(_explain(e.errors()[0], origin)) from None
+
+
+_Entry = tuple[_Loc, object, str]  # (location, raw value, source label)
+
+
+def _from_yaml(path_text: str) -> list[_Entry]:
+    try:
+        document = yaml.safe_load(Path(path_text).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path_text}: cannot read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or e
+        raise ConfigError(f"{path_text}: invalid YAML{where}: {problem}") from None
+    if document is None:
+        return []
+    if not isinstance(document, dict):
+        kind = type(document).__name__
+        raise ConfigError(f"{path_text}: expected a mapping of settings, got {kind}")
+    entries: list[_Entry] = []
+    for key, value in document.items():
+        if key not in Settings.model_fields:
+            close = difflib.get_close_matches(str(key), Settings.model_fields, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{path_text}: unknown key '{key}'{hint}")
+        if key != "kafka":
+            entries.append(((key,), value, f"{path_text}: {key}"))
+        elif not isinstance(value, dict):
+            raise ConfigError(f"{path_text}: kafka: expected a mapping of client settings")
+        else:
+            entries += [(("kafka", str(k)), v, f"{path_text}: kafka") for k, v in value.items()]
+    return entries
+
+
+def _from_env(environ: Mapping[str, str]) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for name in Settings.model_fields:
+        var = env_name(name)
+        text = environ.get(var, "")
+        if not text:
+            continue
+        if name == "kafka":
+            pairs = [pair.strip() for pair in text.split(",") if pair.strip()]
+            entries += [(("kafka", k), v, var) for k, v in _parse_pairs(pairs, var)]
+        else:
+            entries.append(((name,), text, var))
+    return entries
+
+
+def _from_flags(flags: Mapping[str, Any]) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for name in Settings.model_fields:
+        if name not in flags:
+            continue
+        flag = flag_name(name)
+        if name == "kafka":
+            entries += [(("kafka", k), v, flag) for k, v in _parse_pairs(flags[name], flag)]
+        else:
+            entries.append(((name,), flags[name], flag))
+    return entries
+
+
+def _parse_pairs(pairs: list[str], where: str) -> list[tuple[str, str]]:
+    parsed = []
+    for number, pair in enumerate(pairs, 1):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            # The item is not echoed: a mistyped 'sasl.password:...' would leak into the logs.
+            raise ConfigError(f"{where}: item {number} is not KEY=VALUE")
+        parsed.append((key.strip(), value))
+    return parsed
+
+
+# Plainer words than pydantic's for the errors a mistyped setting usually meets.
+_MESSAGES = {
+    "int_parsing": "expected an integer, got {input!r}",
+    "int_from_float": "expected an integer, got {input!r}",
+    "float_parsing": "expected a number, got {input!r}",
+    "bool_parsing": "expected true or false, got {input!r}",
+    "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "finite_number": "must be a finite number",
+    "string_type": "expected a string",
+    "string_too_short": "must not be empty",
+    "literal_error": "expected one of {expected}, got {input!r}",
+}
+
+
+def _explain(error: Mapping[str, Any], origin: Mapping[_Loc, str]) -> str:
+    loc = tuple(str(part) for part in error["loc"])
+    ctx = error.get("ctx", {})
+    if error["type"] == "missing":
+        name = loc[0]
+        return (f"{name}: required; set {flag_name(name)}, {env_name(name)} "
+                f"or '{name}' in the config file")
+    if isinstance(ctx.get("error"), _Conflict):
+        conflict = ctx["error"]
+        return " and ".join(origin.get((f,), f) for f in conflict.fields) + f": {conflict}"
+    if error["type"] == "value_error":
+        message = str(ctx["error"])
+    else:
+        message = _MESSAGES.get(error["type"], error["msg"]).format(input=error["input"], **ctx)
+    if loc[0] == "kafka" and len(loc) > 1:
+        # No message above echoes a kafka value (they may be passwords): only the key is named.
+        return f"{origin[loc[:2]]}: '{loc[1]}': {message}"
+    return f"{origin.get(loc[:1], loc[0])}: {message}"

@@ -1,0 +1,222 @@
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from exporter.config import ConfigError, Settings, add_arguments, listen_address, load
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="txn-exporter run")
+    add_arguments(parser)
+    return parser
+
+
+def _load(argv: list[str], env: dict[str, str] | None = None) -> Settings:
+    return load(_parser().parse_args(argv), env or {})
+
+
+def _error(argv: list[str], env: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        _load(argv, env)
+    return str(caught.value)
+
+
+@pytest.fixture
+def yaml_file(tmp_path: Path):
+    def write(text: str) -> str:
+        path = tmp_path / "config.yaml"
+        path.write_text(text)
+        return str(path)
+    return write
+
+
+def test_defaults() -> None:
+    settings = _load(["--bootstrap-servers", "k:9092"])
+    assert settings == Settings(bootstrap_servers="k:9092")
+    assert (settings.broker_id, settings.all_partitions, settings.listen) == (None, False, "0.0.0.0:9464")
+    assert (settings.metadata_refresh_seconds, settings.latency_window_seconds) == (30, 300)
+    assert (settings.log_level, settings.kafka) == ("INFO", {})
+
+
+def test_precedence_flags_over_env_over_yaml_over_defaults(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: yaml:9092\nbroker_id: 1\nlisten: 127.0.0.1:1\n"
+                     "log_level: error\n")
+    env = {"TXN_EXPORTER_CONFIG": path, "TXN_EXPORTER_BROKER_ID": "2", "TXN_EXPORTER_LISTEN": "127.0.0.1:2"}
+    settings = _load(["--listen", "127.0.0.1:3"], env)
+    assert settings.bootstrap_servers == "yaml:9092"  # only in YAML
+    assert settings.log_level == "ERROR"  # YAML, case-insensitive
+    assert settings.broker_id == 2  # env beats YAML
+    assert settings.listen == "127.0.0.1:3"  # flag beats env
+    assert settings.latency_window_seconds == 300  # nobody set it
+
+
+def test_config_flag_beats_config_env(yaml_file, tmp_path: Path) -> None:
+    path = yaml_file("bootstrap_servers: from-flag:9092\n")
+    assert _load(["--config", path], {"TXN_EXPORTER_CONFIG": str(tmp_path / "absent.yaml")}) \
+        .bootstrap_servers == "from-flag:9092"
+
+
+def test_no_flag_overrides_a_true_from_a_lower_source() -> None:
+    env = {"TXN_EXPORTER_BOOTSTRAP_SERVERS": "k:1", "TXN_EXPORTER_ALL_PARTITIONS": "true"}
+    assert _load([], env).all_partitions is True
+    assert _load(["--no-all-partitions"], env).all_partitions is False
+
+
+def test_empty_env_counts_as_unset() -> None:
+    assert _load(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_BROKER_ID": ""}).broker_id is None
+
+
+def test_kafka_settings_merge_key_by_key(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n"
+                     "  sasl.mechanism: PLAIN\n  enable.idempotence: false\n  socket.timeout.ms: 1000\n")
+    env = {"TXN_EXPORTER_KAFKA": "sasl.username=u, sasl.password=p=w,sasl.mechanism=SCRAM-SHA-256,"}
+    settings = _load(["--config", path, "--kafka-config", "sasl.username=flag"], env)
+    assert settings.kafka == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-256",  # env beats YAML
+        "enable.idempotence": "false",  # YAML scalars become librdkafka strings
+        "socket.timeout.ms": "1000",
+        "sasl.username": "flag",  # flag beats env
+        "sasl.password": "p=w",  # only the first '=' splits
+    }
+
+
+@pytest.mark.parametrize("key", ["group.id", "enable.auto.commit", "bootstrap.servers"])
+def test_reserved_kafka_keys_refused_naming_key_and_source(key: str, yaml_file) -> None:
+    assert _error(["--bootstrap-servers", "k:1", "--kafka-config", f"{key}=x"]) \
+        .startswith(f"--kafka-config: '{key}': owned by the exporter")
+    assert _error(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_KAFKA": f"{key}=x"}) \
+        .startswith(f"TXN_EXPORTER_KAFKA: '{key}': owned by the exporter")
+    path = yaml_file(f"bootstrap_servers: k:1\nkafka:\n  {key}: x\n")
+    assert _error(["--config", path]).startswith(f"{path}: kafka: '{key}': owned by the exporter")
+
+
+@pytest.mark.parametrize(("argv", "env", "message"), [
+    (["--broker-id", "-1"], {}, "--broker-id: must be >= 0"),
+    (["--broker-id", "x"], {}, "--broker-id: expected an integer, got 'x'"),
+    ([], {"TXN_EXPORTER_BROKER_ID": "1.5"}, "TXN_EXPORTER_BROKER_ID: expected an integer"),
+    ([], {"TXN_EXPORTER_LISTEN": "0.0.0.0:abc"}, "TXN_EXPORTER_LISTEN: invalid port 'abc'"),
+    (["--listen", "0.0.0.0:0"], {}, "--listen: port must be 1-65535, got 0"),
+    (["--listen", "0.0.0.0:65536"], {}, "--listen: port must be 1-65535, got 65536"),
+    (["--listen", "9464"], {}, "--listen: expected HOST:PORT, got '9464'"),
+    (["--listen", ":9464"], {}, "--listen: missing host"),
+    (["--listen", "::1:9464"], {}, "--listen: IPv6 address must be in brackets"),
+    (["--listen", "[nope]:9464"], {}, "--listen: invalid IPv6 address '[nope]'"),
+    (["--listen", "bad_host!:9464"], {}, "--listen: invalid host 'bad_host!'"),
+    (["--log-level", "trace"], {}, "--log-level: expected one of 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
+    ([], {"TXN_EXPORTER_ALL_PARTITIONS": "maybe"}, "TXN_EXPORTER_ALL_PARTITIONS: expected true or false"),
+    (["--metadata-refresh-seconds", "0"], {}, "--metadata-refresh-seconds: must be > 0"),
+    (["--latency-window-seconds", "nan"], {}, "--latency-window-seconds: must be a finite number"),
+    (["--latency-window-seconds", "soon"], {}, "--latency-window-seconds: expected a number, got 'soon'"),
+    (["--bootstrap-servers", ""], {}, "--bootstrap-servers: must not be empty"),
+    (["--kafka-config", "sasl.password"], {}, "--kafka-config: item 1 is not KEY=VALUE"),
+    ([], {"TXN_EXPORTER_KAFKA": "a=1,=2"}, "TXN_EXPORTER_KAFKA: item 2 is not KEY=VALUE"),
+    (["--broker-id", "1"], {"TXN_EXPORTER_ALL_PARTITIONS": "1"},
+     "--broker-id and TXN_EXPORTER_ALL_PARTITIONS: broker_id and all_partitions are mutually exclusive"),
+])
+def test_errors_name_the_key_and_source(argv: list[str], env: dict[str, str], message: str) -> None:
+    env = {"TXN_EXPORTER_BOOTSTRAP_SERVERS": "k:1", **env}
+    assert _error(argv, env).startswith(message)
+
+
+def test_missing_bootstrap_servers_says_how_to_set_it() -> None:
+    assert _error([]) == ("bootstrap_servers: required; set --bootstrap-servers, "
+                          "TXN_EXPORTER_BOOTSTRAP_SERVERS or 'bootstrap_servers' in the config file")
+
+
+def test_yaml_errors_name_file_and_key(yaml_file, tmp_path: Path) -> None:
+    path = yaml_file("bootstrap_server: k:1\n")
+    assert _error(["--config", path]) == f"{path}: unknown key 'bootstrap_server' (did you mean 'bootstrap_servers'?)"
+    path = yaml_file("bootstrap_servers: k:1\nlisten: 0.0.0.0:abc\n")
+    assert _error(["--config", path]) == f"{path}: listen: invalid port 'abc'"
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security:\n    protocol: SSL\n")
+    assert _error(["--config", path]).startswith(f"{path}: kafka: 'security': expected a string")
+    path = yaml_file("bootstrap_servers: k:1\nkafka: [a, b]\n")
+    assert _error(["--config", path]) == f"{path}: kafka: expected a mapping of client settings"
+    path = yaml_file("- bootstrap_servers\n")
+    assert _error(["--config", path]) == f"{path}: expected a mapping of settings, got list"
+    path = yaml_file("bootstrap_servers: [\n")
+    assert _error(["--config", path]).startswith(f"{path}: invalid YAML at line 2")
+    absent = str(tmp_path / "absent.yaml")
+    assert _error([], {"TXN_EXPORTER_CONFIG": absent}) == f"{absent}: cannot read: No such file or directory"
+
+
+def test_empty_yaml_file_is_no_settings(yaml_file) -> None:
+    assert _load(["--config", yaml_file(""), "--bootstrap-servers", "k:1"]).listen == "0.0.0.0:9464"
+
+
+def test_error_is_one_line_without_pydantic_dump() -> None:
+    message = _error(["--bootstrap-servers", "k:1", "--broker-id", "x"])
+    assert "\n" not in message and "pydantic" not in message and "validation error" not in message
+
+
+def test_help_explains_every_option_with_default_and_env() -> None:
+    options = _parser().format_help().split("options:\n", 1)[1]
+    # One entry per option, argparse's line wrapping undone.
+    entries = [" ".join(entry.split()) for entry in re.split(r"\n  (?=-)", options)]
+    for flag, default, env in [
+        ("--config FILE", "YAML file", "TXN_EXPORTER_CONFIG"),
+        ("--bootstrap-servers HOST:PORT", "required", "TXN_EXPORTER_BOOTSTRAP_SERVERS"),
+        ("--broker-id N", "default: unset", "TXN_EXPORTER_BROKER_ID"),
+        ("--all-partitions, --no-all-partitions", "default: false", "TXN_EXPORTER_ALL_PARTITIONS"),
+        ("--listen HOST:PORT", "default: 0.0.0.0:9464", "TXN_EXPORTER_LISTEN"),
+        ("--metadata-refresh-seconds SECONDS", "default: 30;", "TXN_EXPORTER_METADATA_REFRESH_SECONDS"),
+        ("--latency-window-seconds SECONDS", "default: 300;", "TXN_EXPORTER_LATENCY_WINDOW_SECONDS"),
+        ("--log-level LEVEL", "default: INFO", "TXN_EXPORTER_LOG_LEVEL"),
+        ("--kafka-config KEY=VALUE", "default: none", "TXN_EXPORTER_KAFKA"),
+    ]:
+        [entry] = [e for e in entries if e.startswith(flag)]
+        assert default in entry and f"env: {env})" in entry, entry
+
+
+def test_every_field_has_a_description() -> None:
+    assert all(info.description for info in Settings.model_fields.values())
+
+
+def test_redaction_masks_secrets_only() -> None:
+    settings = Settings(bootstrap_servers="k:1", kafka={
+        "sasl.password": "p1", "ssl.key.password": "p2", "sasl.oauthbearer.client.secret": "p3",
+        "ssl.key.pem": "p4", "sasl.oauthbearer.token.endpoint.url": "p5", "SASL.PASSWORD2": "p6",
+        "security.protocol": "SASL_SSL", "sasl.username": "alice",
+    })
+    redacted = settings.redacted()
+    assert redacted["kafka"]["security.protocol"] == "SASL_SSL"
+    assert redacted["kafka"]["sasl.username"] == "alice"
+    assert redacted["bootstrap_servers"] == "k:1"
+    for text in (str(redacted), repr(settings), str(settings)):
+        assert not any(f"p{i}" in text for i in range(1, 7)), text
+        assert "***" in text and "alice" in text
+    assert settings.kafka["sasl.password"] == "p1"  # the real value is still there to use
+
+
+def test_errors_never_echo_kafka_values(yaml_file) -> None:
+    assert "hunter2" not in _error(["--bootstrap-servers", "k:1", "--kafka-config", "sasl.password:hunter2"])
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  group.id: hunter2\n")
+    assert "hunter2" not in _error(["--config", path])
+
+
+@pytest.mark.parametrize(("listen", "address"), [
+    ("0.0.0.0:9464", ("0.0.0.0", 9464)),
+    ("[::]:9464", ("::", 9464)),
+    ("[::1]:1", ("::1", 1)),
+    ("exporter.local:65535", ("exporter.local", 65535)),
+])
+def test_listen_address(listen: str, address: tuple[str, int]) -> None:
+    assert listen_address(Settings(bootstrap_servers="k:1", listen=listen)) == address
+
+
+def test_settings_is_frozen_and_forbids_unknown_fields() -> None:
+    with pytest.raises(ValueError):
+        Settings(bootstrap_servers="k:1", bootstrap_server="k:1")  # type: ignore[call-arg]
+    settings = Settings(bootstrap_servers="k:1")
+    with pytest.raises(ValueError):
+        settings.listen = "0.0.0.0:1"  # type: ignore[misc]
+
+
+def test_yaml_value_of_wrong_type(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nlisten: 9464\n")
+    assert _error(["--config", path]) == f"{path}: listen: expected a string"
