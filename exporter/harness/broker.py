@@ -1,0 +1,304 @@
+"""A real single-node Kafka (KRaft, broker+controller in one JVM) on 127.0.0.1, run from Maven jars."""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import ctypes
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka.admin import AdminClient
+
+from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs, tools_version, uses_log4j2
+from exporter.harness.workload import alter_topic_config, create_internal_topics
+
+_START_TIMEOUT_S = 60.0
+_STOP_TIMEOUT_S = 30.0
+# Modest heap: CI has 2 cores and may run two brokers at once.
+_JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+
+# Brokers not stopped yet (strong refs: a dropped broker must still be stopped); atexit stops them
+# so an error or Ctrl-C never leaves a JVM behind.
+_live: set[KafkaBroker] = set()
+
+
+def dump_log_segments_class(version: str) -> str:
+    """DumpLogSegments moved from core (Scala) to the tools module in 4.3."""
+    major, minor = (int(p) for p in version.split(".")[:2])
+    return "org.apache.kafka.tools.DumpLogSegments" if (major, minor) >= (4, 3) else "kafka.tools.DumpLogSegments"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG: the JVM gets SIGTERM if the Python process dies without running atexit
+    # (SIGKILL, unhandled SIGTERM). Caveat: it fires when the *thread* that started it exits.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
+def _run_java(libs: Path, main_class: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["java", "-Xmx256m", "-cp", f"{libs}/*", main_class, *args],
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    if not path.exists():
+        return f"({path} does not exist)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+class KafkaBrokerError(RuntimeError):
+    pass
+
+
+class KafkaBroker:
+    """One Kafka JVM. By default a single-node cluster (broker + controller). With ``join``, a
+    broker-only node ``node_id`` of that broker's cluster instead (replication factor 2, see
+    workload.hold_markers); its transaction_version and partition settings then do not apply."""
+
+    def __init__(
+        self,
+        version: str = DEFAULT_KAFKA_VERSION,
+        transaction_version: int | None = None,
+        coordinator_log_level: str = "INFO",
+        transaction_state_partitions: int = 50,
+        broker_properties: dict[str, str] | None = None,
+        workdir: Path | None = None,
+        join: KafkaBroker | None = None,
+        node_id: int = 1,
+    ) -> None:
+        if transaction_version is not None and not uses_log4j2(version):
+            raise ValueError("transaction_version is a Kafka 4.x feature")
+        if join is not None and node_id == join.node_id:
+            raise ValueError("a joining broker needs its own node_id")
+        if transaction_version not in (None, 0, 1, 2):
+            raise ValueError(f"transaction_version must be 0, 1 or 2, not {transaction_version}")
+        self.version = version
+        self.transaction_version = transaction_version
+        self.join = join
+        self.node_id = node_id
+        self.coordinator_log_level = coordinator_log_level
+        self.transaction_state_partitions = transaction_state_partitions
+        self.broker_properties = dict(broker_properties or {})
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
+        self.log_dirs = self.workdir / "data"
+        self.logs_dir = self.workdir / "logs"
+        self.server_log = self.logs_dir / "server.log"
+        self.stdout_log = self.logs_dir / "kafka.out"
+        self._port = 0
+        self._controller_port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if not self._port:
+            raise KafkaBrokerError("broker was never started")
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __repr__(self) -> str:
+        return f"KafkaBroker({self.version}, tv={self.transaction_version}, {self.workdir})"
+
+    def __enter__(self) -> KafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.running:
+            return
+        libs = kafka_libs(self.version)
+        if self.join:
+            if not self.join.running:
+                raise KafkaBrokerError(f"{self.join} must run before a broker can join it")
+            # Internal topics (replication factor 1) are created on first use, on any unfenced
+            # broker: create them now so they all live on the first node, which stays up.
+            create_internal_topics(self.join.bootstrap_servers)
+        if not self._port:  # restart() keeps the ports: clients and the quorum config stay valid
+            self._port, self._controller_port = _free_port(), _free_port()
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        props = self._write_server_properties()
+        if not (self.log_dirs / "meta.properties").exists():
+            self._format_storage(props)
+        # Both configs read these system properties; see log4j.properties / log4j2.properties.
+        logging_opts = [
+            f"-Dkafka.logs.dir={self.logs_dir}",
+            f"-Dtxn.coordinator.log.level={self.coordinator_log_level}",
+            f"-Dlog4j2.configurationFile={resources.files(__package__) / 'log4j2.properties'}"
+            if uses_log4j2(self.version)
+            else f"-Dlog4j.configuration=file:{resources.files(__package__) / 'log4j.properties'}",
+        ]
+        with self.stdout_log.open("ab") as out:
+            self._proc = subprocess.Popen(
+                ["java", *_JVM_OPTS, *logging_opts, "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=self.workdir, preexec_fn=_die_with_parent,
+            )
+        _live.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent."""
+        proc, self._proc = self._proc, None
+        _live.discard(self)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def _server_properties(self) -> dict[str, str]:
+        controller = self.join or self
+        props = {
+            "process.roles": "broker" if self.join else "broker,controller",
+            "node.id": str(self.node_id),
+            # Static quorum: accepted by 3.x and 4.x alike, and `format` then needs no --standalone.
+            "controller.quorum.voters": f"{controller.node_id}@127.0.0.1:{controller._controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self._port}"
+            + ("" if self.join else f",CONTROLLER://127.0.0.1:{self._controller_port}"),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self._port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.log_dirs),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",  # only consumer groups use it; 50 slows them down
+            "group.initial.rebalance.delay.ms": "0",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": str(self.transaction_state_partitions),
+            # Default 10 s; short so timed-out transactions are aborted promptly in tests.
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+        }
+        if uses_log4j2(self.version):
+            props["share.coordinator.state.topic.replication.factor"] = "1"
+            props["share.coordinator.state.topic.min.isr"] = "1"
+        props.update(self.broker_properties)
+        return props
+
+    def _write_server_properties(self) -> Path:
+        path = self.workdir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self._server_properties().items()))
+        return path
+
+    def _format_storage(self, props: Path) -> None:
+        if self.join:
+            meta = (self.join.log_dirs / "meta.properties").read_text()
+            cluster_id = re.search(r"^cluster\.id=(\S+)", meta, re.MULTILINE).group(1)  # type: ignore[union-attr]
+        else:  # Kafka's Uuid text form: URL-safe base64 of 16 bytes, unpadded
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        args = ["format", "-t", cluster_id, "-c", str(props)]
+        if self.transaction_version is not None and not self.join:
+            args += ["--feature", f"transaction.version={self.transaction_version}"]
+        # StorageTool is in core: run it from the broker's own jars, not tools_libs().
+        proc = _run_java(kafka_libs(self.version), "kafka.tools.StorageTool", *args, timeout=120)
+        if proc.returncode != 0:
+            raise KafkaBrokerError(f"StorageTool format failed:\n{proc.stdout}\n{proc.stderr}")
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        # Wait for the listener before creating a client: librdkafka logs every refused connect.
+        while not self._port_open():
+            self._check_alive(deadline)
+            time.sleep(0.2)
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        while True:
+            self._check_alive(deadline)
+            try:
+                if self.node_id in admin.list_topics(timeout=2).brokers:
+                    return
+            except Exception:  # KafkaException while the broker is still fenced/starting
+                pass
+            time.sleep(0.2)
+
+    def _port_open(self) -> bool:
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            return s.connect_ex(("127.0.0.1", self._port)) == 0
+
+    def _check_alive(self, deadline: float) -> None:
+        assert self._proc is not None
+        if self._proc.poll() is not None:
+            raise KafkaBrokerError(
+                f"Kafka {self.version} exited with {self._proc.returncode} during start\n"
+                f"--- {self.stdout_log}:\n{_tail(self.stdout_log)}\n--- {self.server_log}:\n{_tail(self.server_log)}"
+            )
+        if time.monotonic() > deadline:
+            raise KafkaBrokerError(
+                f"Kafka {self.version} not ready after {_START_TIMEOUT_S:.0f} s\n"
+                f"--- {self.server_log}:\n{_tail(self.server_log)}"
+            )
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    def run_tool(self, main_class: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run a Kafka Java main class (DumpLogSegments, TransactionsCommand...) from this version's
+        tools classpath (for 4.4.0 that is 4.3.1's: see jars.tools_version). Output captured as text."""
+        return _run_java(tools_libs(self.version), main_class, *args, timeout=timeout)
+
+    def transaction_state_segments(self) -> list[Path]:
+        """All ``__transaction_state`` segment files, by partition then base offset."""
+        return sorted(
+            self.log_dirs.glob("__transaction_state-*/*.log"),
+            key=lambda p: (int(p.parent.name.rsplit("-", 1)[1]), int(p.stem)),
+        )
+
+    def dump_transaction_log(self, *segments: Path) -> str:
+        """DumpLogSegments --transaction-log-decoder over ``segments`` (default: all); its stdout."""
+        files = ",".join(str(p) for p in (segments or self.transaction_state_segments()))
+        proc = self.run_tool(
+            dump_log_segments_class(tools_version(self.version)), "--transaction-log-decoder", "--files", files
+        )
+        if proc.returncode != 0:
+            raise KafkaBrokerError(f"DumpLogSegments failed:\n{proc.stderr[-4000:]}")
+        return proc.stdout
+
+    def alter_topic_config(self, topic: str, configs: Mapping[str, str | None]) -> None:
+        """Incremental topic config change; None deletes an override."""
+        alter_topic_config(self.bootstrap_servers, topic, configs)
+
+
+@atexit.register
+def _stop_all() -> None:
+    # Joined brokers first: their controlled shutdown needs the controller.
+    for broker in sorted(_live, key=lambda b: b.join is None):
+        broker.stop()

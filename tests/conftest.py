@@ -1,0 +1,102 @@
+"""Real-Kafka fixtures (exporter.harness).
+
+- ``broker``: session broker parametrized over ``BROKER_PARAMS`` (value v1 and v0, both log formats).
+- ``kafka_broker_factory(version, transaction_version=None)``: the session broker for that key.
+- ``own_broker(**KafkaBroker kwargs)``: a short-lived broker of the test's own (custom properties).
+
+At most ``MAX_JVMS`` brokers run at once (CI has 2 cores): asking for another one stops the least
+recently used session broker, which restarts on its next use with its data kept.
+Tests using these fixtures get the ``kafka`` marker: deselect them with ``-m "not kafka"``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.harness.broker import KafkaBroker
+
+MAX_JVMS = 2
+BROKER_PARAMS: dict[str, tuple[str, int | None]] = {
+    "4.4.0-tv2": ("4.4.0", 2),  # value v1, 4.x log lines
+    "4.4.0-tv0": ("4.4.0", 0),  # value v0 from a 4.x broker
+    "3.9.2": ("3.9.2", None),  # value v0, 3.x log lines
+}
+_KAFKA_FIXTURES = {"broker", "kafka_broker_factory", "own_broker"}
+
+BrokerKey = tuple[str, int | None]
+
+
+class BrokerPool:
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._session: OrderedDict[BrokerKey, KafkaBroker] = OrderedDict()  # least recently used first
+        self.own: list[KafkaBroker] = []
+
+    def __call__(self, version: str, transaction_version: int | None = None) -> KafkaBroker:
+        key = (version, transaction_version)
+        broker = self._session.pop(key, None) or KafkaBroker(
+            version, transaction_version, workdir=self._root / f"{version}-tv{transaction_version}"
+        )
+        self._session[key] = broker
+        if not broker.running:
+            self.make_room()
+            broker.start()
+        return broker
+
+    def make_room(self) -> None:
+        """Stop least recently used session brokers until one more JVM fits."""
+        running = sum(b.running for b in [*self._session.values(), *self.own])
+        for broker in self._session.values():
+            if running < MAX_JVMS:
+                return
+            if broker.running:
+                broker.stop()
+                running -= 1
+
+    def stop_all(self) -> None:
+        for broker in reversed([*self._session.values(), *self.own]):
+            broker.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
+    pool = BrokerPool(tmp_path_factory.mktemp("kafka"))
+    yield pool
+    pool.stop_all()
+
+
+# Session scope makes pytest run all tests of one parameter before the next, so brokers are not
+# stopped and restarted between tests when three keys share two JVM slots.
+@pytest.fixture(scope="session", params=list(BROKER_PARAMS.values()), ids=list(BROKER_PARAMS))
+def broker(request: pytest.FixtureRequest, kafka_broker_factory: BrokerPool) -> KafkaBroker:
+    return kafka_broker_factory(*request.param)
+
+
+@pytest.fixture
+def own_broker(kafka_broker_factory: BrokerPool, tmp_path: Path) -> Iterator[Callable[..., KafkaBroker]]:
+    started: list[KafkaBroker] = []
+
+    def start(**kwargs: Any) -> KafkaBroker:
+        kwargs.setdefault("workdir", tmp_path / f"broker-{len(started)}")
+        broker = KafkaBroker(**kwargs)
+        kafka_broker_factory.make_room()
+        kafka_broker_factory.own.append(broker)
+        started.append(broker)
+        broker.start()
+        return broker
+
+    yield start
+    for broker in reversed(started):  # joined brokers first: they need the controller to shut down
+        broker.stop()
+        kafka_broker_factory.own.remove(broker)

@@ -1,0 +1,165 @@
+"""The real-Kafka harness itself: brokers start, log what the exporter parses, and workloads
+produce exactly the transactions they report."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from exporter.harness.broker import KafkaBroker
+from exporter.harness.workload import (
+    commit_transactions,
+    count_messages,
+    create_topic,
+    hold_markers,
+    run_mix,
+    transaction_state_partition,
+)
+
+pytestmark = pytest.mark.kafka
+
+# Kafka's default layout `[%d] %p %m (%c)%n`.
+LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR) .* \(([\w.$]+)\)$")
+
+
+def _names() -> tuple[str, str]:
+    suffix = uuid.uuid4().hex[:8]
+    return f"topic-{suffix}", f"tid-{suffix}"
+
+
+def _coordinator_lines(broker: KafkaBroker) -> list[re.Match[str]]:
+    matches = (LOG_LINE.match(line) for line in broker.server_log.read_text().splitlines())
+    return [m for m in matches if m and "coordinator.transaction" in m.group(2)]
+
+
+STATE_NAMES = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"]
+
+
+def _states(broker: KafkaBroker, tid: str) -> Counter[str]:
+    """Records of ``tid`` per state, from DumpLogSegments' decoded output."""
+    partition = transaction_state_partition(tid, broker.transaction_state_partitions)
+    segments = [p for p in broker.transaction_state_segments() if p.parent.name == f"__transaction_state-{partition}"]
+    states: Counter[str] = Counter()
+    for line in broker.dump_transaction_log(*segments).splitlines():
+        if f"transactionalId={tid} " in line or f'"transactionalId":"{tid}"' in line:
+            # 3.9: `state=CompleteCommit`; 4.x (JSON of the generated message): `"transactionStatus":4`
+            m = re.search(r'state=(\w+)|"transactionStatus":(\d)', line)
+            assert m, line
+            states[m.group(1) or STATE_NAMES[int(m.group(2))]] += 1
+    return states
+
+
+def _wait_for_line(path: Path, pattern: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, path.read_text(), re.MULTILINE)
+        if m:
+            return m.group(0)
+        time.sleep(0.2)
+    raise AssertionError(f"no line matching {pattern!r} in {path} after {timeout} s")
+
+
+def test_broker_logs_coordinator_lines(broker: KafkaBroker) -> None:
+    topic, tid = _names()
+    create_topic(broker.bootstrap_servers, topic, partitions=3)
+    commit_transactions(broker.bootstrap_servers, tid, topic, count=1)
+
+    assert broker.server_log.exists()
+    lines = _coordinator_lines(broker)
+    text = "\n".join(m.group(0) for m in lines)
+    assert "Elected as the txn coordinator for partition" in text
+    assert f"Initialized transactionalId {tid} with producerId" in text
+    assert {m.group(1) for m in lines} <= {"INFO", "WARN", "ERROR"}  # INFO level: no DEBUG lines
+    assert len(broker.transaction_state_segments()) == broker.transaction_state_partitions
+
+
+def test_workload_counts(broker: KafkaBroker) -> None:
+    topic, tid = _names()
+    tids = [f"{tid}-a", f"{tid}-b"]
+    create_topic(broker.bootstrap_servers, topic, partitions=3)
+
+    result = run_mix(broker.bootstrap_servers, topic, tids, commits=3, aborts=2, timeouts=1)
+
+    assert (result.commits, result.aborts, result.timeouts) == (6, 4, 2)
+    mpt = result.messages_per_txn
+    assert count_messages(broker.bootstrap_servers, topic, read_committed=True) == result.commits * mpt
+    written = (result.commits + result.aborts + result.timeouts) * mpt
+    assert count_messages(broker.bootstrap_servers, topic, read_committed=False) == written
+    for t in tids:
+        counts = result.per_id[t]
+        states = _states(broker, t)
+        assert (states["CompleteCommit"], states["CompleteAbort"]) == (counts.commits, counts.aborts + counts.timeouts)
+    assert f"Completed rollback of ongoing transaction for transactionalId {tids[0]} due to timeout" in (
+        broker.server_log.read_text()
+    )
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+def test_debug_coordinator_logging(own_broker: Callable[..., KafkaBroker], version: str) -> None:
+    broker = own_broker(version=version, coordinator_log_level="DEBUG")
+    topic, tid = _names()
+    create_topic(broker.bootstrap_servers, topic, partitions=2)
+    commit_transactions(broker.bootstrap_servers, tid, topic, count=1)
+
+    state = "COMPLETE_COMMIT" if version.startswith("4.") else "CompleteCommit"
+    _wait_for_line(
+        broker.server_log,
+        rf"^\[[^\]]+\] DEBUG \[Transaction State Manager 1\]: Updating {tid}'s transaction state to "
+        rf"TxnTransitMetadata.*txnState={state}.* succeeded \(kafka\.coordinator\.transaction\.TransactionStateManager\)$",
+    )
+
+
+def test_stop_and_restart_leave_no_jvm(own_broker: Callable[..., KafkaBroker]) -> None:
+    broker = own_broker()
+
+    def jvms() -> str:
+        return subprocess.run(["pgrep", "-f", str(broker.workdir)], capture_output=True, text=True).stdout
+
+    topic, tid = _names()
+    create_topic(broker.bootstrap_servers, topic, partitions=2)
+    assert jvms()
+    bootstrap = broker.bootstrap_servers
+    broker.restart()
+    assert broker.bootstrap_servers == bootstrap
+    commit_transactions(bootstrap, tid, topic, count=1)  # data and ports survived the restart
+    assert count_messages(bootstrap, topic, read_committed=True) == 3
+    broker.stop()
+    broker.stop()
+    assert not broker.running
+    assert jvms() == ""
+
+
+def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., KafkaBroker]) -> None:
+    first = own_broker()
+    follower = own_broker(join=first, node_id=2)
+    bootstrap = first.bootstrap_servers
+    topic, tid = _names()
+    create_topic(bootstrap, topic, partitions=2, replication_factor=2)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"held", partition=0)
+    producer.flush(30)  # before the hold: acks=all produce fails too
+
+    with hold_markers(follower, topic):
+        producer.commit_transaction(30)  # returns once PrepareCommit is written
+        _wait_for_line(
+            first.server_log,
+            rf"^.* INFO .*Sending {tid}'s transaction marker for partition {topic}-0 has failed with error "
+            r"\S*NotEnoughReplicasException, retrying with current coordinator epoch \d+.*$",
+        )
+        assert count_messages(bootstrap, topic, read_committed=True, timeout=5) == 0
+
+    # Released: the retried markers land and the transaction completes.
+    deadline = time.monotonic() + 30
+    while count_messages(bootstrap, topic, read_committed=True) != 1:
+        assert time.monotonic() < deadline, "transaction did not complete after the hold"
+        time.sleep(0.5)
