@@ -1,0 +1,187 @@
+"""The one catalogue of metrics: names, types, units, labels, help, KIP-1344 mapping, buckets.
+
+Every sink (the Prometheus collector now; dashboards, alerts and docs later) reads names from here
+so nothing drifts. `name` is the exposed sample name exactly as users query it (counters with their
+`_total`, info with `_info`); units are OpenMetrics units and always the name's suffix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from exporter.codec.errors import DecodeError
+from exporter.codec.states import TransactionState
+from exporter.model.partition import EFFECTIVE_STATE_OF_UNWRITTEN, TRACKED_STATES
+
+
+class MetricType(str, Enum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str
+    type: MetricType
+    help: str
+    unit: str = ""
+    labels: tuple[str, ...] = ()
+    # The KIP-1344 (KAFKA-20407) metric this one implements from the outside, if any.
+    kip1344: str | None = None
+    buckets: tuple[float, ...] = ()
+
+    @property
+    def family_name(self) -> str:
+        """The name without the sample suffix a type adds (prometheus_client's family name)."""
+        suffix = {MetricType.COUNTER: "_total", MetricType.INFO: "_info"}.get(self.type, "")
+        return self.name.removesuffix(suffix)
+
+
+# Label values. `target_state`/`state` use the 4.1+ enum names, as KIP-1344's target-state does.
+TARGET_STATES: tuple[str, ...] = tuple(TransactionState(i).name for i in range(TRACKED_STATES))
+UNWRITTEN_STATES: tuple[str, ...] = tuple(s.name for s in EFFECTIVE_STATE_OF_UNWRITTEN)
+MARKER_RESULTS = ("commit", "abort")
+DECODE_ERROR_REASONS: tuple[str, ...] = DecodeError.REASONS
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999, 1.0)
+PARTITION_PHASES = ("replaying", "live")
+
+# 1 ms to 60 s; the ms-resolution record timestamps make finer bounds meaningless.
+DURATION_BUCKETS: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+
+DEFAULT_QUANTILE_WINDOW_SECONDS = 300.0
+DEFAULT_QUANTILE_WINDOW_SLICES = 5
+
+_RECEIVE_CAVEAT = (
+    " Measured as consumer receive time minus the record timestamp (the broker clock when the append"
+    " was submitted), so it bounds the append latency from above plus fetch delay; live records only."
+)
+
+APPEND_LATENCY = MetricSpec(
+    "kafka_transaction_state_log_append_latency_seconds",
+    MetricType.HISTOGRAM,
+    "Time from a transaction coordinator submitting a state transition to __transaction_state to"
+    " the record being readable, by target state." + _RECEIVE_CAVEAT,
+    unit="seconds",
+    labels=("target_state",),
+    kip1344="transaction-state-log-append-latency-ms",
+    buckets=DURATION_BUCKETS,
+)
+APPEND_LATENCY_QUANTILE = MetricSpec(
+    "kafka_transaction_state_log_append_latency_quantile_seconds",
+    MetricType.GAUGE,
+    "Exact quantiles (3 significant digits, HdrHistogram) of the __transaction_state append latency"
+    " over a sliding window (default 5 minutes), by target state; NaN when the window is empty.",
+    unit="seconds",
+    labels=("target_state", "quantile"),
+    kip1344="transaction-state-log-append-latency-ms",
+)
+PENDING_MARKERS = MetricSpec(
+    "kafka_transactions_with_pending_markers",
+    MetricType.GAUGE,
+    "Transactions whose last __transaction_state record is PREPARE_COMMIT or PREPARE_ABORT, i.e."
+    " waiting for their markers and final COMPLETE_* append (includes the broker's final-append"
+    " retry queue, which KIP-1344 excludes).",
+    kip1344="TransactionsWithPendingMarkersCount",
+)
+PENDING_MARKERS_OLDEST_AGE = MetricSpec(
+    "kafka_transaction_pending_markers_oldest_age_seconds",
+    MetricType.GAUGE,
+    "Age at scrape time of the oldest PREPARE_COMMIT/PREPARE_ABORT record still without its"
+    " COMPLETE_* record; 0 when none is pending.",
+    unit="seconds",
+)
+TRANSACTIONS = MetricSpec(
+    "kafka_transactions",
+    MetricType.GAUGE,
+    "Transactional ids in __transaction_state by the state of their last record (expired ids,"
+    " i.e. tombstoned, are not counted).",
+    labels=("state",),
+)
+MARKER_COMPLETION = MetricSpec(
+    "kafka_transaction_marker_completion_seconds",
+    MetricType.HISTOGRAM,
+    "Time from a PREPARE_COMMIT/PREPARE_ABORT record to its COMPLETE_COMMIT/COMPLETE_ABORT record"
+    " (both broker timestamps): marker fan-out plus the final append's submission, including any"
+    " coordinator failover in between. Only when both records were read live.",
+    unit="seconds",
+    labels=("result",),
+    buckets=DURATION_BUCKETS,
+)
+RECORDS = MetricSpec(
+    "kafka_transaction_state_log_records_total",
+    MetricType.COUNTER,
+    "Live __transaction_state records by target state (replayed records are not counted).",
+    labels=("target_state",),
+)
+TOMBSTONES = MetricSpec(
+    "kafka_transaction_state_log_tombstones_total",
+    MetricType.COUNTER,
+    "Live __transaction_state tombstones: transactional ids the coordinator expired.",
+)
+DECODE_ERRORS = MetricSpec(
+    "kafka_transaction_state_log_decode_errors_total",
+    MetricType.COUNTER,
+    "__transaction_state records the exporter could not decode and skipped, by reason.",
+    labels=("reason",),
+)
+
+SOURCE_UP = MetricSpec(
+    "txn_exporter_source_up",
+    MetricType.GAUGE,
+    "1 when the exporter's __transaction_state consumer can read from Kafka, else 0.",
+)
+PARTITIONS_FOLLOWED = MetricSpec(
+    "txn_exporter_partitions_followed",
+    MetricType.GAUGE,
+    "__transaction_state partitions the exporter follows, by phase (replaying history or live).",
+    labels=("phase",),
+)
+PARTITION_CONSUMER_LAG = MetricSpec(
+    "txn_exporter_partition_consumer_lag_records",
+    MetricType.GAUGE,
+    "Records between the exporter's consumer position and the high watermark, per partition.",
+    labels=("partition",),
+)
+PARTITION_LAST_RECORD_TIMESTAMP = MetricSpec(
+    "txn_exporter_partition_last_record_timestamp_seconds",
+    MetricType.GAUGE,
+    "Timestamp (Unix seconds) of the last decoded record read from each partition.",
+    unit="seconds",
+    labels=("partition",),
+)
+UNWRITTEN_STATE_RECORDS = MetricSpec(
+    "txn_exporter_unwritten_state_records_total",
+    MetricType.COUNTER,
+    "Records carrying a state brokers never write (DEAD, PREPARE_EPOCH_FENCE); applied as the"
+    " tombstone / PREPARE_ABORT a broker writes instead, and not counted as a target state.",
+    labels=("state",),
+)
+BUILD_INFO = MetricSpec(
+    "txn_exporter_build_info",
+    MetricType.INFO,
+    "The exporter's version and Python runtime.",
+    labels=("version", "python_version"),
+)
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    APPEND_LATENCY,
+    APPEND_LATENCY_QUANTILE,
+    PENDING_MARKERS,
+    PENDING_MARKERS_OLDEST_AGE,
+    TRANSACTIONS,
+    MARKER_COMPLETION,
+    RECORDS,
+    TOMBSTONES,
+    DECODE_ERRORS,
+    SOURCE_UP,
+    PARTITIONS_FOLLOWED,
+    PARTITION_CONSUMER_LAG,
+    PARTITION_LAST_RECORD_TIMESTAMP,
+    UNWRITTEN_STATE_RECORDS,
+    BUILD_INFO,
+)

@@ -1,0 +1,148 @@
+"""TransactionCollector: renders the model and its latency recorders as Prometheus metric families.
+
+Register it with a prometheus_client registry; the HTTP layer's content negotiation then serves
+Prometheus text or OpenMetrics. Nothing Prometheus-typed touches the hot path: `collect()` takes the
+model's lock, reads aggregates, and builds families at scrape time.
+
+    recorders = LatencyRecorders(window_seconds=300)
+    model = CoordinatorModel(recorders.sinks())
+    registry.register(TransactionCollector(model, recorders))
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from exporter import __version__
+from exporter.metrics import catalogue as c
+from exporter.metrics.latency import LatencyRecorder, LatencySnapshot
+from exporter.metrics.recorders import LatencyRecorders
+from exporter.model.coordinator import CoordinatorModel
+
+_QUANTILE_LABELS = tuple(floatToGoString(q) for q in c.QUANTILES)
+
+
+def _family(spec: c.MetricSpec) -> Metric:
+    kwargs = {"labels": spec.labels} if spec.labels else {}
+    if spec.type is c.MetricType.COUNTER:
+        return CounterMetricFamily(spec.family_name, spec.help, unit=spec.unit, **kwargs)
+    if spec.type is c.MetricType.GAUGE:
+        return GaugeMetricFamily(spec.family_name, spec.help, unit=spec.unit, **kwargs)
+    if spec.type is c.MetricType.HISTOGRAM:
+        return HistogramMetricFamily(spec.family_name, spec.help, unit=spec.unit, **kwargs)
+    # An info metric's labels are the keys of the value it is given.
+    return InfoMetricFamily(spec.family_name, spec.help)
+
+
+class TransactionCollector(Collector):
+    def __init__(
+        self,
+        model: CoordinatorModel,
+        recorders: LatencyRecorders,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._model = model
+        self._recorders = recorders
+        self._clock = clock
+        self._bucket_bounds = tuple(floatToGoString(b) for b in c.DURATION_BUCKETS) + ("+Inf",)
+
+    def describe(self) -> Iterator[Metric]:
+        # Lets the registry check names without a scrape.
+        for spec in c.CATALOGUE:
+            yield _family(spec)
+
+    def collect(self) -> Iterator[Metric]:
+        now_ms = int(self._clock() * 1000)
+        with self._model.lock:
+            families = self._collect_locked(now_ms)
+        yield from families
+        yield self._build_info()
+
+    def _collect_locked(self, now_ms: int) -> list[Metric]:
+        model = self._model
+        families: list[Metric] = []
+
+        latency = _family(c.APPEND_LATENCY)
+        quantiles = _family(c.APPEND_LATENCY_QUANTILE)
+        # Every live record with a target state is exactly one append-latency observation.
+        records = _family(c.RECORDS)
+        for state, recorder in zip(c.TARGET_STATES, self._recorders.append_latency):
+            snapshot = self._add_histogram(latency, (state,), recorder, now_ms)
+            for label, value in zip(_QUANTILE_LABELS, snapshot.quantiles):
+                quantiles.add_metric((state, label), value)
+            records.add_metric((state,), snapshot.cumulative_buckets[-1])
+        families += (latency, quantiles, records)
+
+        completion = _family(c.MARKER_COMPLETION)
+        for result, recorder in self._recorders.marker_completion.items():
+            self._add_histogram(completion, (result,), recorder, now_ms)
+        families.append(completion)
+
+        pending, oldest_prepare_ms = model.pending_markers()
+        families.append(_single(c.PENDING_MARKERS, pending))
+        oldest_age = 0.0 if oldest_prepare_ms is None else max(0, now_ms - oldest_prepare_ms) / 1000
+        families.append(_single(c.PENDING_MARKERS_OLDEST_AGE, oldest_age))
+
+        families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state())))
+        families.append(_single(c.TOMBSTONES, model.tombstones))
+        families.append(_labelled(c.DECODE_ERRORS, model.decode_errors.items()))
+        families.append(
+            _labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items()))
+        )
+
+        families.append(_single(c.SOURCE_UP, 1 if model.source_up else 0))
+        phases = dict.fromkeys(c.PARTITION_PHASES, 0)
+        lag = _family(c.PARTITION_CONSUMER_LAG)
+        last_record = _family(c.PARTITION_LAST_RECORD_TIMESTAMP)
+        for partition, part in model.partitions():
+            phases["live" if part.live else "replaying"] += 1
+            label = (str(partition),)
+            partition_lag = part.consumer_lag()
+            if partition_lag is not None:
+                lag.add_metric(label, partition_lag)
+            if part.last_record_timestamp_ms is not None:
+                last_record.add_metric(label, part.last_record_timestamp_ms / 1000)
+        families += (_labelled(c.PARTITIONS_FOLLOWED, phases.items()), lag, last_record)
+        return families
+
+    def _add_histogram(
+        self, family: Metric, labels: tuple[str, ...], recorder: LatencyRecorder, now_ms: int
+    ) -> LatencySnapshot:
+        snapshot = recorder.snapshot(now_ms, c.QUANTILES)
+        family.add_metric(  # type: ignore[attr-defined]
+            labels, list(zip(self._bucket_bounds, snapshot.cumulative_buckets)), snapshot.sum_seconds
+        )
+        return snapshot
+
+    @staticmethod
+    def _build_info() -> Metric:
+        info = _family(c.BUILD_INFO)
+        info.add_metric(  # type: ignore[attr-defined]
+            (), {"version": __version__, "python_version": platform.python_version()}
+        )
+        return info
+
+
+def _single(spec: c.MetricSpec, value: float) -> Metric:
+    family = _family(spec)
+    family.add_metric((), value)  # type: ignore[attr-defined]
+    return family
+
+
+def _labelled(spec: c.MetricSpec, values: Iterable[tuple[str, float]]) -> Metric:
+    family = _family(spec)
+    for label, value in values:
+        family.add_metric((label,), value)  # type: ignore[attr-defined]
+    return family

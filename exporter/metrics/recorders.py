@@ -1,0 +1,41 @@
+"""The latency recorders behind the catalogue's two histograms, handed to the model as its sinks."""
+
+from __future__ import annotations
+
+from exporter.metrics.catalogue import (
+    APPEND_LATENCY,
+    DEFAULT_QUANTILE_WINDOW_SECONDS,
+    DEFAULT_QUANTILE_WINDOW_SLICES,
+    MARKER_COMPLETION,
+    TARGET_STATES,
+)
+from exporter.metrics.hdr_layout import HdrLayout
+from exporter.metrics.latency import LatencyRecorder
+from exporter.model.sinks import ObservationSinks
+
+
+class LatencyRecorders:
+    def __init__(
+        self,
+        window_seconds: float = DEFAULT_QUANTILE_WINDOW_SECONDS,
+        slices: int = DEFAULT_QUANTILE_WINDOW_SLICES,
+        now_ms: int = 0,
+    ) -> None:
+        window_ms = int(window_seconds * 1000)
+        append_layout = HdrLayout(APPEND_LATENCY.buckets)
+        completion_layout = HdrLayout(MARKER_COMPLETION.buckets)
+        # Indexed by target state id, in TARGET_STATES order.
+        self.append_latency: tuple[LatencyRecorder, ...] = tuple(
+            LatencyRecorder(append_layout, window_ms, slices, now_ms) for _ in TARGET_STATES
+        )
+        self.marker_completion: dict[str, LatencyRecorder] = {
+            "commit": LatencyRecorder(completion_layout, window_ms, slices, now_ms),
+            "abort": LatencyRecorder(completion_layout, window_ms, slices, now_ms),
+        }
+
+    def sinks(self) -> ObservationSinks:
+        return ObservationSinks(
+            append_latency=self.append_latency,
+            marker_completion_commit=self.marker_completion["commit"],
+            marker_completion_abort=self.marker_completion["abort"],
+        )

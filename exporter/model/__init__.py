@@ -1,0 +1,27 @@
+"""The coordinator model: pure state rebuilt from source events, no Prometheus, no I/O.
+
+API:
+    sinks = ObservationSinks(append_latency=[...6 DurationSink by state id...],
+                             marker_completion_commit=..., marker_completion_abort=...)
+        (exporter.metrics.LatencyRecorders.sinks() builds one)
+    model = CoordinatorModel(sinks)
+    model.apply(event) / model.apply_batch(events)       # writer thread; apply_batch takes model.lock
+    with model.lock:                                     # reader (the collector)
+        model.tombstones, model.decode_errors, model.unwritten_states,
+        model.source_up, model.partitions(), model.transactions_by_state(), model.pending_markers()
+
+See exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states).
+"""
+
+from exporter.model.coordinator import CoordinatorModel, Event
+from exporter.model.partition import TRACKED_STATES, PartitionState
+from exporter.model.sinks import DurationSink, ObservationSinks
+
+__all__ = [
+    "TRACKED_STATES",
+    "CoordinatorModel",
+    "DurationSink",
+    "Event",
+    "ObservationSinks",
+    "PartitionState",
+]

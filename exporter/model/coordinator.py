@@ -1,0 +1,216 @@
+"""CoordinatorModel: the transaction coordinators' state, rebuilt from `__transaction_state` events.
+
+Pure and single-threaded: `apply(event)` for each event a source yields, in order. The metric sinks
+read the aggregates below at scrape time from another thread, so callers hold `model.lock` around
+`apply` (cheapest: once per polled batch, via `apply_batch`) and the collector holds it while it
+reads.
+
+Decisions a reader of the metrics needs to know:
+- Only LIVE records are observed (append latency, which doubles as the records count per target
+  state; tombstones; marker completions): replaying a partition re-reads history whose appends
+  happened long ago, and counting it would turn every restart or takeover into a burst of fake
+  appends.
+- A tombstone (null value, written when a transactional id expires) drops the id. It has no target
+  state, so it is counted on its own (`tombstones`), never under a `target_state`.
+- DEAD and PREPARE_EPOCH_FENCE are never written by brokers (a tombstone and a PREPARE_ABORT are
+  written instead). Should a record carry one, it is counted in `unwritten_states` and applied as
+  what the broker would have written, but never observed (no latency, records count or marker
+  completion), so the `target_state` label keeps exactly the six states brokers write.
+- Gauges (transactions by state, pending markers) only include partitions whose replay finished
+  (`PartitionReplayed`): mid-replay, a long-completed prepare looks pending until its complete
+  record is replayed, which would fake an old pending transaction.
+- Decode errors count replayed and live records alike: the record is broken either way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+
+from exporter.codec.errors import DecodeError
+from exporter.codec.states import TransactionState
+from exporter.model.partition import (
+    ABSENT,
+    EFFECTIVE_STATE_OF_UNWRITTEN,
+    TRACKED_STATES,
+    PartitionState,
+)
+from exporter.model.sinks import ObservationSinks
+from exporter.sources.events import (
+    PartitionAssigned,
+    PartitionProgress,
+    PartitionReplayed,
+    PartitionRevoked,
+    SourceStatus,
+    TransactionLogEvent,
+    UndecodableRecord,
+)
+
+Event = (
+    TransactionLogEvent
+    | UndecodableRecord
+    | PartitionAssigned
+    | PartitionReplayed
+    | PartitionRevoked
+    | PartitionProgress
+    | SourceStatus
+)
+
+_LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
+
+# What a transition from state `old` to `new` (ABSENT for none/tombstone) does besides the state:
+# bit flags, looked up as _ACTIONS[old][new]. The two completion flags are 4 and 8 so that
+# `action >> 3` indexes (commit, abort) sinks.
+_LEAVES_PENDING = 1
+_ENTERS_PENDING = 2
+_COMPLETES_COMMIT = 4
+_COMPLETES_ABORT = 8
+
+
+def _action(old: int, new: int) -> int:
+    prepares = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
+    action = (_LEAVES_PENDING if old in prepares else 0) | (_ENTERS_PENDING if new in prepares else 0)
+    if (old, new) == (TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT):
+        action |= _COMPLETES_COMMIT
+    if (old, new) == (TransactionState.PREPARE_ABORT, TransactionState.COMPLETE_ABORT):
+        action |= _COMPLETES_ABORT
+    return action
+
+
+_ACTIONS = tuple(tuple(_action(old, new) for new in range(ABSENT + 1)) for old in range(ABSENT + 1))
+
+
+class CoordinatorModel:
+    def __init__(self, sinks: ObservationSinks) -> None:
+        self.lock = threading.Lock()
+        self._partitions: dict[int, PartitionState] = {}
+        # Bound once: a method lookup per record is measurable at 250k records/s.
+        self._record_append_latency = tuple(sink.record for sink in sinks.append_latency)
+        self._record_completion = (
+            sinks.marker_completion_commit.record,
+            sinks.marker_completion_abort.record,
+        )
+        # Cumulative counters (never reset by a revoke: they are Prometheus counters). Live records
+        # per target state are not counted here: each is exactly one append-latency observation.
+        self.tombstones = 0
+        self.decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
+        self.unwritten_states: dict[TransactionState, int] = dict.fromkeys(
+            EFFECTIVE_STATE_OF_UNWRITTEN, 0
+        )
+        self.source_up = False
+
+    # --- Writing ---
+
+    def apply(self, event: Event) -> None:
+        """Applies one event. The record path is inlined here: it runs for every record, so it
+        works on table lookups instead of branches (see _ACTIONS)."""
+        if type(event) is not TransactionLogEvent:
+            self._apply_control(event)
+            return
+        part = self._partitions.get(event.partition)
+        if part is None:
+            part = self._partitions[event.partition] = PartitionState(live=not event.replay)
+        record = event.record
+        part.last_record = record
+        tid = record.transactional_id
+        live = not event.replay
+        value = record.value
+        if value is None:
+            new = ABSENT
+        else:
+            new = value.state
+            if new > _LAST_WRITTEN_STATE:
+                # Applied as what a broker writes instead, but never observed as a target state.
+                self.unwritten_states[new] += 1
+                new = EFFECTIVE_STATE_OF_UNWRITTEN[new]
+                live = False
+
+        states = part.states
+        old = states.get(tid, ABSENT)
+        if new == ABSENT:
+            states.pop(tid, None)
+        else:
+            states[tid] = new
+        counts = part.state_counts
+        counts[old] -= 1
+        counts[new] += 1
+
+        action = _ACTIONS[old][new]
+        if action:
+            pending = part.pending
+            if action & _LEAVES_PENDING:
+                prepared = pending.pop(tid)
+            if action & _ENTERS_PENDING:
+                pending[tid] = (record.timestamp_ms << 1) | live
+        if not live:
+            return
+        if new == ABSENT:
+            self.tombstones += 1
+            return
+        received_ms = event.received_ms
+        timestamp_ms = record.timestamp_ms
+        self._record_append_latency[new](received_ms - timestamp_ms, received_ms)
+        # Prepare -> complete of the same kind, both appends seen live.
+        if action >= _COMPLETES_COMMIT and prepared & 1:
+            self._record_completion[action >> 3](timestamp_ms - (prepared >> 1), received_ms)
+
+    def apply_batch(self, events: Iterable[Event]) -> None:
+        """Applies events in order under `lock`, taking it once for the whole batch."""
+        apply = self.apply
+        with self.lock:
+            for event in events:
+                apply(event)
+
+    def _apply_control(self, event: Event) -> None:
+        if type(event) is UndecodableRecord:
+            self.decode_errors[event.error.reason] += 1
+            part = self._partitions.get(event.partition)
+            if part is not None:
+                part.next_offset = max(part.next_offset, event.offset + 1)
+        elif type(event) is PartitionProgress:
+            part = self._partitions.get(event.partition)
+            if part is not None:
+                part.next_offset = max(part.next_offset, event.position)
+                part.high_watermark = event.high_watermark
+        elif type(event) is PartitionAssigned:
+            # A (re)assignment replays the partition from scratch.
+            self._partitions[event.partition] = PartitionState(live=False)
+        elif type(event) is PartitionReplayed:
+            part = self._partitions.get(event.partition)
+            if part is not None:
+                part.live = True
+        elif type(event) is PartitionRevoked:
+            self._partitions.pop(event.partition, None)
+        elif type(event) is SourceStatus:
+            self.source_up = event.up
+        else:
+            raise TypeError(f"not a source event: {event!r}")
+
+    # --- Reading (hold `lock`) ---
+
+    def partitions(self) -> Iterator[tuple[int, PartitionState]]:
+        """Every followed partition, replaying or live, in partition order."""
+        return iter(sorted(self._partitions.items()))
+
+    def transactions_by_state(self) -> list[int]:
+        """Tracked transactional ids by current state id (EMPTY..COMPLETE_ABORT), live partitions."""
+        totals = [0] * TRACKED_STATES
+        for part in self._partitions.values():
+            if part.live:
+                counts = part.state_counts
+                for state in range(TRACKED_STATES):
+                    totals[state] += counts[state]
+        return totals
+
+    def pending_markers(self) -> tuple[int, int | None]:
+        """(transactions whose last state is PREPARE_*, oldest such prepare timestamp in ms or None),
+        over live partitions. O(pending transactions): only those in flight are scanned."""
+        count = 0
+        oldest: int | None = None
+        for part in self._partitions.values():
+            if part.live and part.pending:
+                count += len(part.pending)
+                candidate = part.oldest_prepare_timestamp_ms()
+                if oldest is None or (candidate is not None and candidate < oldest):
+                    oldest = candidate
+        return count, oldest

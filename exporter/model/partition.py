@@ -1,0 +1,76 @@
+"""The state the model keeps for one followed `__transaction_state` partition."""
+
+from __future__ import annotations
+
+from exporter.codec.states import TransactionState
+from exporter.codec.transaction_log import TransactionLogRecord
+
+# Per-state tallies are lists indexed by state id; only ids the model stores are counted.
+TRACKED_STATES = 6  # EMPTY .. COMPLETE_ABORT
+# The "state" of an id without a record (or whose record is a tombstone). It takes DEAD's id, which
+# is never stored, so tallies can index it unconditionally instead of branching on None.
+ABSENT = int(TransactionState.DEAD)
+
+
+class PartitionState:
+    """Per-partition coordinator state, kept compact for ~1M transactional ids.
+
+    `states` maps a transactional id to its last written state id (a cached small int, so a tracked
+    id costs one dict entry plus the key string and nothing else). When later features need more
+    per id (start timestamp, timeout, producer id/epoch), the value becomes one packed int or a
+    small tuple; it must stay free of per-id objects with a __dict__.
+
+    `pending` holds only the ids whose last state is PREPARE_COMMIT/PREPARE_ABORT (the few in flight),
+    as `prepare_timestamp_ms << 1 | seen_live`, so the oldest pending prepare is a min() over them
+    and a marker completion can tell whether its prepare was seen live.
+    """
+
+    __slots__ = (
+        "states",
+        "pending",
+        "state_counts",
+        "live",
+        "last_record",
+        "next_offset",
+        "high_watermark",
+    )
+
+    def __init__(self, live: bool) -> None:
+        self.states: dict[str, int] = {}
+        self.pending: dict[str, int] = {}
+        # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
+        self.state_counts: list[int] = [0] * (ABSENT + 1)
+        # False while replaying up to the high watermark: the partial state is not reported yet.
+        self.live = live
+        # The last decoded record (one reference is cheaper on the hot path than copying fields).
+        self.last_record: TransactionLogRecord | None = None
+        # Next offset to read as known from positions and undecodable records; decoded records
+        # advance it through `last_record`.
+        self.next_offset = 0
+        self.high_watermark: int | None = None
+
+    @property
+    def last_record_timestamp_ms(self) -> int | None:
+        return None if self.last_record is None else self.last_record.timestamp_ms
+
+    def consumer_lag(self) -> int | None:
+        """Records between the consumer and the high watermark; None until the source reports one."""
+        if self.high_watermark is None:
+            return None
+        position = self.next_offset
+        if self.last_record is not None:
+            position = max(position, self.last_record.offset + 1)
+        return max(0, self.high_watermark - position)
+
+    def oldest_prepare_timestamp_ms(self) -> int | None:
+        if not self.pending:
+            return None
+        return min(self.pending.values()) >> 1
+
+
+# Which state a tracked id is in when a record carries a state brokers never write: DEAD means
+# the id is gone (brokers write a tombstone instead), PREPARE_EPOCH_FENCE is written as PREPARE_ABORT.
+EFFECTIVE_STATE_OF_UNWRITTEN: dict[TransactionState, int] = {
+    TransactionState.DEAD: ABSENT,
+    TransactionState.PREPARE_EPOCH_FENCE: TransactionState.PREPARE_ABORT,
+}

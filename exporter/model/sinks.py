@@ -1,0 +1,24 @@
+"""Where the model sends the observations it makes while applying live records.
+
+The model only knows that an observation is a duration in ms at a wall-clock time; what becomes of
+it (histogram buckets, sliding-window quantiles) is the metrics package's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class DurationSink(Protocol):
+    def record(self, value_ms: int, now_ms: int) -> None:
+        """Records one duration `value_ms`, observed at wall-clock `now_ms`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationSinks:
+    # Indexed by target state id, EMPTY (0) to COMPLETE_ABORT (5).
+    append_latency: Sequence[DurationSink]
+    marker_completion_commit: DurationSink
+    marker_completion_abort: DurationSink
