@@ -24,13 +24,19 @@ from exporter.codec.errors import DecodeError
 from exporter.codec.transaction_log import TransactionLogRecord, decode_key, decode_value
 
 _LENGTH = struct.Struct(">qi")
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+# baseOffset, batchLength, (partitionLeaderEpoch), magic, crc, attributes, (lastOffsetDelta),
+# baseTimestamp, maxTimestamp, (producerId, producerEpoch, baseSequence), recordCount:
+# the fields in brackets are skipped, not unpacked.
+_HEADER = struct.Struct(">qi4xbIh4xqq14xi")
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 HEADER_SIZE = 61
 _CRC_START = 21  # first byte covered by the CRC: attributes
 _MAGIC_POSITION = 16
+
+# One-byte zigzag varints (below 0x80), decoded.
+_ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+# A v0 key's first four bytes (version 0, id length n), by n.
+_KEY_V0_HEADS = [struct.pack(">hh", 0, n) for n in range(256)]
 
 _COMPRESSION_MASK = 0x07
 _LOG_APPEND_TIME = 0x08
@@ -60,14 +66,11 @@ def decode_batches(buf: bytes) -> Iterator[Decoded]:
     """Yields every record of every batch in `buf`, in order, with errors in their place."""
     pos = 0
     end = len(buf)
-    view = memoryview(buf)  # CRC over a view: no copy of the batch
     while pos < end:
         if end - pos < HEADER_SIZE:
             yield BatchError(pos, DecodeError("truncated", f"{end - pos} bytes left, less than a batch header"))
             return
-        (base_offset, batch_length, _, magic, crc, attributes, _, base_ts, max_ts, _, _, _, count) = (
-            _HEADER.unpack_from(buf, pos)
-        )
+        base_offset, batch_length, magic, crc, attributes, base_ts, max_ts, count = _HEADER.unpack_from(buf, pos)
         size = LOG_OVERHEAD + batch_length
         if batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
             reason = "truncated" if batch_length >= HEADER_SIZE - LOG_OVERHEAD else "bad_length"
@@ -75,7 +78,7 @@ def decode_batches(buf: bytes) -> Iterator[Decoded]:
             pos = _next_valid_batch(buf, pos + 1)
             continue
         next_pos = pos + size
-        if magic != 2 or crc32c(view[pos + _CRC_START : next_pos]) != crc:
+        if magic != 2 or crc32c(buf[pos + _CRC_START : next_pos]) != crc:
             reason = "crc_mismatch" if magic == 2 else "unsupported_batch"
             yield BatchError(pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
             # Its length is as unverified as the rest of it: look for the next batch that verifies.
@@ -90,6 +93,10 @@ def decode_batches(buf: bytes) -> Iterator[Decoded]:
         elif not attributes & _CONTROL:  # control batches carry no transaction-log records
             log_append_ts = max_ts if attributes & _LOG_APPEND_TIME else None
             p = pos + HEADER_SIZE
+            if count == 1:  # every batch a coordinator writes to this topic: no loop to set up
+                yield _decode_record(buf, p, next_pos, base_offset, 0, base_ts, log_append_ts)[0]
+                pos = next_pos
+                continue
             for index in range(count):
                 item, p = _decode_record(buf, p, next_pos, base_offset, index, base_ts, log_append_ts)
                 yield item
@@ -104,11 +111,16 @@ def _decode_record(
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index
     try:
-        # Varints here are almost always one byte: test for that before calling the general reader.
+        # Varints here are almost always one byte (the record and value lengths: two): test for
+        # that before calling the general reader.
         b = buf[p]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            length = _ZIGZAG[b]
             p += 1
+        elif buf[p + 1] < 0x80:  # records of 64 bytes to 8 KiB: two bytes
+            z = (b & 0x7F) | (buf[p + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            p += 2
         else:
             length, p = _varint(buf, p)
         record_end = p + length
@@ -116,20 +128,20 @@ def _decode_record(
             return RecordError(offset, DecodeError("bad_length", f"record length {length}")), -1
         b = buf[p + 1]  # after the attributes byte
         if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
+            ts_delta = _ZIGZAG[b]
             p += 2
         else:
             ts_delta, p = _varint(buf, p + 1)
         b = buf[p]
         if b < 0x80:
-            offset = base_offset + ((b >> 1) ^ -(b & 1))
+            offset = base_offset + _ZIGZAG[b]
             p += 1
         else:
             offset_delta, p = _varint(buf, p)
             offset = base_offset + offset_delta
         b = buf[p]
         if b < 0x80:
-            key_length = (b >> 1) ^ -(b & 1)
+            key_length = _ZIGZAG[b]
             p += 1
         else:
             key_length, p = _varint(buf, p)
@@ -137,8 +149,12 @@ def _decode_record(
         p += key_length
         b = buf[p]
         if b < 0x80:
-            value_length = (b >> 1) ^ -(b & 1)
+            value_length = _ZIGZAG[b]
             p += 1
+        elif buf[p + 1] < 0x80:  # values of 64 bytes to 8 KiB: two bytes
+            z = (b & 0x7F) | (buf[p + 1] << 7)
+            value_length = (z >> 1) ^ -(z & 1)
+            p += 2
         else:
             value_length, p = _varint(buf, p)
         if key_length < 0 or (p + value_length if value_length > 0 else p) > record_end:
@@ -148,10 +164,11 @@ def _decode_record(
     except DecodeError as e:
         return RecordError(offset, e), -1
     try:
-        # Key v0 inline (version 0, length below 32 KiB); anything else goes to decode_key.
-        n = (buf[key_start + 2] << 8) | buf[key_start + 3] if key_length >= 4 else -1
-        if buf[key_start] == 0 and buf[key_start + 1] == 0 and 0 <= n <= key_length - 4:
-            tid = buf[key_start + 4 : key_start + 4 + n].decode()
+        # Key v0 inline when its header is the expected one (version 0, the id filling the rest of
+        # a key of at most 259 bytes); anything else goes to decode_key.
+        n = key_length - 4
+        if 0 <= n < 256 and buf[key_start : key_start + 4] == _KEY_V0_HEADS[n]:
+            tid = buf[key_start + 4 : key_start + key_length].decode()
         else:
             tid = decode_key(buf[key_start : key_start + key_length])
         return TransactionLogRecord(
@@ -172,7 +189,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag varint (also varlong: Python ints do not overflow)."""
     b = buf[pos]
     if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
+        return _ZIGZAG[b], pos + 1
     result = b & 0x7F
     shift = 7
     while True:

@@ -36,6 +36,9 @@ _TAG_PREVIOUS_PRODUCER_ID = 0
 _TAG_NEXT_PRODUCER_ID = 1
 _TAG_CLIENT_TRANSACTION_VERSION = 2
 _TAG_NEXT_PRODUCER_EPOCH = 3
+# The usual top-level tagged fields of a v1 value: tag count 1, the tag, its size.
+_ONLY_PREVIOUS_PRODUCER_ID = bytes((1, _TAG_PREVIOUS_PRODUCER_ID, 8))
+_ONLY_CLIENT_TRANSACTION_VERSION = bytes((1, _TAG_CLIENT_TRANSACTION_VERSION, 2))
 _KNOWN_TAGS = {
     _TAG_PREVIOUS_PRODUCER_ID: _I64,
     _TAG_NEXT_PRODUCER_ID: _I64,
@@ -45,6 +48,7 @@ _KNOWN_TAGS = {
 
 KEY_VERSION = 0
 VALUE_VERSIONS = (0, 1)
+_VERSION_0, _VERSION_1 = (_I16.pack(v) for v in VALUE_VERSIONS)
 
 
 @dataclass(slots=True)
@@ -100,19 +104,19 @@ def decode_key(buf: bytes) -> str:
 
 def decode_value(buf: bytes) -> TransactionLogValue:
     """Decodes a non-null value. Raises DecodeError."""
-    if len(buf) < 2:
-        raise DecodeError("truncated", f"value of {len(buf)} bytes")
-    version = _I16.unpack_from(buf, 0)[0]
+    version = buf[:2]  # compared as bytes: cheaper than unpacking on every record
     try:
-        if version == 0:
-            return _decode_value_v0(buf)
-        if version == 1:
+        if version == _VERSION_1:
             return _decode_value_v1(buf)
+        if version == _VERSION_0:
+            return _decode_value_v0(buf)
     except (IndexError, struct.error):
-        raise DecodeError("truncated", f"value v{version} of {len(buf)} bytes") from None
+        raise DecodeError("truncated", f"value v{version[1]} of {len(buf)} bytes") from None
     except UnicodeDecodeError as e:
         raise DecodeError("invalid_utf8", f"topic name: {e}") from None
-    raise DecodeError("unknown_value_version", f"value version {version}")
+    if len(buf) < 2:
+        raise DecodeError("truncated", f"value of {len(buf)} bytes")
+    raise DecodeError("unknown_value_version", f"value version {_I16.unpack_from(buf, 0)[0]}")
 
 
 def _decode_value_v0(buf: bytes) -> TransactionLogValue:
@@ -163,105 +167,116 @@ def _decode_value_v0(buf: bytes) -> TransactionLogValue:
 
 
 def _decode_value_v1(buf: bytes) -> TransactionLogValue:
-    _, producer_id, epoch, timeout_ms, status = _VALUE_HEAD.unpack_from(buf, 0)
-    state = _STATES.get(status)
+    state = _STATES_BY_BYTE[buf[16]]  # TransactionStatus, checked before anything else is read
     if state is None:
-        raise DecodeError("unknown_state", f"transaction state id {status}")
-    size = len(buf)
+        raise DecodeError("unknown_state", f"transaction state id {struct.unpack_from('>b', buf, 16)[0]}")
+    # Two fast paths for the shapes brokers write, one struct each; else the general reader.
     count = buf[17]
-    pos = 18
-    if count >= 0x80:
-        count, pos = _uvarint(buf, 17)
+    n = buf[18] - 1
     if count == 1:  # an empty partitions array: Empty and Complete* records
-        last_update, start = _TIMESTAMPS.unpack_from(buf, 18)
-        value = TransactionLogValue(1, producer_id, epoch, timeout_ms, state, {}, last_update, start)
-        return _read_tagged_fields(buf, 34, value)
-    if count == 2 and 1 < buf[18] < 0x80:
-        # The common shape (one topic with one partition and no tagged fields in its entry).
-        n = buf[18] - 1
-        if size >= 19 + n + 23:
-            topic, ids, first, entry_tags, last_update, start = _V1_ONE_TOPIC[n].unpack_from(buf, 19)
-            if ids == 2 and entry_tags == 0:
-                value = TransactionLogValue(
-                    1, producer_id, epoch, timeout_ms, state, {topic.decode(): [first]}, last_update, start
-                )
-                return _read_tagged_fields(buf, 19 + n + 22, value)
-    if count == 0:
-        partitions = None
-    else:
-        count -= 1
-        # Each entry takes at least 3 bytes (topic length, ids length, tag count).
-        if count * 3 > size - pos:
-            raise IndexError
+        producer_id, epoch, timeout_ms, last_update, start = _V1_NO_PARTITIONS.unpack_from(buf, 0)
         partitions = {}
-        for _ in range(count):
-            n = buf[pos]
-            pos += 1
-            if n >= 0x80:
-                n, pos = _uvarint(buf, pos - 1)
-            if n == 0:
-                raise DecodeError("bad_length", "null topic name")
-            end = pos + n - 1
-            if end > size:
-                raise IndexError
-            topic = buf[pos:end].decode()
-            n = buf[end]
+        pos = 34
+    elif count == 2 and 0 < n < 0x7F and len(buf) >= 42 + n and buf[19 + n] == 2 and buf[24 + n] == 0:
+        # One topic with one partition and no tagged fields in its entry: Ongoing and Prepare*.
+        producer_id, epoch, timeout_ms, topic, first, last_update, start = _V1_ONE_TOPIC[n].unpack_from(buf, 0)
+        partitions = {topic.decode(): [first]}
+        pos = 41 + n
+    else:
+        _, producer_id, epoch, timeout_ms, _ = _VALUE_HEAD.unpack_from(buf, 0)
+        partitions, pos = _v1_partitions(buf)
+        last_update, start = _TIMESTAMPS.unpack_from(buf, pos)
+        pos += 16
+    # Top-level tagged fields: the usual cases first.
+    tags = buf[pos : pos + 3]
+    if tags[0] == 0:
+        return TransactionLogValue(1, producer_id, epoch, timeout_ms, state, partitions, last_update, start)
+    if tags == _ONLY_PREVIOUS_PRODUCER_ID:  # a 4.x coordinator, a client before TV2
+        previous_id = _I64.unpack_from(buf, pos + 3)[0]
+        return TransactionLogValue(
+            1, producer_id, epoch, timeout_ms, state, partitions, last_update, start, previous_id
+        )
+    if tags == _ONLY_CLIENT_TRANSACTION_VERSION:  # a 4.x coordinator, a TV2 client
+        client_version = _I16.unpack_from(buf, pos + 3)[0]
+        return TransactionLogValue(
+            1, producer_id, epoch, timeout_ms, state, partitions, last_update, start, -1, -1, client_version
+        )
+    previous_id, next_id, client_version, next_epoch = _v1_tagged_fields(buf, pos)
+    return TransactionLogValue(
+        1, producer_id, epoch, timeout_ms, state, partitions, last_update, start,
+        previous_id, next_id, client_version, next_epoch,
+    )
+
+
+def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
+    """The v1 partitions array in general; returns it and the position after it."""
+    size = len(buf)
+    count, pos = _uvarint(buf, 17)
+    if count == 0:
+        return None, pos
+    count -= 1
+    # Each entry takes at least 3 bytes (topic length, ids length, tag count).
+    if count * 3 > size - pos:
+        raise IndexError
+    partitions = {}
+    for _ in range(count):
+        n, pos = _uvarint(buf, pos)
+        if n == 0:
+            raise DecodeError("bad_length", "null topic name")
+        end = pos + n - 1
+        if end > size:
+            raise IndexError
+        topic = buf[pos:end].decode()
+        n, pos = _uvarint(buf, end)
+        if n == 0:
+            raise DecodeError("bad_length", "null partition ids array")
+        end = pos + 4 * (n - 1)
+        if end > size:
+            raise IndexError
+        partitions[topic] = list(_int32_array(n - 1).unpack_from(buf, pos))
+        if buf[end] == 0:  # the usual case: no tagged fields in the entry
             pos = end + 1
-            if n >= 0x80:
-                n, pos = _uvarint(buf, end)
-            if n == 0:
-                raise DecodeError("bad_length", "null partition ids array")
-            end = pos + 4 * (n - 1)
-            if end > size:
-                raise IndexError
-            partitions[topic] = list(_int32_array(n - 1).unpack_from(buf, pos))
-            if buf[end] == 0:  # the usual case: no tagged fields in the entry
-                pos = end + 1
-            else:
-                pos = _skip_tagged_fields(buf, end)
-    last_update, start = _TIMESTAMPS.unpack_from(buf, pos)
-    value = TransactionLogValue(1, producer_id, epoch, timeout_ms, state, partitions, last_update, start)
-    return _read_tagged_fields(buf, pos + 16, value)
+        else:
+            pos = _skip_tagged_fields(buf, end)
+    return partitions, pos
 
 
-def _read_tagged_fields(buf: bytes, pos: int, value: TransactionLogValue) -> TransactionLogValue:
-    """Reads the value's top-level tagged fields into `value`, skipping unknown tags."""
-    tags = buf[pos]
-    if tags == 0:
-        return value
-    if tags == 1 and buf[pos + 1] == _TAG_CLIENT_TRANSACTION_VERSION and buf[pos + 2] == 2:
-        # What a TV2 coordinator writes on almost every record: only ClientTransactionVersion.
-        value.client_transaction_version = _I16.unpack_from(buf, pos + 3)[0]
-        return value
+def _v1_tagged_fields(buf: bytes, pos: int) -> list[int]:
+    """The value's top-level tagged fields at `pos` (at least one), by tag; unknown tags skipped."""
+    fields = [-1, -1, 0, -1]  # defaults, indexed by tag (0 to 3)
     tags, pos = _uvarint(buf, pos)
+    size = len(buf)
     for _ in range(tags):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        end = pos + size
-        if end > len(buf):
+        tag = buf[pos]
+        length = buf[pos + 1]
+        if tag < 0x80 and length < 0x80:  # one-byte tag and size: always, for the known tags
+            pos += 2
+        else:
+            tag, pos = _uvarint(buf, pos)
+            length, pos = _uvarint(buf, pos)
+        end = pos + length
+        if end > size:
             raise IndexError
         known = _KNOWN_TAGS.get(tag)
         if known is not None:
-            if size != known.size:
-                raise DecodeError("bad_length", f"tagged field {tag} of {size} bytes")
-            field = known.unpack_from(buf, pos)[0]
-            if tag == _TAG_PREVIOUS_PRODUCER_ID:
-                value.previous_producer_id = field
-            elif tag == _TAG_NEXT_PRODUCER_ID:
-                value.next_producer_id = field
-            elif tag == _TAG_CLIENT_TRANSACTION_VERSION:
-                value.client_transaction_version = field
-            else:
-                value.next_producer_epoch = field
+            if length != known.size:
+                raise DecodeError("bad_length", f"tagged field {tag} of {length} bytes")
+            fields[tag] = known.unpack_from(buf, pos)[0]
         pos = end
-    return value
+    return fields
 
 
 _STATES = {int(state): state for state in TransactionState}
-# Topic name, partition ids count, one partition id, both timestamps: by topic-name length.
+# By the TransactionStatus byte read unsigned (an int8 below 0 reads as 128 to 255): None if unknown.
+_STATES_BY_BYTE = tuple(_STATES.get(b) for b in range(256))
+# v1 fast paths, from the start of the value (version and TransactionStatus skipped, checked apart):
+# producer id, epoch, timeout, (empty partitions array), both timestamps.
+_V1_NO_PARTITIONS = struct.Struct(">2xqhi2xqq")
+# producer id, epoch, timeout, one topic's name (of n bytes, the index) and its one partition id,
+# both timestamps; the one-byte lengths and tag count in between are checked apart.
+_V1_ONE_TOPIC = [struct.Struct(f">2xqhi3x{n}sxixqq") for n in range(127)]
+# v0: topic name, partition ids count, one partition id, both timestamps: by topic-name length.
 _V0_ONE_TOPIC = [struct.Struct(f">{n}siiqq") for n in range(256)]
-# Topic name, partition ids count + 1 (one byte), one partition id, the entry's tag count, timestamps.
-_V1_ONE_TOPIC = [struct.Struct(f">{n}sBiBqq") for n in range(127)]
 # Partition-id arrays are short: one precompiled struct per length saves a format parse per entry.
 _INT32_ARRAYS = [struct.Struct(f">{n}i") for n in range(64)]
 

@@ -1,0 +1,261 @@
+"""Decode of a real `__transaction_state` segment (>= 1M records): ours against Kafka's DumpLogSegments.
+
+    .venv/bin/python bench/decode_segment.py [--records 1000000] [--kafka 4.4.0|3.9.2] [--runs 3]
+
+The segment is written once by a real broker from the harness and cached under bench/data/
+(gitignored): KafkaBroker 4.4.0 with TV2 writes value v1, 3.9.2 (``--kafka 3.9.2``) value v0.
+Many concurrent transactional producers (a few processes of threads) each loop
+begin / produce one message / commit, so the coordinator writes ONGOING, PREPARE_COMMIT and
+COMPLETE_COMMIT per transaction (EMPTY once per id); one `__transaction_state` partition and a
+1 GiB `transaction.state.log.segment.bytes` keep every record in one file.
+
+Then, on that file, in one run:
+  (a) Kafka's DumpLogSegments --transaction-log-decoder, as kafka-dump-log.sh runs it (a fresh JVM
+      with kafka-run-class.sh's default options, stdout to /dev/null);
+  (b) `txn-exporter decode FILE > /dev/null` (a fresh Python process);
+  (c) in-process bytes -> typed records, `decode_batches` over the file's bytes, pinned to one core.
+Wall time includes process start for (a) and (b); best of --runs for each. Peak RSS from wait4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from exporter.codec import TransactionLogRecord  # noqa: E402
+from exporter.codec.record_batch import decode_batches  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data"
+TOPIC = "bench-orders"
+TOPIC_PARTITIONS = 4
+SEGMENT_BYTES = 1 << 30  # the broker's cap is Integer.MAX_VALUE; 1 GiB holds ~7M of these records
+# kafka-run-class.sh's defaults when KAFKA_HEAP_OPTS / KAFKA_JVM_PERFORMANCE_OPTS are unset.
+KAFKA_RUN_CLASS_OPTS = [
+    "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+]
+TRANSACTION_VERSIONS = {"4.4.0": 2, "3.9.2": None}  # 4.4.0 TV2: value v1; 3.9.2: value v0
+
+
+# -- generation ------------------------------------------------------------------------------------
+
+
+def _producer_thread(bootstrap: str, tid: str, partition: int, transactions: int, errors: list[str]) -> None:
+    from confluent_kafka import Producer
+
+    try:
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 0})
+        producer.init_transactions(60)
+        for n in range(transactions):
+            producer.begin_transaction()
+            producer.produce(TOPIC, value=b"%d" % n, partition=partition)
+            producer.commit_transaction(60)
+    except Exception as e:  # reported by the parent: a short segment must not pass silently
+        errors.append(f"{tid}: {e!r}")
+
+
+def _producer_process(bootstrap: str, worker: int, threads: int, transactions: int) -> None:
+    """One process of `threads` producers; confluent-kafka releases the GIL while it waits."""
+    errors: list[str] = []
+    pool = [
+        threading.Thread(
+            target=_producer_thread,
+            args=(bootstrap, f"bench-{worker}-{t}", (worker * threads + t) % TOPIC_PARTITIONS, transactions, errors),
+        )
+        for t in range(threads)
+    ]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    if errors:
+        sys.exit(f"{len(errors)} producers failed, first: {errors[0]}")
+
+
+def generate(version: str, records: int, processes: int, threads: int, target: Path) -> None:
+    from exporter.harness.broker import KafkaBroker
+    from exporter.harness.workload import create_topic
+
+    producers = processes * threads
+    # One EMPTY per id, then three records per committed transaction.
+    transactions = -(-(records - producers) // (3 * producers))
+    workdir = DATA / f"broker-{version}"
+    shutil.rmtree(workdir, ignore_errors=True)
+    broker = KafkaBroker(
+        version,
+        TRANSACTION_VERSIONS[version],
+        transaction_state_partitions=1,
+        broker_properties={"transaction.state.log.segment.bytes": str(SEGMENT_BYTES)},
+        workdir=workdir,
+    )
+    print(f"generating: Kafka {version}, {producers} transactional producers ({processes} processes x "
+          f"{threads} threads) x {transactions} transactions", flush=True)
+    start = time.perf_counter()
+    broker.start()
+    try:
+        create_topic(broker.bootstrap_servers, TOPIC, partitions=TOPIC_PARTITIONS)
+        produce_start = time.perf_counter()
+        # spawn, not fork: this process already runs librdkafka threads (the harness's AdminClient).
+        ctx = multiprocessing.get_context("spawn")
+        workers = [
+            ctx.Process(target=_producer_process, args=(broker.bootstrap_servers, w, threads, transactions))
+            for w in range(processes)
+        ]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        produce_s = time.perf_counter() - produce_start
+        if any(w.exitcode for w in workers):
+            raise SystemExit("a producer process failed")
+    finally:
+        broker.stop()
+    (segment,) = broker.transaction_state_segments()  # one partition, one segment: else the setup is wrong
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(segment, target)
+    shutil.rmtree(workdir, ignore_errors=True)
+    total_s = time.perf_counter() - start
+    n = count_records(target.read_bytes())
+    print(f"generated {n:,} records ({target.stat().st_size / 2**20:.0f} MiB) in {total_s:.0f} s "
+          f"(producing {produce_s:.0f} s: {n / produce_s:,.0f} records/s, "
+          f"{transactions * producers / produce_s:,.0f} transactions/s)", flush=True)
+    if n < records:
+        raise SystemExit(f"only {n} records in {segment}: expected {records}")
+
+
+def count_records(data: bytes) -> int:
+    n = 0
+    for item in decode_batches(data):
+        if type(item) is not TransactionLogRecord:
+            raise SystemExit(f"the segment does not decode cleanly: {item}")
+        n += 1
+    return n
+
+
+# -- measurements ----------------------------------------------------------------------------------
+
+
+def timed_process(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + sys, all threads), peak RSS in KiB; stdout to /dev/null."""
+    with open(os.devnull, "wb") as devnull:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=devnull, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"exit {proc.returncode}: {shlex.join(cmd)}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def best_of(runs: int, cmd: list[str]) -> tuple[float, float, int]:
+    results = [timed_process(cmd) for _ in range(runs)]
+    wall, cpu, _ = min(results)
+    return wall, cpu, max(r[2] for r in results)
+
+
+def in_process(data: bytes, runs: int) -> tuple[float, float]:
+    """Best-of-`runs` wall and CPU seconds of bytes -> typed records on the current (pinned) core.
+    CPU time is the steadier figure when other processes share the core."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(runs):
+        gc.collect()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        sum(1 for _ in decode_batches(data))
+        best_wall = min(best_wall, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - start_cpu)
+    return best_wall, best_cpu
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000, help="at least this many records")
+    parser.add_argument("--kafka", choices=sorted(TRANSACTION_VERSIONS), default="4.4.0")
+    parser.add_argument("--runs", type=int, default=3, help="best of N for each measurement")
+    parser.add_argument("--processes", type=int, default=4, help="producer processes (generation)")
+    parser.add_argument("--threads", type=int, default=12, help="producers per process (generation)")
+    parser.add_argument("--regenerate", action="store_true", help="write a new segment even if cached")
+    parser.add_argument("--generate-only", action="store_true", help="write the segment, measure nothing")
+    parser.add_argument("--skip-kafka", action="store_true", help="skip DumpLogSegments (a)")
+    args = parser.parse_args()
+
+    from exporter.harness.broker import dump_log_segments_class
+    from exporter.harness.jars import tools_libs, tools_version
+
+    # DumpLogSegments reads the base offset from the file name: keep Kafka's name, one dir per variant.
+    segment = DATA / f"transaction_state-{args.kafka}-{args.records}" / "00000000000000000000.log"
+    if args.regenerate or not segment.exists():
+        generate(args.kafka, args.records, args.processes, args.threads, segment)
+    if args.generate_only:
+        return
+    data = segment.read_bytes()
+    n = count_records(data)
+    mib = len(data) / 2**20
+    cpus = sorted(os.sched_getaffinity(0))
+    print(f"segment: {segment.relative_to(ROOT)}: {n:,} records, {mib:.1f} MiB, written by Kafka {args.kafka}")
+    print(f"machine: {len(cpus)} cores, {cpu_model()}, Python {platform.python_version()}, best of {args.runs}")
+    rows = []
+
+    if not args.skip_kafka:
+        java = [
+            "java", *KAFKA_RUN_CLASS_OPTS, "-cp", f"{tools_libs(args.kafka)}/*",
+            dump_log_segments_class(tools_version(args.kafka)), "--transaction-log-decoder", "--files", str(segment),
+        ]
+        wall, cpu, rss = best_of(args.runs, java)
+        rows.append((f"(a) Kafka {tools_version(args.kafka)} DumpLogSegments, JVM start incl.", wall, cpu, rss))
+        kafka_rate = n / wall
+    exporter = [str(ROOT / ".venv" / "bin" / "txn-exporter"), "decode", str(segment)]
+    wall, cpu, rss = best_of(args.runs, exporter)
+    rows.append(("(b) txn-exporter decode, process start incl.", wall, cpu, rss))
+    ours_rate = n / wall
+
+    os.sched_setaffinity(0, {cpus[0]})
+    try:
+        seconds, cpu = in_process(data, args.runs)
+    finally:
+        os.sched_setaffinity(0, cpus)
+    rows.append(("(c) decode_batches in-process, one core", seconds, cpu, None))
+
+    print()
+    header = ("measurement", "wall s", "CPU s", "records/s", "MiB/s", "peak RSS")
+    print("| {:<50} | {:>7} | {:>6} | {:>11} | {:>6} | {:>9} |".format(*header))
+    print(f"|{'-' * 52}|{'-' * 9}|{'-' * 8}|{'-' * 13}|{'-' * 8}|{'-' * 11}|")
+    for name, wall, cpu, rss in rows:
+        cpu_s = f"{cpu:.2f}" if cpu is not None else "-"
+        rss_s = f"{rss / 1024:.0f} MiB" if rss is not None else "-"
+        print(f"| {name:<50} | {wall:>7.2f} | {cpu_s:>6} | {n / wall:>11,.0f} | {mib / wall:>6.1f} | {rss_s:>9} |")
+    print()
+    if not args.skip_kafka:
+        print(f"txn-exporter decode vs DumpLogSegments: {ours_rate / kafka_rate:.2f}x "
+              f"(target >= 1x, stretch 2x): {'met' if ours_rate >= kafka_rate else 'NOT met'}")
+    print(f"in-process, one core: {n / seconds:,.0f} records/s wall, {n / cpu:,.0f} records/s of CPU time "
+          f"(target >= 300,000): {'met' if n / seconds >= 300_000 else 'NOT met'}")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} (1 min)")
+    print(f"command: .venv/bin/python bench/decode_segment.py {shlex.join(sys.argv[1:])}".rstrip())
+
+
+if __name__ == "__main__":
+    main()
