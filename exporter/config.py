@@ -102,6 +102,11 @@ def _not_reserved(key: str) -> str:
     return key
 
 
+def _one_or_many(value: object) -> object:
+    # YAML may give one path as a plain string.
+    return [value] if isinstance(value, str) else value
+
+
 def _scalar_to_str(value: object) -> object:
     # YAML turns `enable.idempotence: true` into a bool; librdkafka wants the string "true".
     if isinstance(value, bool):
@@ -145,6 +150,14 @@ class Settings(BaseModel):
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Cli("LEVEL"),
                          BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
                          Field(description="DEBUG, INFO, WARNING or ERROR")] = "INFO"
+    broker_log: Annotated[
+        list[Annotated[str, Field(min_length=1)]], Cli("PATH"), BeforeValidator(_one_or_many),
+        Field(description="the broker's log file (server.log) to follow for failed __transaction_state "
+              "appends, marker retries and failures, final-append retries and coordinator elections; "
+              "repeatable; env: comma-separated paths; YAML: a list"),
+    ] = []
+    broker_log_from_start: Annotated[bool, Cli(), Field(
+        description="read the broker log files from their beginning instead of their end")] = False
     kafka: Annotated[
         dict[Annotated[str, AfterValidator(_not_reserved)],
              Annotated[str, BeforeValidator(_scalar_to_str)]],
@@ -210,8 +223,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 default=argparse.SUPPRESS, help=text)
         else:
             parser.add_argument(flag_name(name), dest=name, metavar=cli.metavar,
-                                action="append" if name == "kafka" else "store",
+                                action="append" if name in _REPEATABLE else "store",
                                 default=argparse.SUPPRESS, help=text)
+
+
+_REPEATABLE = ("kafka", "broker_log")
 
 
 def _show(default: object) -> str:
@@ -221,7 +237,7 @@ def _show(default: object) -> str:
         return str(default).lower()
     if isinstance(default, float):
         return f"{default:g}"
-    if isinstance(default, dict):
+    if isinstance(default, dict | list):
         return "none" if not default else str(default)
     return str(default)
 
@@ -294,6 +310,8 @@ def _from_env(environ: Mapping[str, str]) -> list[_Entry]:
         if name == "kafka":
             pairs = [pair.strip() for pair in text.split(",") if pair.strip()]
             entries += [(("kafka", k), v, var) for k, v in _parse_pairs(pairs, var)]
+        elif name == "broker_log":
+            entries.append(((name,), [path.strip() for path in text.split(",") if path.strip()], var))
         else:
             entries.append(((name,), text, var))
     return entries

@@ -220,3 +220,20 @@ def test_settings_is_frozen_and_forbids_unknown_fields() -> None:
 def test_yaml_value_of_wrong_type(yaml_file) -> None:
     path = yaml_file("bootstrap_servers: k:1\nlisten: 9464\n")
     assert _error(["--config", path]) == f"{path}: listen: expected a string"
+
+
+def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
+    assert _load(["--bootstrap-servers", "k:9092"]).broker_log == []
+    flags = ["--bootstrap-servers", "k:9092", "--broker-log", "/a/server.log", "--broker-log", "/b/server.log"]
+    settings = _load(flags + ["--broker-log-from-start"])
+    assert settings.broker_log == ["/a/server.log", "/b/server.log"]
+    assert settings.broker_log_from_start is True
+    env = {"TXN_EXPORTER_BROKER_LOG": "/e/server.log, /f/server.log", "TXN_EXPORTER_BROKER_LOG_FROM_START": "true"}
+    settings = _load(["--bootstrap-servers", "k:9092"], env)
+    assert settings.broker_log == ["/e/server.log", "/f/server.log"]
+    assert settings.broker_log_from_start is True
+    assert _load(flags, env).broker_log == ["/a/server.log", "/b/server.log"]  # flags win, not merged
+    path = yaml_file("bootstrap_servers: k:9092\nbroker_log: /y/server.log\n")
+    assert _load(["--config", str(path)]).broker_log == ["/y/server.log"]
+    path = yaml_file("bootstrap_servers: k:9092\nbroker_log: [/y/1.log, /y/2.log]\n")
+    assert _load(["--config", str(path)]).broker_log == ["/y/1.log", "/y/2.log"]

@@ -47,6 +47,7 @@ MARKER_RESULTS = ("commit", "abort")
 DECODE_ERROR_REASONS: tuple[str, ...] = DecodeError.REASONS
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999, 1.0)
 PARTITION_PHASES = ("replaying", "live")
+BROKER_LOG_SKIP_REASONS = ("malformed", "unrecognized")
 
 # 1 ms to 60 s; the ms-resolution record timestamps make finer bounds meaningless.
 DURATION_BUCKETS: tuple[float, ...] = (
@@ -84,8 +85,8 @@ PENDING_MARKERS = MetricSpec(
     "kafka_transactions_with_pending_markers",
     MetricType.GAUGE,
     "Transactions whose last __transaction_state record is PREPARE_COMMIT or PREPARE_ABORT, i.e."
-    " waiting for their markers and final COMPLETE_* append (includes the broker's final-append"
-    " retry queue, which KIP-1344 excludes).",
+    " waiting for their markers. With --broker-log, those whose final COMPLETE_* append is in the"
+    " coordinator's retry queue are excluded, as KIP-1344 does; without it they are included.",
     kip1344="TransactionsWithPendingMarkersCount",
 )
 PENDING_MARKERS_OLDEST_AGE = MetricSpec(
@@ -130,6 +131,39 @@ DECODE_ERRORS = MetricSpec(
     labels=("reason",),
 )
 
+_BROKER_LOG = " From the broker's log file (--broker-log)."
+APPEND_ERRORS = MetricSpec(
+    "kafka_transaction_state_log_append_errors_total",
+    MetricType.COUNTER,
+    "Failed __transaction_state appends of a state transition, by target state and Kafka error"
+    " name: the raw append error (e.g. NOT_ENOUGH_REPLICAS) when the broker logs"
+    " kafka.coordinator.transaction.TransactionStateManager at DEBUG, else the error the coordinator"
+    " maps it to (e.g. COORDINATOR_NOT_AVAILABLE); UNKNOWN for a name that is not Kafka's." + _BROKER_LOG,
+    labels=("target_state", "error"),
+    kip1344="transaction-state-log-append-errors-total",
+)
+MARKER_RETRIES = MetricSpec(
+    "kafka_transaction_marker_retries_total",
+    MetricType.COUNTER,
+    "Partition-level retriable errors in WriteTxnMarkers responses (the marker is resent), once per"
+    " partition per response, by Kafka error name; disconnects are not counted." + _BROKER_LOG,
+    labels=("error",),
+    kip1344="TransactionMarkerRetriesPerSec",
+)
+MARKER_FAILURES = MetricSpec(
+    "kafka_transaction_marker_failures_total",
+    MetricType.COUNTER,
+    "Partition-level permanent errors in WriteTxnMarkers responses (sending cancelled, or the"
+    " partition dropped from the transaction) and fatal ones, by Kafka error name." + _BROKER_LOG,
+    labels=("error",),
+)
+COMPLETE_APPEND_RETRIES = MetricSpec(
+    "kafka_transaction_state_log_complete_append_retries_total",
+    MetricType.COUNTER,
+    "Final COMPLETE_COMMIT/COMPLETE_ABORT appends that failed after every marker was written and"
+    " went to the coordinator's retry queue (LogAppendRetryQueueSize), one per attempt." + _BROKER_LOG,
+)
+
 SOURCE_UP = MetricSpec(
     "txn_exporter_source_up",
     MetricType.GAUGE,
@@ -161,6 +195,28 @@ UNWRITTEN_STATE_RECORDS = MetricSpec(
     " tombstone / PREPARE_ABORT a broker writes instead, and not counted as a target state.",
     labels=("state",),
 )
+BROKER_LOG_LINES = MetricSpec(
+    "txn_exporter_broker_log_lines_total",
+    MetricType.COUNTER,
+    "Lines read from the broker log files (--broker-log).",
+)
+BROKER_LOG_SKIPPED_LINES = MetricSpec(
+    "txn_exporter_broker_log_skipped_lines_total",
+    MetricType.COUNTER,
+    "Transaction-coordinator lines of the broker log skipped, by reason: malformed (not the default"
+    " `[%d] %p %m (%c)` layout), unrecognized (a kind of line the exporter reads, in an unknown format).",
+    labels=("reason",),
+)
+BROKER_LOG_TRUNCATED_LINES = MetricSpec(
+    "txn_exporter_broker_log_truncated_lines_total",
+    MetricType.COUNTER,
+    "Broker log lines longer than the limit (64 KiB): their middle was dropped, head and tail parsed.",
+)
+BROKER_LOG_ROTATIONS = MetricSpec(
+    "txn_exporter_broker_log_rotations_total",
+    MetricType.COUNTER,
+    "Rotations of the broker log files seen (renamed, or truncated in place by copytruncate).",
+)
 BUILD_INFO = MetricSpec(
     "txn_exporter_build_info",
     MetricType.INFO,
@@ -178,10 +234,18 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     RECORDS,
     TOMBSTONES,
     DECODE_ERRORS,
+    APPEND_ERRORS,
+    MARKER_RETRIES,
+    MARKER_FAILURES,
+    COMPLETE_APPEND_RETRIES,
     SOURCE_UP,
     PARTITIONS_FOLLOWED,
     PARTITION_CONSUMER_LAG,
     PARTITION_LAST_RECORD_TIMESTAMP,
     UNWRITTEN_STATE_RECORDS,
+    BROKER_LOG_LINES,
+    BROKER_LOG_SKIPPED_LINES,
+    BROKER_LOG_TRUNCATED_LINES,
+    BROKER_LOG_ROTATIONS,
     BUILD_INFO,
 )

@@ -102,6 +102,20 @@ class TransactionCollector(Collector):
             _labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items()))
         )
 
+        append_errors = _family(c.APPEND_ERRORS)
+        for (state, error), count in sorted(model.append_errors.items()):
+            append_errors.add_metric((c.TARGET_STATES[state], error), count)  # type: ignore[attr-defined]
+        families.append(append_errors)
+        families.append(_labelled(c.MARKER_RETRIES, sorted(model.marker_retries.items())))
+        families.append(_labelled(c.MARKER_FAILURES, sorted(model.marker_failures.items())))
+        families.append(_single(c.COMPLETE_APPEND_RETRIES, model.complete_append_retries))
+        broker_log = model.broker_log
+        families.append(_single(c.BROKER_LOG_LINES, broker_log.lines))
+        skipped = {"malformed": broker_log.malformed, "unrecognized": broker_log.unrecognized}
+        families.append(_labelled(c.BROKER_LOG_SKIPPED_LINES, ((r, skipped[r]) for r in c.BROKER_LOG_SKIP_REASONS)))
+        families.append(_single(c.BROKER_LOG_TRUNCATED_LINES, broker_log.truncated))
+        families.append(_single(c.BROKER_LOG_ROTATIONS, broker_log.rotations))
+
         families.append(_single(c.SOURCE_UP, 1 if model.source_up else 0))
         phases = dict.fromkeys(c.PARTITION_PHASES, 0)
         lag = _family(c.PARTITION_CONSUMER_LAG)

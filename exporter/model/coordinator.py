@@ -20,6 +20,11 @@ Decisions a reader of the metrics needs to know:
   (`PartitionReplayed`): mid-replay, a long-completed prepare looks pending until its complete
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way.
+- Broker-log events (exporter.sources.broker_log) only count, except one: a final COMPLETE_* append
+  that went to the coordinator's retry queue takes its pending transaction out of
+  `pending_markers()`'s count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
+  of an id the model does not hold as pending (its record not read yet, or already completed) is
+  counted but changes nothing: the coordinator logs it again on its next retry.
 """
 
 from __future__ import annotations
@@ -37,11 +42,17 @@ from exporter.model.partition import (
 )
 from exporter.model.sinks import ObservationSinks
 from exporter.sources.events import (
+    BrokerLogStats,
+    CompleteAppendRetried,
+    CoordinatorChanged,
+    MarkerWriteFailed,
+    MarkerWriteRetried,
     PartitionAssigned,
     PartitionProgress,
     PartitionReplayed,
     PartitionRevoked,
     SourceStatus,
+    TransactionLogAppendFailed,
     TransactionLogEvent,
     UndecodableRecord,
 )
@@ -54,6 +65,12 @@ Event = (
     | PartitionRevoked
     | PartitionProgress
     | SourceStatus
+    | TransactionLogAppendFailed
+    | MarkerWriteRetried
+    | MarkerWriteFailed
+    | CompleteAppendRetried
+    | CoordinatorChanged
+    | BrokerLogStats
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
@@ -98,6 +115,12 @@ class CoordinatorModel:
             EFFECTIVE_STATE_OF_UNWRITTEN, 0
         )
         self.source_up = False
+        # From the broker log: (target state id, error name) -> failed appends; error -> count.
+        self.append_errors: dict[tuple[int, str], int] = {}
+        self.marker_retries: dict[str, int] = {}
+        self.marker_failures: dict[str, int] = {}
+        self.complete_append_retries = 0
+        self.broker_log = BrokerLogStats()
 
     # --- Writing ---
 
@@ -140,6 +163,8 @@ class CoordinatorModel:
             pending = part.pending
             if action & _LEAVES_PENDING:
                 prepared = pending.pop(tid)
+                if part.retrying:
+                    part.retrying.discard(tid)
             if action & _ENTERS_PENDING:
                 pending[tid] = (record.timestamp_ms << 1) | live
         if not live:
@@ -184,6 +209,33 @@ class CoordinatorModel:
         elif type(event) is SourceStatus:
             self.source_up = event.up
         else:
+            self._apply_broker_log(event)
+
+    def _apply_broker_log(self, event: Event) -> None:
+        if type(event) is MarkerWriteRetried:
+            self.marker_retries[event.error] = self.marker_retries.get(event.error, 0) + 1
+        elif type(event) is TransactionLogAppendFailed:
+            key = (event.target_state, event.error)
+            self.append_errors[key] = self.append_errors.get(key, 0) + 1
+        elif type(event) is MarkerWriteFailed:
+            self.marker_failures[event.error] = self.marker_failures.get(event.error, 0) + 1
+        elif type(event) is CompleteAppendRetried:
+            self.complete_append_retries += 1
+            tid = event.transactional_id
+            for part in self._partitions.values():  # rare: a scan beats knowing the partition count
+                if tid in part.pending:
+                    part.retrying.add(tid)
+                    break
+        elif type(event) is BrokerLogStats:
+            totals = self.broker_log
+            totals.lines += event.lines
+            totals.truncated += event.truncated
+            totals.malformed += event.malformed
+            totals.unrecognized += event.unrecognized
+            totals.rotations += event.rotations
+        elif type(event) is CoordinatorChanged:
+            pass  # an ownership signal for the topic source (exporter.commands.run); nothing to count
+        else:
             raise TypeError(f"not a source event: {event!r}")
 
     # --- Reading (hold `lock`) ---
@@ -203,13 +255,14 @@ class CoordinatorModel:
         return totals
 
     def pending_markers(self) -> tuple[int, int | None]:
-        """(transactions whose last state is PREPARE_*, oldest such prepare timestamp in ms or None),
-        over live partitions. O(pending transactions): only those in flight are scanned."""
+        """(transactions whose last state is PREPARE_* and whose final append is not in the retry
+        queue, oldest PREPARE_* timestamp in ms or None, retry queue included), over live partitions.
+        O(pending transactions): only those in flight are scanned."""
         count = 0
         oldest: int | None = None
         for part in self._partitions.values():
             if part.live and part.pending:
-                count += len(part.pending)
+                count += len(part.pending) - len(part.retrying)
                 candidate = part.oldest_prepare_timestamp_ms()
                 if oldest is None or (candidate is not None and candidate < oldest):
                     oldest = candidate

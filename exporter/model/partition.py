@@ -23,11 +23,15 @@ class PartitionState:
     `pending` holds only the ids whose last state is PREPARE_COMMIT/PREPARE_ABORT (the few in flight),
     as `prepare_timestamp_ms << 1 | seen_live`, so the oldest pending prepare is a min() over them
     and a marker completion can tell whether its prepare was seen live.
+
+    `retrying` holds the pending ids whose final COMPLETE_* append is in the coordinator's retry
+    queue (from the broker log): always a subset of `pending`, left when the id leaves it.
     """
 
     __slots__ = (
         "states",
         "pending",
+        "retrying",
         "state_counts",
         "live",
         "last_record",
@@ -38,6 +42,7 @@ class PartitionState:
     def __init__(self, live: bool) -> None:
         self.states: dict[str, int] = {}
         self.pending: dict[str, int] = {}
+        self.retrying: set[str] = set()
         # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.

@@ -67,3 +67,63 @@ class SourceStatus:
     """Whether the source can currently read from Kafka (feeds txn_exporter_source_up)."""
 
     up: bool
+
+
+# --- Broker log events (exporter.sources.broker_log): what never reaches __transaction_state ---
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLogAppendFailed:
+    """A submitted state transition append to `__transaction_state` failed (counted once, whether the
+    broker logged it at INFO only or at DEBUG and INFO)."""
+
+    # TransactionState id, EMPTY (0) .. COMPLETE_ABORT (5).
+    target_state: int
+    # Kafka error name: the raw append error when the DEBUG line was there, else the coordinator's
+    # mapped error of the INFO line; UNKNOWN if neither names a Kafka error.
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerWriteRetried:
+    """A WriteTxnMarkers response carried a retriable error for one partition (the marker is resent)."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerWriteFailed:
+    """A WriteTxnMarkers response carried a permanent error for one partition (sending is cancelled
+    or the partition is dropped from the transaction), or a fatal one."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteAppendRetried:
+    """The final COMPLETE_* append of a transaction whose markers are all written failed and went to
+    the coordinator's retry queue (LogAppendRetryQueueSize); it stays there until the record lands."""
+
+    transactional_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorChanged:
+    """The broker became (elected) or stopped being the transaction coordinator of a partition."""
+
+    partition: int
+    elected: bool
+
+
+@dataclass(slots=True)
+class BrokerLogStats:
+    """What the broker-log source read since its previous stats event (deltas, for self-metrics)."""
+
+    lines: int = 0
+    # Lines longer than the limit: the middle was dropped, the head and tail were parsed.
+    truncated: int = 0
+    # Coordinator lines without the `[time] LEVEL message (logger)` frame.
+    malformed: int = 0
+    # Coordinator lines that looked like one the exporter reads but did not parse.
+    unrecognized: int = 0
+    rotations: int = 0

@@ -15,11 +15,16 @@ from exporter.codec import DecodeError
 from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
 from exporter.model import CoordinatorModel
 from exporter.sources.events import (
+    BrokerLogStats,
+    CompleteAppendRetried,
+    MarkerWriteFailed,
+    MarkerWriteRetried,
     PartitionAssigned,
     PartitionProgress,
     PartitionReplayed,
     PartitionRevoked,
     SourceStatus,
+    TransactionLogAppendFailed,
     UndecodableRecord,
 )
 from tests.model.builders import S, log_event
@@ -63,6 +68,13 @@ def feed(model: CoordinatorModel) -> None:
     model.apply(log_event("a", S.COMPLETE_COMMIT, offset=2, timestamp_ms=t + 30, received_ms=t + 32))
     model.apply(log_event("b", S.PREPARE_ABORT, partition=1, offset=5, timestamp_ms=t + 500, received_ms=t + 3_001))
     model.apply(UndecodableRecord(1, 6, DecodeError("crc_mismatch", "x")))
+    # From the broker log.
+    model.apply(TransactionLogAppendFailed(S.PREPARE_COMMIT, "NOT_ENOUGH_REPLICAS"))
+    model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS"))
+    model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS"))
+    model.apply(MarkerWriteFailed("INVALID_PRODUCER_EPOCH"))
+    model.apply(CompleteAppendRetried("not-pending"))
+    model.apply(BrokerLogStats(lines=40, truncated=1, malformed=2, rotations=1))
 
 
 @pytest.mark.parametrize("openmetrics", [False, True])
@@ -102,6 +114,16 @@ def test_exact_names_and_values_parse_back(pipeline, openmetrics):
     assert value("kafka_transaction_state_log_decode_errors_total", reason="crc_mismatch") == 1
     assert value("kafka_transaction_state_log_decode_errors_total", reason="truncated") == 0
     assert value("txn_exporter_unwritten_state_records_total", state="DEAD") == 0
+    errors = "kafka_transaction_state_log_append_errors_total"
+    assert value(errors, target_state="PREPARE_COMMIT", error="NOT_ENOUGH_REPLICAS") == 1
+    assert value("kafka_transaction_marker_retries_total", error="NOT_ENOUGH_REPLICAS") == 2
+    assert value("kafka_transaction_marker_failures_total", error="INVALID_PRODUCER_EPOCH") == 1
+    assert value("kafka_transaction_state_log_complete_append_retries_total") == 1
+    assert value("txn_exporter_broker_log_lines_total") == 40
+    assert value("txn_exporter_broker_log_skipped_lines_total", reason="malformed") == 2
+    assert value("txn_exporter_broker_log_skipped_lines_total", reason="unrecognized") == 0
+    assert value("txn_exporter_broker_log_truncated_lines_total") == 1
+    assert value("txn_exporter_broker_log_rotations_total") == 1
 
     assert value("txn_exporter_source_up") == 1
     assert value("txn_exporter_partitions_followed", phase="live") == 2

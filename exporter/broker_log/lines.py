@@ -1,0 +1,173 @@
+"""Pure parsers of single broker log lines (Kafka 3.6 to 4.x, default pattern `[%d] %p %m (%c)%n`).
+
+`parse_entry(text)` takes the first line of one log entry (it starts with `[`) and returns what the
+exporter reads from it, or None for every other line. `parse_fatal_continuation(text)` reads the
+exception line that follows `Uncaught error in request completion:` when a marker write hit a fatal
+error. Formats, by logger (package `kafka.coordinator.transaction`):
+
+- TransactionStateManager, a failed transition append: DEBUG `Appending <tid>'s new metadata <meta>
+  failed due to <ExceptionClass>`, then INFO `TransactionalId <tid> append transaction log for <meta>
+  transition failed due to <ERROR>, ...`. `<meta>` carries `txnState=` as a display name up to 4.0
+  (`PrepareCommit`), as the enum name from 4.1 (`PREPARE_COMMIT`).
+- TransactionMarkerRequestCompletionHandler, per partition of a WriteTxnMarkers response:
+  `Sending <tid>'s transaction marker for partition <tp> has failed with error <ExceptionClass>,
+  retrying ...` (retriable), `... has permanently failed with error <ExceptionClass> ...` and
+  `Sending <tid>'s transaction marker from partition <tp> has failed with  <ERROR>. This partition
+  will be removed ...` (permanent).
+- TransactionMarkerChannelManager: `Not available to append PendingCompleteTxn(transactionalId=<tid>,
+  ...` (`PendingCompleteTxn[` from 4.x): the final COMPLETE_* append goes to the retry queue.
+- TransactionCoordinator: `Elected as the txn coordinator for partition <n> at epoch <e>` /
+  `Resigned as the txn coordinator for partition <n> at epoch <Some(e)|None>`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, NamedTuple
+
+from exporter.broker_log.errors import error_name
+from exporter.codec.states import TransactionState
+from exporter.sources.events import (
+    CompleteAppendRetried,
+    CoordinatorChanged,
+    MarkerWriteFailed,
+    MarkerWriteRetried,
+)
+
+MALFORMED: Final = "malformed"
+UNRECOGNIZED: Final = "unrecognized"
+
+
+class AppendFailureLine(NamedTuple):
+    """One of the two lines a failed append writes; the parser pairs them into one event."""
+
+    transactional_id: str
+    target_state: int
+    error: str
+    # True for the DEBUG line (the raw append error), False for the INFO line (the mapped error).
+    raw: bool
+
+
+Parsed = AppendFailureLine | MarkerWriteRetried | MarkerWriteFailed | CompleteAppendRetried | CoordinatorChanged
+
+S = TransactionState
+# `txnState=` values: display names (3.6 to 4.0) and enum names (4.1+). PrepareEpochFence is written
+# as PrepareAbort; Dead is never appended through this path (it becomes a tombstone).
+TARGET_STATES: dict[str, int] = {name: int(state) for name, state in {
+    **{s.name: s for s in S if s <= S.COMPLETE_ABORT},
+    "Empty": S.EMPTY, "Ongoing": S.ONGOING, "PrepareCommit": S.PREPARE_COMMIT,
+    "PrepareAbort": S.PREPARE_ABORT, "CompleteCommit": S.COMPLETE_COMMIT,
+    "CompleteAbort": S.COMPLETE_ABORT,
+    "PrepareEpochFence": S.PREPARE_ABORT, "PREPARE_EPOCH_FENCE": S.PREPARE_ABORT,
+}.items()}  # fmt: skip
+
+# Regexes only ever run on short, anchored pieces: scanning a 600-character line with a regex that
+# backtracks costs tens of microseconds, str.find a fraction of one (see bench/broker_log_lines.py).
+_EXCEPTION = re.compile(r"[\w.$]+")
+_WORD = re.compile(r"\w+")
+_MARKER_PREFIX = re.compile(r"Sending .*'s transaction marker (for|from) partition \S+ has ")
+_COMPLETE_RETRY = re.compile(r"Not available to append PendingCompleteTxn[(\[]transactionalId=(.*?), coordinatorEpoch=")
+_COORDINATOR = re.compile(r"(Elected|Resigned) as the txn coordinator for partition (\d+) at epoch")
+_FATAL = re.compile(r"Received fatal error ([\w.$]+) while sending txn marker")
+
+
+def parse_entry(text: str) -> Parsed | str | None:
+    """What a log entry's first line says: an event-like result, None (a line the exporter does not
+    read), MALFORMED (no `[time] LEVEL message (logger)` frame) or UNRECOGNIZED (a line of a kind the
+    exporter reads, in a format it does not know)."""
+    # The frame, by hand: `[time] LEVEL ` + message + ` (logger)`.
+    logger_at = text.rfind(" (")
+    time_end = text.find("] ")
+    level_end = text.find(" ", time_end + 2)
+    if not text.endswith(")") or logger_at < 0 or time_end < 0 or not 0 <= level_end <= logger_at:
+        return MALFORMED
+    logger = text[logger_at + 2 : -1]
+    if not logger or " " in logger or "(" in logger:
+        return MALFORMED
+    handler = _HANDLERS.get(logger.rpartition(".")[2])
+    if handler is None:
+        return None
+    message = text[level_end + 1 : logger_at]
+    if message.startswith("["):  # the class's log prefix: "[Transaction State Manager 1]: "
+        ident_end = message.find("]")
+        message = message[ident_end + 1 :].removeprefix(":").removeprefix(" ")
+    return handler(message)
+
+
+def parse_fatal_continuation(text: str) -> MarkerWriteFailed | None:
+    """The `java.lang.IllegalStateException: Received fatal error <ExceptionClass> while sending txn
+    marker for <tid>` line of the stack trace following `Uncaught error in request completion:`."""
+    match = _FATAL.search(text)
+    return None if match is None else MarkerWriteFailed(error_name(match[1]))
+
+
+def _between(message: str, start: str, middle: str, end: str) -> tuple[str, str, str] | None:
+    """(a, b, rest) for `start a middle b end rest`, `end` searched from the right; None if absent."""
+    if not message.startswith(start):
+        return None
+    middle_at = message.find(middle, len(start))
+    end_at = message.rfind(end)
+    if middle_at < 0 or end_at < middle_at + len(middle):
+        return None
+    return message[len(start) : middle_at], message[middle_at + len(middle) : end_at], message[end_at + len(end) :]
+
+
+def _state_manager(message: str) -> Parsed | str | None:
+    if "transition failed due to" in message:
+        parts = _between(message, "TransactionalId ", " append transaction log for ", " transition failed due to ")
+        pattern, raw = _WORD, False
+    elif "'s new metadata " in message and " failed due to " in message:
+        parts = _between(message, "Appending ", "'s new metadata ", " failed due to ")
+        pattern, raw = _EXCEPTION, True
+    else:
+        return None
+    if parts is None:
+        return UNRECOGNIZED
+    tid, metadata, rest = parts
+    error = pattern.match(rest)
+    state_at = metadata.find("txnState=")
+    state = _WORD.match(metadata, state_at + 9) if state_at >= 0 else None
+    if error is None or state is None or state[0] not in TARGET_STATES:
+        return UNRECOGNIZED
+    return AppendFailureLine(tid, TARGET_STATES[state[0]], error_name(error[0]), raw)
+
+
+def _completion_handler(message: str) -> Parsed | str | None:
+    if "transaction marker" not in message or "failed with" not in message:
+        return None
+    prefix = _MARKER_PREFIX.match(message)
+    if prefix is None:
+        return UNRECOGNIZED
+    rest = message[prefix.end() :]
+    if prefix[1] == "for":
+        if rest.startswith("failed with error ") and (error := _EXCEPTION.match(rest, 18)):
+            if rest.startswith(", retrying", error.end()):
+                return MarkerWriteRetried(error_name(error[0]))
+        elif rest.startswith("permanently failed with error ") and (error := _EXCEPTION.match(rest, 30)):
+            return MarkerWriteFailed(error_name(error[0]))
+    elif rest.startswith("failed with ") and (error := _WORD.match(rest.lstrip()[12:].lstrip())):
+        return MarkerWriteFailed(error_name(error[0]))
+    return UNRECOGNIZED
+
+
+def _channel_manager(message: str) -> Parsed | str | None:
+    if not message.startswith("Not available to append"):
+        return None
+    match = _COMPLETE_RETRY.match(message)
+    return UNRECOGNIZED if match is None else CompleteAppendRetried(match[1])
+
+
+def _coordinator(message: str) -> Parsed | str | None:
+    if "as the txn coordinator for partition" not in message:
+        return None
+    match = _COORDINATOR.match(message)
+    return UNRECOGNIZED if match is None else CoordinatorChanged(int(match[2]), match[1] == "Elected")
+
+
+# By the logger's class name (the package moved for some classes in 4.x; the class names did not).
+_HANDLERS = {
+    "TransactionStateManager": _state_manager,
+    "TransactionMarkerRequestCompletionHandler": _completion_handler,
+    "TransactionMarkerChannelManager": _channel_manager,
+    "TransactionCoordinator": _coordinator,
+}

@@ -1,0 +1,67 @@
+"""BrokerLogParser: the prefilter, continuations, and DEBUG/INFO pairs counted once."""
+
+from __future__ import annotations
+
+from exporter.broker_log.parser import MAX_UNPAIRED, BrokerLogParser
+from exporter.codec.states import TransactionState as S
+from exporter.sources.events import MarkerWriteFailed, TransactionLogAppendFailed
+from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
+
+NOISE = b"[2026-11-21 07:23:25,279] INFO [ReplicaManager broker=1] Something else (kafka.server.ReplicaManager)"
+
+
+def feed(*lines: str | bytes) -> tuple[BrokerLogParser, list]:
+    parser = BrokerLogParser()
+    events = parser.feed([line.encode() if isinstance(line, str) else line for line in lines])
+    return parser, events
+
+
+def test_debug_and_info_lines_of_one_failure_count_once_with_the_raw_error():
+    meta = META_41.format("PREPARE_COMMIT")
+    parser, events = feed(debug_line(meta), NOISE, info_line(meta), info_line(meta, tid="other"))
+    assert events == [
+        TransactionLogAppendFailed(S.PREPARE_COMMIT, "NOT_ENOUGH_REPLICAS"),
+        TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE"),
+    ]
+    assert parser.lines == 4
+
+
+def test_pairs_across_feeds_and_interleaved_ids():
+    parser = BrokerLogParser()
+    a, b = META_3.format("PrepareAbort"), META_3.format("CompleteCommit")
+    assert parser.feed([debug_line(a, tid="a").encode(), debug_line(b, tid="b").encode()]) == []
+    assert parser.feed([info_line(b, tid="b").encode()]) == [TransactionLogAppendFailed(S.COMPLETE_COMMIT, "NOT_ENOUGH_REPLICAS")]
+    assert parser.feed([info_line(a, tid="a").encode()]) == [TransactionLogAppendFailed(S.PREPARE_ABORT, "NOT_ENOUGH_REPLICAS")]
+
+
+def test_a_debug_line_without_its_info_line_is_still_counted_once():
+    meta = META_3.format("Ongoing")
+    timeout = "org.apache.kafka.common.errors.TimeoutException"
+    _, events = feed(debug_line(meta, exception=timeout), debug_line(meta), info_line(meta))
+    assert events == [
+        TransactionLogAppendFailed(S.ONGOING, "REQUEST_TIMED_OUT"),
+        TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS"),
+    ]
+    lines = [debug_line(meta, tid=f"t{i}") for i in range(MAX_UNPAIRED + 1)]
+    _, events = feed(*lines)
+    assert events == [TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS")]  # the oldest
+
+
+def test_continuations_and_the_fatal_marker_error():
+    parser, events = feed(
+        "[2026-11-21 07:23:25,279] ERROR [TxnMarkerSenderThread-1]: Uncaught error in request completion:"
+        " (org.apache.kafka.server.util.InterBrokerSendThread)",
+        "java.lang.IllegalStateException: Received fatal error org.apache.kafka.common.errors.RecordTooLargeException"
+        " while sending txn marker for t-1",
+        "\tat kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler.onComplete(X.scala:12)",
+        "\tat org.apache.kafka.clients.NetworkClient.poll(NetworkClient.java:1)",
+    )
+    assert events == [MarkerWriteFailed("MESSAGE_TOO_LARGE")]
+    assert (parser.lines, parser.malformed, parser.unrecognized) == (4, 0, 0)
+
+
+def test_non_utf8_and_crlf_lines_do_not_break_parsing():
+    meta = META_3.format("PrepareCommit")
+    parser, events = feed(b"\xff\xfe garbage coordinator.transaction. [", info_line(meta, tid="\u00e9t\u00e9").encode() + b"\r")
+    assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
+    assert parser.malformed == 0  # the first is a continuation (it does not start with "[")
