@@ -1,0 +1,169 @@
+"""The metric names dashboards and alerts may use, and where each comes from.
+
+Three sources, nothing else (tests/dashboards/test_drift.py checks every query and rule against it):
+
+- the exporter's catalogue (exporter.metrics.catalogue.CATALOGUE): the source of truth;
+- PLANNED: contract names of metrics that are not in the catalogue yet. When one lands in the
+  catalogue, its type, labels and unit there must equal the contract below (the drift test says
+  so), and its entry can be deleted (as the broker-log metrics' were);
+- BROKER_JMX: Kafka's own JMX transaction metrics under the names the standard jmx_exporter rules
+  give them (see BROKER_JMX's comment).
+
+Dashboards and alerts refer to metrics through `ref()`, which fails on any other name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from exporter.metrics.catalogue import CATALOGUE, MetricSpec, MetricType
+
+HANGING_VIEW = "needs the hanging-transactions view"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedMetric:
+    name: str
+    type: MetricType
+    help: str
+    unit: str = ""
+    labels: tuple[str, ...] = ()
+    feature: str = HANGING_VIEW
+
+
+PLANNED: tuple[PlannedMetric, ...] = (
+    # The hanging-transactions view (a later change).
+    PlannedMetric(
+        "kafka_transactions_late", MetricType.GAUGE,
+        "Open transactions older than their transaction timeout (the coordinator should have aborted them).",
+    ),
+    PlannedMetric(
+        "kafka_transaction_timeouts_total", MetricType.COUNTER,
+        "Transactions the coordinator aborted on timeout (PREPARE_ABORT with a bumped epoch, KIP-588).",
+    ),
+    PlannedMetric(
+        "kafka_partitions_with_late_transactions", MetricType.GAUGE,
+        "Data partitions with an open transaction older than transaction.max.timeout.ms plus 5 minutes"
+        " (the broker's PartitionsWithLateTransactionsCount, from the outside).",
+    ),
+    PlannedMetric(
+        "kafka_hanging_transactions", MetricType.GAUGE,
+        "Transactions open on a data partition that the coordinator no longer knows as ongoing: they block"
+        " the last stable offset, hence read_committed consumers, until aborted (KIP-664).",
+    ),
+    PlannedMetric(
+        "kafka_transaction_duration_seconds", MetricType.HISTOGRAM,
+        "Time from a transaction's first ONGOING record to its COMPLETE_* record, by result.",
+        unit="seconds", labels=("result",),
+    ),
+    PlannedMetric(
+        "kafka_transaction_producer_id_rotations_total", MetricType.COUNTER,
+        "Producer id rotations (epoch exhaustion or TV2 epoch bumps past the limit) seen in __transaction_state.",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JmxMetric:
+    name: str
+    type: MetricType
+    help: str
+    mbean: str
+    labels: tuple[str, ...] = ()
+
+
+# Kafka's own transaction metrics as jmx_exporter's example_configs/kafka-2_0_0.yml and Strimzi's
+# examples/metrics/kafka-metrics.yaml name them (lowercaseOutputName: true). Both give the same
+# names for ReplicaManager and AddPartitionsToTxnManager. kafka.coordinator.* gauges have a rule
+# only in jmx_exporter's example (`kafka.coordinator.(\w+)<type=(.+), name=(.+)><>Value` ->
+# kafka_coordinator_$1_$2_$3); Strimzi's rules (`kafka.(\w+)<...`) do not match the
+# dotted domain, so add that rule there (README, "Broker JMX metrics"). Meters' Count becomes
+# `<name>_count` (jmx_exporter >= 1.0 may append `_total` to counters: queries accept both).
+BROKER_JMX: tuple[JmxMetric, ...] = (
+    JmxMetric(
+        "kafka_server_replicamanager_partitionswithlatetransactionscount", MetricType.GAUGE,
+        "Partitions with an open transaction older than transaction.max.timeout.ms + 5 min (KIP-664).",
+        "kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount",
+    ),
+    JmxMetric(
+        "kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize",
+        MetricType.GAUGE,
+        "Transactions whose markers are written, waiting to retry their final COMPLETE_* append.",
+        "kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=LogAppendRetryQueueSize",
+    ),
+    JmxMetric(
+        "kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize",
+        MetricType.GAUGE,
+        "Markers waiting for a data partition's leader to be known.",
+        "kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=UnknownDestinationQueueSize",
+    ),
+    JmxMetric(
+        "kafka_server_addpartitionstotxnmanager_verificationfailurerate_count", MetricType.COUNTER,
+        "Failed KIP-890 transaction verifications (produce to a partition not in the transaction).",
+        "kafka.server:type=AddPartitionsToTxnManager,name=VerificationFailureRate",
+    ),
+    JmxMetric(
+        "kafka_server_addpartitionstotxnmanager_verificationtimems", MetricType.GAUGE,
+        "KIP-890 transaction verification time in ms, by quantile (Yammer histogram).",
+        "kafka.server:type=AddPartitionsToTxnManager,name=VerificationTimeMs",
+        labels=("quantile",),
+    ),
+)
+
+_HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
+
+Metric = MetricSpec | PlannedMetric | JmxMetric
+
+
+def catalogue() -> dict[str, MetricSpec]:
+    return {spec.name: spec for spec in CATALOGUE}
+
+
+def known() -> dict[str, Metric]:
+    """Every usable metric by name: the catalogue wins over PLANNED, which wins over nothing."""
+    names: dict[str, Metric] = {m.name: m for m in BROKER_JMX}
+    names.update({m.name: m for m in PLANNED})
+    names.update(catalogue())
+    return names
+
+
+def ref(name: str) -> str:
+    """``name`` if dashboards and alerts may use it (with a histogram's sample suffix), else KeyError."""
+    resolve(name)
+    return name
+
+
+def resolve(sample_name: str) -> Metric:
+    """The metric a sample name belongs to (``x_bucket`` of histogram ``x``...)."""
+    metrics = known()
+    if sample_name in metrics:
+        return metrics[sample_name]
+    for suffix in _HISTOGRAM_SUFFIXES:
+        base = sample_name.removesuffix(suffix)
+        if base != sample_name and base in metrics and metrics[base].type is MetricType.HISTOGRAM:
+            return metrics[base]
+    raise KeyError(f"{sample_name} is in neither the catalogue, PLANNED nor BROKER_JMX (dashboards/metrics.py)")
+
+
+def is_available(name: str) -> bool:
+    """True when the exporter has the metric now (it is in the catalogue)."""
+    metric = resolve(name)
+    return isinstance(metric, MetricSpec)
+
+
+def feature_of(name: str) -> str | None:
+    """For a metric not in the catalogue yet: the feature it waits for."""
+    metric = resolve(name)
+    return metric.feature if isinstance(metric, PlannedMetric) else None
+
+
+def help_of(name: str) -> str:
+    return resolve(name).help
+
+
+GRAFANA_UNITS = {"seconds": "s", "": "short"}
+
+
+def grafana_unit(name: str) -> str:
+    metric = resolve(name)
+    return GRAFANA_UNITS[getattr(metric, "unit", "")]

@@ -1,0 +1,176 @@
+"""End to end: a real Prometheus (Debian binary) scrapes a real exporter on a real two-broker cluster
+while a transaction's markers are held back. Every dashboard query and every alert's inputs return
+data (or are expected empty, with the reason the generators give), and the stuck-markers alert goes
+pending, then firing, and resolves once the markers are released.
+
+The rules are the real ones with every `for:` shortened to 5 s (alerts.generate.with_short_for);
+scrape and evaluation every second.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+
+import pytest
+
+from alerts import generate as alerts_generate
+from dashboards import generate
+from dashboards.metrics import known
+from exporter import config
+from exporter.harness.broker import KafkaBroker
+from exporter.harness.workload import create_topic, held_commit, run_mix
+from tests.alerts.tools import Prometheus
+from tests.integration.exporter_process import ExporterProcess
+
+STUCK = "KafkaTransactionMarkersPendingTooLong"
+CLUSTER = "e2e"
+SHORT_FOR = "5s"
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka_broker_factory, tmp_path_factory):
+    """Two 4.4.0 brokers; `orders` (RF 1) lives on the first only so its transactions go on while
+    the second is stopped to hold `held`'s markers back (RF 2, min.insync.replicas 2)."""
+    root = tmp_path_factory.mktemp("e2e-cluster")
+    first = KafkaBroker("4.4.0", workdir=root / "1", transaction_state_partitions=8)
+    second = KafkaBroker("4.4.0", workdir=root / "2", join=first, node_id=2)
+    started = []
+    try:
+        for broker in (first, second):
+            kafka_broker_factory.make_room()
+            kafka_broker_factory.own.append(broker)
+            started.append(broker)
+            broker.start()
+            if broker is first:
+                create_topic(first.bootstrap_servers, "orders", partitions=2)
+        create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
+        yield first, second
+    finally:
+        for broker in reversed(started):
+            broker.stop()
+            kafka_broker_factory.own.remove(broker)
+
+
+def _workload(bootstrap: str, stop: threading.Event, errors: list[BaseException]) -> None:
+    seed = 0
+    try:
+        while not stop.is_set():
+            seed += 1
+            run_mix(bootstrap, "orders", ["e2e-a", "e2e-b"], commits=2, aborts=1, seed=seed)
+            stop.wait(0.5)
+    except BaseException as e:  # noqa: BLE001 - reported by the test
+        if not stop.is_set():
+            errors.append(e)
+
+
+def _substitute(expr: str, instance: str) -> str:
+    """Grafana's variables as a dashboard with this cluster and exporter selected would send them."""
+    return (expr.replace("$cluster", CLUSTER).replace("$instance", instance)
+            .replace("$partition", ".*").replace("$__rate_interval", "30s").replace("$__range", "5m"))
+
+
+def _has_data(result: list[dict]) -> bool:
+    return any(not math.isnan(float(sample["value"][1])) for sample in result)
+
+
+_SELECTOR = re.compile(r"(?<![\w:])([a-zA-Z_][\w]*(?::[\w]+)*)\s*(\{[^}]*\})?")
+
+
+def _inputs(expr: str) -> list[str]:
+    """The vector selectors of an expression that name our metrics, recording rules or `up`."""
+    names = set(known()) | alerts_generate.RECORDING_NAMES | {"up"}
+    out = []
+    for name, matchers in _SELECTOR.findall(expr):
+        base = re.sub(r"_(bucket|count|sum)$", "", name)
+        if name in names or base in names:
+            out.append(name + (matchers or ""))
+    return out
+
+
+def _alert_state(prometheus: Prometheus, name: str) -> str | None:
+    states = {a["state"] for a in prometheus.alerts() if a["labels"]["alertname"] == name}
+    return "firing" if "firing" in states else ("pending" if "pending" in states else None)
+
+
+def _wait(what: str, condition, timeout: float, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(interval)
+
+
+def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
+    first, second = cluster
+    broker_log = "broker_log" in config.Settings.model_fields
+    args = ["--all-partitions", *(["--broker-log", str(first.server_log)] if broker_log else [])]
+    exporter = ExporterProcess(first.bootstrap_servers, *args, log=tmp_path / "exporter.log")
+    prometheus = None
+    stop, errors = threading.Event(), []
+    workload = threading.Thread(target=_workload, args=(first.bootstrap_servers, stop, errors), daemon=True)
+    try:
+        exporter.wait_ready()
+        instance = f"127.0.0.1:{exporter.port}"
+        rules = tmp_path / "rules.yml"
+        rules.write_text(alerts_generate.render(alerts_generate.with_short_for(alerts_generate.rules(), SHORT_FOR)))
+        prometheus = Prometheus({
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
+            "rule_files": [str(rules)],
+            "scrape_configs": [{
+                "job_name": alerts_generate.EXPORTER_JOB,
+                "static_configs": [{"targets": [instance], "labels": {"cluster": CLUSTER}}],
+            }],
+        }, tmp_path / "prometheus")
+        workload.start()
+        _wait("live records in Prometheus", lambda: _has_data(prometheus.query(
+            f'sum(rate(kafka_transaction_state_log_records_total{{target_state="COMPLETE_ABORT"}}[30s])) > 0'
+        )), 90)
+        assert _alert_state(prometheus, STUCK) is None
+
+        with held_commit(first.bootstrap_servers, second, "held", "e2e-held"):
+            _wait("a pending transaction", lambda: _has_data(prometheus.query(
+                "kafka_transactions_with_pending_markers > 0")), 30)
+            _check_queries(prometheus, instance, broker_log)
+            assert _wait(f"{STUCK} pending", lambda: _alert_state(prometheus, STUCK), 60) == "pending"
+            _wait(f"{STUCK} firing", lambda: _alert_state(prometheus, STUCK) == "firing", 30)
+            firing = next(a for a in prometheus.alerts() if a["labels"]["alertname"] == STUCK)
+            assert firing["labels"]["cluster"] == CLUSTER and firing["labels"]["instance"] == instance
+            assert "none transactions are waiting" not in firing["annotations"]["description"]
+        _wait(f"{STUCK} resolved", lambda: _alert_state(prometheus, STUCK) is None, 60)
+        assert not errors, errors
+        unhealthy = [r for r in prometheus.rule_health() if r[1] != "ok"]
+        assert unhealthy == []
+    finally:
+        stop.set()
+        workload.join(60)
+        if prometheus is not None:
+            prometheus.stop()
+        exporter.stop()
+
+
+def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> None:
+    """While the markers are held: every panel query and every alert input has data, unless listed."""
+    missing, checked = [], 0
+    for dashboard in generate.DASHBOARDS:
+        for panel in dashboard.panels():
+            for query in panel.queries:
+                result = prometheus.query(_substitute(query.expr, instance))  # raises on a PromQL error
+                checked += 1
+                if panel.expected_empty is None and not _has_data(result):
+                    missing.append(f"{dashboard.uid} / {panel.title}: {query.expr}")
+    for alert in alerts_generate.ALERTS:
+        prometheus.query(alert.expr)
+        for selector in _inputs(alert.expr):
+            checked += 1
+            if alert.expected_empty is None and not _has_data(prometheus.query(selector)):
+                missing.append(f"alert {alert.name}: {selector}")
+    assert checked > 50
+    assert missing == [], "no data (add expected_empty with the reason if that is right):\n" + "\n".join(missing)
+    if broker_log:  # the coordinator retries the held markers with NOT_ENOUGH_REPLICAS, and logs it
+        _wait("marker retries from the broker log", lambda: _has_data(prometheus.query(
+            'kafka_transaction_marker_retries_total{error=~"NOT_ENOUGH_REPLICAS.*"}')), 30)
