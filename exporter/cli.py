@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from exporter import __version__
-from exporter.commands import decode
+from exporter.commands import decode, demo, run
 
 # Each command module offers `register(subparsers)` and sets `func(args) -> int` on its parser.
-COMMANDS = (decode,)
+COMMANDS = (run, demo, decode)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -374,3 +374,17 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@contextmanager
+def held_commit(bootstrap: str, follower: KafkaBroker, topic: str, transactional_id: str) -> Iterator[None]:
+    """A transaction committed while its markers are held back (see hold_markers): PREPARE_COMMIT is
+    written before the body runs; COMPLETE_COMMIT follows within seconds after it exits."""
+    producer = _producer(bootstrap, transactional_id)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"held", partition=0)
+    producer.flush(30)  # before the hold: acks=all produce fails while it lasts
+    with hold_markers(follower, topic):
+        producer.commit_transaction(30)  # returns once PREPARE_COMMIT is written; markers are retried
+        yield

@@ -1,0 +1,146 @@
+"""`txn-exporter run`: follow `__transaction_state` and serve the metrics.
+
+One thread polls the source and applies its events to the model (holding the model's lock once per
+polled batch); with --broker-log, another follows the broker's log files the same way and, on a
+coordinator elected/resigned line, asks the topic source to re-read partition ownership at once.
+The HTTP server's threads render the model at scrape time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from prometheus_client import CollectorRegistry
+
+from exporter import config
+from exporter.http_server import ListenError, MetricsServer
+from exporter.metrics.prometheus import TransactionCollector
+from exporter.metrics.recorders import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.sources.broker_log import BrokerLogFollower
+from exporter.sources.events import CoordinatorChanged
+from exporter.sources.kafka_topic import OwnershipError, TransactionLogTail
+
+log = logging.getLogger("txn_exporter")
+BROKER_LOG_POLL_SECONDS = 0.1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="follow __transaction_state and serve the metrics",
+        description="Follow the __transaction_state partitions this broker leads (or all of them) and "
+        "serve KIP-1344's transaction-coordinator metrics and more on /metrics. Every option can also be "
+        "set by environment (TXN_EXPORTER_<NAME>) or in a YAML file (--config); flags win, then the "
+        "environment, then the file.",
+    )
+    config.add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = config.load(args)
+    except config.ConfigError as e:
+        print(f"txn-exporter run: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    exporter = Exporter(settings)
+    try:
+        exporter.start()
+    except ListenError as e:
+        print(f"txn-exporter run: {e}", file=sys.stderr)
+        return 2
+    log.info("serving %s (settings: %s)", exporter.server.url, settings.redacted())
+    try:
+        exporter.serve(stop)
+    except OwnershipError as e:
+        print(f"txn-exporter run: {e}", file=sys.stderr)
+        return 2
+    finally:
+        exporter.stop()
+    return 0
+
+
+class Exporter:
+    """The source, the model and the HTTP server of one exporter process."""
+
+    def __init__(self, settings: config.Settings) -> None:
+        self.settings = settings
+        self.recorders = LatencyRecorders(window_seconds=settings.latency_window_seconds)
+        self.model = CoordinatorModel(self.recorders.sinks())
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(TransactionCollector(self.model, self.recorders))
+        self.tail = TransactionLogTail(
+            settings.bootstrap_servers,
+            broker_id=settings.broker_id,
+            all_partitions=settings.all_partitions,
+            metadata_refresh_seconds=settings.metadata_refresh_seconds,
+            kafka_settings=settings.kafka,
+        )
+        self.broker_logs = [
+            BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
+        ]
+        host, port = config.listen_address(settings)
+        self.server = MetricsServer(
+            host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness
+        )
+
+    def start(self) -> None:
+        self.server.start()
+
+    def serve(self, stop: threading.Event) -> None:
+        """Polls the sources and feeds the model until `stop` is set."""
+        follower = None
+        if self.broker_logs:
+            follower = threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True)
+            follower.start()
+        try:
+            while not stop.is_set():
+                events = self.tail.poll()
+                if events:
+                    self.model.apply_batch(events)
+        finally:
+            stop.set()
+            if follower is not None:
+                follower.join()
+
+    def follow_broker_logs(self, stop: threading.Event) -> None:
+        """Polls the broker log files every BROKER_LOG_POLL_SECONDS until `stop` is set."""
+        failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
+        while True:
+            events = []
+            for n, broker_log in enumerate(self.broker_logs):
+                try:
+                    events += broker_log.poll()
+                except OSError as e:
+                    if n not in failing:
+                        log.warning("cannot read broker log %s: %s", broker_log.path, e)
+                    failing.add(n)
+                else:
+                    failing.discard(n)
+            if events:
+                self.model.apply_batch(events)
+                if any(type(event) is CoordinatorChanged for event in events):
+                    self.tail.refresh_ownership_soon()
+            if stop.wait(BROKER_LOG_POLL_SECONDS):
+                return
+
+    def stop(self) -> None:
+        self.server.stop()
+        self.tail.close()
+        for broker_log in self.broker_logs:
+            broker_log.close()
+
+    def ready(self) -> bool:
+        return self.readiness() == "ready"
+
+    def readiness(self) -> str:
+        return self.tail.not_ready or "ready"

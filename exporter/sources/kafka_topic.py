@@ -1,0 +1,303 @@
+"""The live source: follows `__transaction_state` partitions with confluent-kafka and yields events.
+
+Ownership: by default the exporter follows the partitions whose leader is the broker it runs
+beside (that broker is their transaction coordinator); with `all_partitions`, every partition.
+Metadata is re-read every `metadata_refresh_seconds` (or at once when `refresh_ownership_soon()` is
+called, e.g. on a coordinator elected/resigned log line): partitions that move in are assigned and
+replayed from the beginning; partitions that move out are unassigned and revoked, so the model drops
+their state and every series they fed.
+
+Replay: a newly assigned partition is read from its first offset up to the high watermark seen at
+assignment with `replay=True`, which rebuilds state without observing latency; `PartitionReplayed`
+marks the switch to live records.
+
+The consumer uses manual assignment and never commits or joins a group: it needs Describe and Read
+on the topic only. The group id is required by the client but unused.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from exporter.codec import DecodeError, decode_record
+from exporter.sources.events import (
+    PartitionAssigned,
+    PartitionProgress,
+    PartitionReplayed,
+    PartitionRevoked,
+    SourceStatus,
+    TransactionLogEvent,
+    UndecodableRecord,
+)
+
+TOPIC = "__transaction_state"
+log = logging.getLogger(__name__)
+
+# Settings the source owns; users' Kafka settings may not override them.
+_OWNED_SETTINGS = {
+    "group.id": "txn-exporter",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    # The topic is not transactional; read_uncommitted avoids waiting on an LSO that never lags.
+    "isolation.level": "read_uncommitted",
+}
+# Latency is measured at receipt: fetch as soon as any byte is there, and do not sit on data.
+_DEFAULT_SETTINGS = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1}
+# Only "all brokers down" means the source is down; a single dropped connection (an idle one the
+# broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
+_CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
+_PROGRESS_INTERVAL_SECONDS = 1.0
+_METADATA_TIMEOUT_SECONDS = 5.0
+_RETRY_SECONDS = 1.0
+
+
+class OwnershipError(Exception):
+    """The exporter cannot tell which partitions to follow (a configuration problem)."""
+
+
+Event = (
+    TransactionLogEvent
+    | UndecodableRecord
+    | PartitionAssigned
+    | PartitionReplayed
+    | PartitionRevoked
+    | PartitionProgress
+    | SourceStatus
+)
+
+
+class TransactionLogTail:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        broker_id: int | None = None,
+        all_partitions: bool = False,
+        metadata_refresh_seconds: float = 30.0,
+        kafka_settings: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._bootstrap_servers = bootstrap_servers
+        self._broker_id = broker_id
+        self._all_partitions = all_partitions
+        self._refresh_seconds = metadata_refresh_seconds
+        self._clock = clock
+        self._consumer = Consumer(
+            {
+                **_DEFAULT_SETTINGS,
+                **(kafka_settings or {}),
+                **_OWNED_SETTINGS,
+                "bootstrap.servers": bootstrap_servers,
+                "error_cb": self._on_client_error,
+                # librdkafka's own log lines go through `logging`, not straight to stderr.
+                "logger": logging.getLogger("librdkafka"),
+            }
+        )
+        # Followed partitions -> the offset replay must reach (None once live).
+        self._followed: dict[int, int | None] = {}
+        # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
+        # yet, and "owns nothing" would read as ready), for owned partitions whose leader did not
+        # answer yet, and for replays. Else records written meanwhile would be replayed later as
+        # history instead of observed live. The HTTP thread reads `not_ready`, published whole at
+        # the end of each poll, never state the poll is in the middle of changing.
+        self._complete_view = False
+        self._waiting: set[int] = set()
+        self.not_ready: str | None = "starting"
+        self._next_offset: dict[int, int] = {}
+        self._up: bool | None = None
+        self._client_down = False
+        self._next_refresh = 0.0
+        self._next_progress = 0.0
+
+    @property
+    def broker_id(self) -> int | None:
+        return self._broker_id
+
+    def refresh_ownership_soon(self) -> None:
+        self._next_refresh = 0.0
+
+    def poll(self, timeout: float = 0.2, max_records: int = 1000) -> list[Event]:
+        """Returns the events of one poll: ownership changes, records, progress, status."""
+        events: list[Event] = []
+        now = self._clock()
+        if now >= self._next_refresh:
+            self._next_refresh = now + self._refresh_seconds
+            self._refresh_ownership(events)
+        if self._followed:
+            self._consume(events, timeout, max_records)
+        else:
+            time.sleep(timeout)
+        if self._client_down:
+            self._client_down = False
+            self._set_up(False, events)
+            self._next_refresh = 0.0  # find out as soon as it is back
+        now = self._clock()
+        if now >= self._next_progress:
+            self._next_progress = now + _PROGRESS_INTERVAL_SECONDS
+            self._report_progress(events)
+        self.not_ready = self._readiness()
+        return events
+
+    def _readiness(self) -> str | None:
+        if not self._up:
+            return "source down: Kafka does not answer"
+        if not self._complete_view:
+            return f"waiting for the leaders of {TOPIC}'s partitions"
+        if self._waiting:
+            return f"waiting for the leaders of {TOPIC} partitions {sorted(self._waiting)}"
+        replaying = sorted(p for p, target in self._followed.items() if target is not None)
+        if replaying:
+            return f"replaying {TOPIC} partitions {replaying}"
+        return None
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def _consume(self, events: list[Event], timeout: float, max_records: int) -> None:
+        # Receipt time is what append latency is measured against, so never wait to fill a batch:
+        # block for the first record only, then take what the client has already queued.
+        first = self._consumer.poll(timeout)
+        if first is None:
+            return
+        received_ms = int(self._clock() * 1000)
+        messages = [first, *self._consumer.consume(max_records - 1, 0)]
+        followed = self._followed
+        append = events.append
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    log.warning("consumer error: %s", error)
+                continue
+            partition = message.partition()
+            if partition not in followed:
+                continue  # fetched just before an unassign
+            offset = message.offset()
+            self._next_offset[partition] = offset + 1
+            key = message.key()
+            try:
+                if key is None:
+                    raise DecodeError("bad_length", "null key")
+                record = decode_record(key, message.value(), offset, message.timestamp()[1])
+            except DecodeError as e:
+                append(UndecodableRecord(partition, offset, e))
+            else:
+                target = followed[partition]
+                append(TransactionLogEvent(partition, record, received_ms, target is not None))
+            target = followed[partition]
+            if target is not None and offset + 1 >= target:
+                followed[partition] = None
+                append(PartitionReplayed(partition))
+
+    def _refresh_ownership(self, events: list[Event]) -> None:
+        try:
+            metadata = self._consumer.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
+        except KafkaException as e:
+            log.warning("cannot read metadata of %s from %s: %s", TOPIC, self._bootstrap_servers, e)
+            self._set_up(False, events)
+            return
+        self._set_up(True, events)
+        topic = metadata.topics.get(TOPIC)
+        error = None if topic is None else topic.error
+        if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            # The topic is created on the first transaction: nothing to follow yet, not an outage.
+            self._complete_view = True
+            self._waiting = self._apply_ownership(set(), events)
+            return
+        leaderless = {p for p, pm in topic.partitions.items() if pm.leader < 0}
+        if error is not None or not metadata.brokers or (leaderless and not self._complete_view):
+            # A cluster still starting (no brokers, no leaders, LEADER_NOT_AVAILABLE): ownership is
+            # not known yet, so nothing changes until it is; ask again soon.
+            log.info("ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}")
+            self._next_refresh = self._clock() + _RETRY_SECONDS
+            return
+        self._complete_view = True
+        if self._all_partitions:
+            owned = set(topic.partitions) - leaderless
+        else:
+            if self._broker_id is None:
+                self._broker_id = self._discover_broker_id(metadata)
+            owned = {p for p, pm in topic.partitions.items() if pm.leader == self._broker_id}
+        self._waiting = self._apply_ownership(owned, events)
+
+    def _discover_broker_id(self, metadata) -> int:
+        """The broker this exporter runs beside, when the cluster makes it unambiguous."""
+        brokers = metadata.brokers
+        if len(brokers) == 1:
+            return next(iter(brokers))
+        wanted = {address.strip() for address in self._bootstrap_servers.split(",")}
+        matches = {b.id for b in brokers.values() if f"{b.host}:{b.port}" in wanted}
+        if len(matches) == 1:
+            return matches.pop()
+        raise OwnershipError(
+            f"cannot tell which of brokers {sorted(brokers)} this exporter runs beside from "
+            f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
+        )
+
+    def _apply_ownership(self, owned: set[int], events: list[Event]) -> set[int]:
+        """Follows `owned` from now on; returns the owned partitions that could not be assigned yet."""
+        gone = sorted(set(self._followed) - owned)
+        new = sorted(owned - set(self._followed))
+        if gone:
+            self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in gone])
+            for partition in gone:
+                del self._followed[partition]
+                self._next_offset.pop(partition, None)
+                events.append(PartitionRevoked(partition))
+            log.info("stopped following %s partitions %s", TOPIC, gone)
+        assigned = []
+        waiting = set()
+        for partition in new:
+            try:
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(TOPIC, partition), timeout=_METADATA_TIMEOUT_SECONDS
+                )
+            except KafkaException as e:
+                # A leader moving or still loading: take the partition on the next refresh.
+                log.info("not following %s-%d yet: %s", TOPIC, partition, e)
+                self._next_refresh = min(self._next_refresh, self._clock() + _RETRY_SECONDS)
+                waiting.add(partition)
+                continue
+            assigned.append(partition)
+            events.append(PartitionAssigned(partition))
+            self._next_offset[partition] = 0
+            if high <= 0:
+                self._followed[partition] = None
+                events.append(PartitionReplayed(partition))
+            else:
+                self._followed[partition] = high
+        if assigned:
+            self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
+            log.info("following %s partitions %s", TOPIC, assigned)
+        return waiting
+
+    def _report_progress(self, events: list[Event]) -> None:
+        for partition, target in self._followed.items():
+            # Cached: the high watermark the last fetch response carried, no request sent.
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), cached=True)
+            position = self._next_offset.get(partition, 0)
+            if high >= 0:
+                events.append(PartitionProgress(partition, position, high))
+            if target is not None and high >= 0 and position >= high:
+                # Replay done though the last offset below the watermark never came (compacted away).
+                self._followed[partition] = None
+                events.append(PartitionReplayed(partition))
+
+    def _set_up(self, up: bool, events: list[Event]) -> None:
+        if up != self._up:
+            self._up = up
+            events.append(SourceStatus(up))
+            if up:
+                log.info("source up: reading %s from %s", TOPIC, self._bootstrap_servers)
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        # Runs inside poll/consume on this thread; the next poll turns it into a SourceStatus event.
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._client_down = True
+        elif error.code() in _CONNECTION_ERRORS:
+            self._next_refresh = 0.0
+        log.warning("kafka client: %s", error)

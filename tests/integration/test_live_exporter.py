@@ -1,0 +1,155 @@
+"""`txn-exporter run` against real brokers of both versions: exact counts, pending markers held back,
+partitions moving away, restarts of the exporter and of the broker."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from exporter.harness.broker import KafkaBroker
+from exporter.harness.workload import create_topic, held_commit, run_mix, transaction_state_partition
+from tests.integration.exporter_process import ExporterProcess
+
+LATENCY = "kafka_transaction_state_log_append_latency_seconds_count"
+RECORDS = "kafka_transaction_state_log_records_total"
+PENDING = "kafka_transactions_with_pending_markers"
+OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"
+TARGET_STATES = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT")
+
+
+@pytest.fixture
+def exporter(tmp_path):
+    started: list[ExporterProcess] = []
+
+    def start(bootstrap: str, *args: str) -> ExporterProcess:
+        process = ExporterProcess(bootstrap, *args, log=tmp_path / f"exporter-{len(started)}.log")
+        started.append(process)
+        process.wait_ready()
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+def _by_state(process: ExporterProcess, name: str) -> dict[str, float]:
+    return {state: process.value(name, target_state=state) for state in TARGET_STATES}
+
+
+def test_known_workload_gives_exact_counts_per_target_state(broker, exporter, request):
+    prefix = f"counts-{request.node.callspec.id}"
+    topic = f"{prefix}-orders"
+    create_topic(broker.bootstrap_servers, topic, partitions=3)
+    process = exporter(broker.bootstrap_servers)
+    ids = [f"{prefix}-{i}" for i in range(3)]
+    result = run_mix(broker.bootstrap_servers, topic, ids, commits=4, aborts=2, timeouts=1)
+    transactions = result.commits + result.aborts + result.timeouts
+
+    def settled() -> bool:
+        counts = _by_state(process, RECORDS)
+        return counts["COMPLETE_COMMIT"] >= result.commits and counts["COMPLETE_ABORT"] >= result.aborts + result.timeouts
+
+    process.wait_for(settled, 60, "every complete record")
+    records, observed = _by_state(process, RECORDS), _by_state(process, LATENCY)
+    assert records == observed  # one latency observation per live record, per target state
+    assert records["PREPARE_COMMIT"] == records["COMPLETE_COMMIT"] == result.commits
+    assert records["PREPARE_ABORT"] == records["COMPLETE_ABORT"] == result.aborts + result.timeouts
+    # One producer per id for its commits and aborts, one more per timed-out producer: each inits once.
+    assert records["EMPTY"] == len(ids) * (1 + 1)
+    # A transaction writes ONGOING at least once (once per AddPartitionsToTxn round).
+    assert transactions <= records["ONGOING"] <= 3 * transactions
+    assert process.value(PENDING) == 0
+    assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == result.commits
+
+
+def test_restart_rebuilds_the_same_gauges_without_replayed_latency(broker, exporter, request):
+    prefix = f"restart-{request.node.callspec.id}"
+    topic = f"{prefix}-orders"
+    create_topic(broker.bootstrap_servers, topic, partitions=2)
+    run_mix(broker.bootstrap_servers, topic, [f"{prefix}-{i}" for i in range(2)], commits=2, aborts=1)
+    first = exporter(broker.bootstrap_servers)
+    gauges = {k: v for k, v in first.samples().items() if k[0] in ("kafka_transactions", PENDING)}
+    assert sum(v for (name, _), v in gauges.items() if name == "kafka_transactions") > 0
+    first.stop()
+
+    second = exporter(broker.bootstrap_servers)
+    assert {k: v for k, v in second.samples().items() if k[0] in ("kafka_transactions", PENDING)} == gauges
+    assert set(_by_state(second, LATENCY).values()) == {0}
+    assert set(_by_state(second, RECORDS).values()) == {0}
+
+
+def test_broker_restart_reports_the_source_down_then_recovers(own_broker, exporter, tmp_path):
+    broker = own_broker(version="4.4.0")
+    create_topic(broker.bootstrap_servers, "orders", partitions=1)
+    run_mix(broker.bootstrap_servers, "orders", ["before"], commits=1, aborts=0)
+    process = exporter(broker.bootstrap_servers)
+    assert process.value("txn_exporter_source_up") == 1
+    broker.stop()
+    process.wait_for(lambda: process.value("txn_exporter_source_up") == 0, 60, "source down")
+    assert process.get("/readyz")[0] == 503
+    assert process.get("/healthz")[0] == 200  # alive: it is Kafka that is away
+    broker.start()
+    process.wait_for(lambda: process.value("txn_exporter_source_up") == 1, 90, "source up again")
+    run_mix(broker.bootstrap_servers, "orders", ["after"], commits=1, aborts=0)
+    process.wait_for(lambda: process.value(RECORDS, target_state="COMPLETE_COMMIT") == 1, 60, "live records again")
+
+
+@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
+def cluster(request, kafka_broker_factory, tmp_path_factory):
+    """Two brokers: markers can be held back, and partitions can move from one to the other."""
+    version = request.param
+    root = tmp_path_factory.mktemp(f"cluster-{version}")
+    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=8)
+    second = KafkaBroker(version, workdir=root / "2", join=first, node_id=2)
+    brokers = (first, second)
+    for broker in brokers:
+        kafka_broker_factory.make_room()
+        kafka_broker_factory.own.append(broker)
+        broker.start()
+    create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
+    yield brokers
+    for broker in reversed(brokers):
+        broker.stop()
+        kafka_broker_factory.own.remove(broker)
+
+
+def test_pending_markers_while_markers_are_held_back(cluster, exporter):
+    first, second = cluster
+    process = exporter(first.bootstrap_servers, "--all-partitions")
+    assert process.value(PENDING) == 0
+    with held_commit(first.bootstrap_servers, second, "held", "held-tx"):
+        process.wait_for(lambda: process.value(PENDING) == 1, 30, "a pending transaction")
+        age = process.value(OLDEST)
+        time.sleep(2)
+        assert process.value(OLDEST) >= age + 1.5  # the oldest pending one keeps ageing
+        assert process.value(PENDING) == 1
+    process.wait_for(lambda: process.value(PENDING) == 0, 30, "markers written after the release")
+    assert process.value(OLDEST) == 0
+    assert process.value(RECORDS, target_state="COMPLETE_COMMIT") == 1
+    assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == 1
+
+
+def test_a_partition_moving_away_drops_its_series(cluster, exporter, tmp_path):
+    first, second = cluster
+    moving = next(tid for tid in (f"mover-{i}" for i in range(100)) if transaction_state_partition(tid, 8) == 3)
+    run_mix(first.bootstrap_servers, "held", [moving], commits=1, aborts=0)
+    process = exporter(first.bootstrap_servers, "--broker-id", "1")
+    lag_series = ("txn_exporter_partition_consumer_lag_records", (("partition", "3"),))
+    process.wait_for(lambda: lag_series in process.samples(), 30, "partition 3 followed")
+    assert process.value("kafka_transactions", state="COMPLETE_COMMIT") >= 1
+    before = process.value("kafka_transactions", state="COMPLETE_COMMIT")
+
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "__transaction_state", "partition": 3, "replicas": [2]}]}))
+    result = first.run_tool(
+        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        "--bootstrap-server", first.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    process.wait_for(lambda: lag_series not in process.samples(), 60, "partition 3 revoked")
+    assert not [k for k in process.samples() if ("partition", "3") in k[1]]
+    assert process.value("kafka_transactions", state="COMPLETE_COMMIT") == before - 1
+    assert process.value("txn_exporter_partitions_followed", phase="live") == 7
