@@ -372,10 +372,6 @@ def main(argv: list[str] | None = None) -> None:
     _hang(args)
 
 
-if __name__ == "__main__":
-    main()
-
-
 @contextmanager
 def held_commit(bootstrap: str, follower: KafkaBroker, topic: str, transactional_id: str) -> Iterator[None]:
     """A transaction committed while its markers are held back (see hold_markers): PREPARE_COMMIT is
@@ -388,3 +384,7 @@ def held_commit(bootstrap: str, follower: KafkaBroker, topic: str, transactional
     with hold_markers(follower, topic):
         producer.commit_transaction(30)  # returns once PREPARE_COMMIT is written; markers are retried
         yield
+
+
+if __name__ == "__main__":
+    main()
