@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         settings = config.Settings(
             bootstrap_servers=first.bootstrap_servers, all_partitions=True, listen=args.listen,
             metadata_refresh_seconds=5,
+            # The coordinator's own log: marker retries while markers are held back, append errors.
+            broker_log=[str(first.server_log)], broker_log_from_start=True,
         )
         exporter = Exporter(settings)
         exporter.start()
@@ -124,6 +126,7 @@ What to look at:
       all written yet; kafka_transaction_pending_markers_oldest_age_seconds: how long the oldest waits
   kafka_transaction_marker_completion_seconds{{result}}  prepare -> complete
   kafka_transactions{{state}}                   transactional ids by their current state
+  kafka_transaction_marker_retries_total{{error}}  WriteTxnMarkers retried (from the broker's log file)
 Ctrl-C stops everything.
 """,
         flush=True,
@@ -135,6 +138,7 @@ def _summary(exporter: Exporter) -> None:
     model = exporter.model
     with model.lock:
         pending, oldest_ms = model.pending_markers()
+        retries = sum(model.marker_retries.values())
         snapshots = {
             state: recorder.snapshot(now_ms, (0.99,))
             for state, recorder in zip(("PREPARE_COMMIT", "PREPARE_ABORT"), exporter.recorders.append_latency[2:4])
@@ -143,4 +147,8 @@ def _summary(exporter: Exporter) -> None:
     appends = ", ".join(
         f"{state} {s.cumulative_buckets[-1]} (p99 {s.quantiles[0] * 1000:.0f} ms)" for state, s in snapshots.items()
     )
-    print(f"[{time.strftime('%H:%M:%S')}] appends: {appends} | pending markers {pending}, oldest {age:.1f} s", flush=True)
+    print(
+        f"[{time.strftime('%H:%M:%S')}] appends: {appends} | pending markers {pending}, oldest {age:.1f} s"
+        f" | marker retries {retries}",
+        flush=True,
+    )

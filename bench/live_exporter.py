@@ -1,0 +1,171 @@
+"""The live exporter's benchmarks against a real broker (issue "Live exporter", item 8):
+
+  1. throughput: transitions/s through consume + codec + model + metrics on one core, against the raw
+     confluent-kafka consume rate of the same 1M records in the same run;
+  2. replay: a real `txn-exporter run` process from start to /readyz over 1M records;
+  3. freshness: from a record's append (its timestamp) to the count showing on /metrics, p50/p99.
+
+The 1M records are the real segment bench/decode_segment.py generates (a 4.4.0 broker, TV2, one
+`__transaction_state` partition), placed into a fresh broker's log dir, which rebuilds its indexes.
+
+    .venv/bin/python bench/live_exporter.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from exporter.harness.broker import KafkaBroker  # noqa: E402
+from exporter.harness.workload import _producer, create_topic  # noqa: E402
+from exporter.metrics.recorders import LatencyRecorders  # noqa: E402
+from exporter.model import CoordinatorModel  # noqa: E402
+from exporter.sources.kafka_topic import TransactionLogTail  # noqa: E402
+
+SEGMENT = Path(__file__).parent / "data" / "transaction_state-4.4.0-1000000" / "00000000000000000000.log"
+TOPIC = "__transaction_state"
+
+
+def broker_with_segment(workdir: Path) -> KafkaBroker:
+    """A single-partition broker whose `__transaction_state-0` is the cached 1M-record segment."""
+    broker = KafkaBroker(
+        "4.4.0", 2, transaction_state_partitions=1,
+        broker_properties={"transaction.state.log.segment.bytes": str(1 << 30)}, workdir=workdir,
+    )
+    broker.start()
+    _producer(broker.bootstrap_servers, "bench-init").init_transactions(60)  # creates the topic
+    broker.stop()
+    (partition_dir,) = [p for p in broker.log_dirs.glob(f"{TOPIC}-0")]
+    for f in partition_dir.iterdir():
+        if f.suffix in (".log", ".index", ".timeindex", ".snapshot"):
+            f.unlink()
+    shutil.copyfile(SEGMENT, partition_dir / SEGMENT.name)
+    # The checkpoints still name the tiny log: recovery rebuilds from the segment itself.
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
+        (broker.log_dirs / name).unlink(missing_ok=True)
+    broker.start()
+    return broker
+
+
+def raw_consume_rate(bootstrap: str, total: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    n, start = 0, time.perf_counter()
+    while n < total:
+        n += sum(1 for m in consumer.consume(1000, 1.0) if m.error() is None)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return n / elapsed
+
+
+def pipeline_rate(bootstrap: str, total: int) -> tuple[float, float]:
+    """Consume + decode + model + metrics in process; returns (records/s wall, records/s of CPU)."""
+    recorders = LatencyRecorders()
+    model = CoordinatorModel(recorders.sinks())
+    tail = TransactionLogTail(bootstrap, all_partitions=True, metadata_refresh_seconds=3600)
+    n, start, cpu = 0, time.perf_counter(), time.process_time()
+    while n < total:
+        events = tail.poll(timeout=1.0, max_records=5000)
+        model.apply_batch(events)
+        n += sum(1 for e in events if type(e).__name__ == "TransactionLogEvent")
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    tail.close()
+    return n / wall, n / cpu
+
+
+def _scrape(url: str) -> dict[tuple[str, tuple], float]:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        body = response.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(body) for s in f.samples}
+
+
+def replay_seconds(bootstrap: str, port: int) -> tuple[float, subprocess.Popen]:
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap, "--all-partitions",
+         "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+                if r.status == 200:
+                    return time.perf_counter() - start, process
+        except OSError:
+            pass
+        time.sleep(0.02)
+
+
+def freshness_ms(bootstrap: str, port: int, transactions: int) -> list[float]:
+    """Per transaction: /metrics shows its PREPARE_COMMIT this long after the coordinator stamped it."""
+    key = ("kafka_transaction_state_log_records_total", (("target_state", "PREPARE_COMMIT"),))
+    url = f"http://127.0.0.1:{port}/metrics"
+    create_topic(bootstrap, "fresh", partitions=1)
+    producer = _producer(bootstrap, "freshness")
+    producer.init_transactions(30)
+    delays = []
+    for _ in range(transactions):
+        before = _scrape(url).get(key, 0)
+        producer.begin_transaction()
+        producer.produce("fresh", b"x")
+        sent = time.time()
+        producer.commit_transaction(30)  # returns after PREPARE_COMMIT is appended
+        while _scrape(url).get(key, 0) <= before:
+            pass
+        # The coordinator stamps the record after the EndTxn request left here, so seen - sent bounds
+        # append -> /metrics from above (it also holds the request's trip to the broker).
+        delays.append((time.time() - sent) * 1000)
+    return delays
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--freshness-transactions", type=int, default=300)
+    args = parser.parse_args()
+    if not SEGMENT.exists():
+        raise SystemExit(f"{SEGMENT} is missing: run bench/decode_segment.py --generate-only first")
+    os.sched_setaffinity(0, {0})  # one core for this process; the broker gets the other
+    with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
+        broker = broker_with_segment(Path(tmp) / "broker")
+        try:
+            total = 1_000_000
+            raw = raw_consume_rate(broker.bootstrap_servers, total)
+            ours, ours_cpu = pipeline_rate(broker.bootstrap_servers, total)
+            port = 19_471
+            replay_s, process = replay_seconds(broker.bootstrap_servers, port)
+            try:
+                delays = freshness_ms(broker.bootstrap_servers, port, args.freshness_transactions)
+                measured_p99 = _scrape(f"http://127.0.0.1:{port}/metrics")[(
+                    "kafka_transaction_state_log_append_latency_quantile_seconds",
+                    (("quantile", "0.99"), ("target_state", "PREPARE_COMMIT")),
+                )]
+            finally:
+                process.terminate()
+                process.wait(20)
+        finally:
+            broker.stop()
+    q = statistics.quantiles(delays, n=100)
+    print(f"records                        {total:,} (real 4.4.0 segment, one partition)")
+    print(f"raw confluent-kafka consume    {raw:,.0f} records/s")
+    print(f"consume+decode+model+metrics   {ours:,.0f} records/s wall, {ours_cpu:,.0f}/s of CPU  ({ours / raw:.2f} of raw)")
+    print(f"replay to /readyz (process)    {replay_s:.1f} s")
+    print(f"freshness commit->/metrics     p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, max {max(delays):.1f} ms "
+          f"({len(delays)} transactions)")
+    print(f"exporter's own p99 append latency (PREPARE_COMMIT, record timestamp -> receipt) {measured_p99 * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
