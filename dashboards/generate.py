@@ -175,6 +175,7 @@ LOG_LINES = "txn_exporter_broker_log_lines_total"
 LOG_SKIPPED = "txn_exporter_broker_log_skipped_lines_total"
 LOG_TRUNCATED = "txn_exporter_broker_log_truncated_lines_total"
 LOG_ROTATIONS = "txn_exporter_broker_log_rotations_total"
+HANGING_SCAN_ERRORS = "txn_exporter_hanging_scan_errors_total"
 # Counters whose series appear with their first event (labelled by error/reason, or --broker-log).
 FAULT_COUNTERS = frozenset({APPEND_ERRORS, MARKER_RETRIES, MARKER_FAILURES, COMPLETE_RETRIES, DECODE_ERRORS})
 
@@ -275,6 +276,9 @@ EXPORTER_ROW = Row("Exporter health", (
     gauge("Partitions followed by phase", FOLLOWED, "All selected exporters.", by="phase", width=6, stacked=True),
     gauge("Consumer lag (records)", LAG, "Sum over partitions, per exporter.", by="instance", width=6),
     rate("Decode errors by reason", DECODE_ERRORS, "Records skipped.", by="reason", width=6),
+    rate("Hanging-transaction scan failures", HANGING_SCAN_ERRORS,
+         "Failed DescribeProducers/ListTransactions/DescribeTransactions rounds, per exporter.", by="instance",
+         width=6),
     rate("Broker log lines read", LOG_LINES, "Lines of the broker's server.log read (--broker-log).",
          by="instance", width=8, expected_empty=BROKER_LOG_ONLY),
     rate("Broker log lines skipped by reason", LOG_SKIPPED, "Lines not understood (--broker-log).",

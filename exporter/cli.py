@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from exporter import __version__
-from exporter.commands import decode, demo, run
+from exporter.commands import config_check, decode, demo, hanging, run
 
 # Each command module offers `register(subparsers)` and sets `func(args) -> int` on its parser.
-COMMANDS = (run, demo, decode)
+COMMANDS = (run, demo, decode, hanging, config_check)
 
 
 def build_parser() -> argparse.ArgumentParser:

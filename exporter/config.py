@@ -34,6 +34,8 @@ from pydantic import (
     model_validator,
 )
 
+from exporter import web_config
+
 ENV_PREFIX = "TXN_EXPORTER_"
 CONFIG_ENV = ENV_PREFIX + "CONFIG"
 
@@ -96,6 +98,12 @@ def _check_listen(value: str) -> str:
     return value
 
 
+def _check_web_config(value: str | None) -> str | None:
+    if value is not None:
+        web_config.load(value)  # WebConfigError is a ValueError: reported with the key's source
+    return value
+
+
 def _not_reserved(key: str) -> str:
     if key in RESERVED_KAFKA_KEYS:
         raise ValueError(f"owned by the exporter, remove it ({RESERVED_KAFKA_KEYS[key]})")
@@ -150,6 +158,16 @@ class Settings(BaseModel):
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Cli("LEVEL"),
                          BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
                          Field(description="DEBUG, INFO, WARNING or ERROR")] = "INFO"
+    log_format: Annotated[Literal["text", "json"], Cli("FORMAT"),
+                          BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v),
+                          Field(description="text or json (one object per line)")] = "text"
+    log_repeat_seconds: Annotated[float, Cli("SECONDS"), Field(
+        ge=0, allow_inf_nan=False,
+        description="identical log messages within this window are printed once, then counted "
+        "('repeated K times'); 0 prints them all")] = 60.0
+    web_config_file: Annotated[str | None, Cli("FILE"), AfterValidator(_check_web_config), Field(
+        description="exporter-toolkit style web config (tls_server_config, basic_auth_users) "
+        "securing every HTTP endpoint; unset: plain HTTP, no auth")] = None
     broker_log: Annotated[
         list[Annotated[str, Field(min_length=1)]], Cli("PATH"), BeforeValidator(_one_or_many),
         Field(description="the broker's log file (server.log) to follow for failed __transaction_state "
@@ -158,6 +176,30 @@ class Settings(BaseModel):
     ] = []
     broker_log_from_start: Annotated[bool, Cli(), Field(
         description="read the broker log files from their beginning instead of their end")] = False
+    late_transaction_padding_seconds: Annotated[float, Cli("SECONDS"), Field(
+        ge=0, allow_inf_nan=False,
+        description="padding past a transaction's timeout before it counts as late "
+        "(kafka_transactions_late, kafka_partitions_with_late_transactions; KIP-664 uses 5 minutes)")] = 300.0
+    hanging_scan_interval_seconds: Annotated[float, Cli("SECONDS"), Field(
+        ge=0, allow_inf_nan=False,
+        description="how often the data partitions this broker leads are scanned for late and hanging "
+        "transactions (DescribeProducers, KIP-664); 0 turns the scan off")] = 60.0
+    hanging_scan_max_partitions: Annotated[int, Cli("N"), Field(
+        gt=0, description="most data partitions described per scan round (the next round goes on "
+        "where this one stopped)")] = 1000
+    hanging_max_transaction_timeout_seconds: Annotated[float, Cli("SECONDS"), Field(
+        ge=0, allow_inf_nan=False,
+        description="the brokers' transaction.max.timeout.ms, in seconds: a data partition's open "
+        "transaction is late past it plus the padding")] = 900.0
+    otlp_endpoint: Annotated[str | None, Cli("URL"), Field(
+        min_length=1, description="push every metric by OTLP/HTTP to this base URL (/v1/metrics is "
+        "appended); unset: pushed only when OTEL_EXPORTER_OTLP_ENDPOINT or "
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set; the other OTEL_EXPORTER_OTLP_* variables apply")] = None
+    otlp_histogram: Annotated[Literal["explicit", "exponential"], Cli("KIND"), Field(
+        description="OTLP histograms: explicit (the /metrics buckets) or exponential (base-2, scale 3)"
+        )] = "explicit"
+    otlp_interval_seconds: Annotated[float, Cli("SECONDS"), Field(
+        gt=0, allow_inf_nan=False, description="how often metrics are pushed by OTLP")] = 60.0
     kafka: Annotated[
         dict[Annotated[str, AfterValidator(_not_reserved)],
              Annotated[str, BeforeValidator(_scalar_to_str)]],

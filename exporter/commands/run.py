@@ -16,13 +16,14 @@ import threading
 
 from prometheus_client import CollectorRegistry
 
-from exporter import config
+from exporter import config, logs
 from exporter.http_server import ListenError, MetricsServer
+from exporter.metrics import otlp
 from exporter.metrics.prometheus import TransactionCollector
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
 from exporter.sources.broker_log import BrokerLogFollower
-from exporter.sources.events import CoordinatorChanged
+from exporter.sources.events import CoordinatorChanged, HangingScanCompleted
 from exporter.sources.kafka_topic import OwnershipError, TransactionLogTail
 
 log = logging.getLogger("txn_exporter")
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except config.ConfigError as e:
         print(f"txn-exporter run: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_level, settings.log_format, settings.log_repeat_seconds)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         exporter.stop()
+        logs.flush()
     return 0
 
 
@@ -75,9 +77,21 @@ class Exporter:
     def __init__(self, settings: config.Settings) -> None:
         self.settings = settings
         self.recorders = LatencyRecorders(window_seconds=settings.latency_window_seconds)
-        self.model = CoordinatorModel(self.recorders.sinks())
+        push = settings.otlp_endpoint is not None or otlp.enabled_by_environment()
+        exponential = (
+            otlp.ExponentialRecorders(self.recorders) if push and settings.otlp_histogram == "exponential" else None
+        )
+        self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
         self.registry = CollectorRegistry(auto_describe=True)
-        self.registry.register(TransactionCollector(self.model, self.recorders))
+        collector = TransactionCollector(
+            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds
+        )
+        self.registry.register(collector)
+        self.pusher = (
+            otlp.OtlpPusher(collector, settings.otlp_endpoint, exponential, settings.otlp_interval_seconds)
+            if push
+            else None
+        )
         self.tail = TransactionLogTail(
             settings.bootstrap_servers,
             broker_id=settings.broker_id,
@@ -90,18 +104,26 @@ class Exporter:
         ]
         host, port = config.listen_address(settings)
         self.server = MetricsServer(
-            host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness
+            host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness,
+            web_config_file=settings.web_config_file,
         )
 
     def start(self) -> None:
         self.server.start()
+        if self.pusher is not None:
+            log.info("pushing metrics by OTLP to %s every %g s", otlp.describe(self.settings.otlp_endpoint),
+                     self.settings.otlp_interval_seconds)
+            self.pusher.start()
 
     def serve(self, stop: threading.Event) -> None:
         """Polls the sources and feeds the model until `stop` is set."""
-        follower = None
+        threads = []
         if self.broker_logs:
-            follower = threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True)
-            follower.start()
+            threads.append(threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True))
+        if self.settings.hanging_scan_interval_seconds > 0:
+            threads.append(threading.Thread(target=self.scan_hanging, args=(stop,), name="hanging-scan", daemon=True))
+        for thread in threads:
+            thread.start()
         try:
             while not stop.is_set():
                 events = self.tail.poll()
@@ -109,8 +131,46 @@ class Exporter:
                     self.model.apply_batch(events)
         finally:
             stop.set()
-            if follower is not None:
-                follower.join()
+            for thread in threads:
+                thread.join()
+
+    def scan_hanging(self, stop: threading.Event) -> None:
+        """Every hanging_scan_interval_seconds, one bounded round of exporter.sources.hanging over the
+        data partitions this broker leads (all of them with --all-partitions), until `stop` is set."""
+        from exporter.sources.hanging import HangingScanner
+
+        settings = self.settings
+        scanner = None
+        failing = False
+        while not stop.is_set():
+            try:
+                if scanner is None:
+                    broker_id = None if settings.all_partitions else self.tail.broker_id
+                    if broker_id is None and not settings.all_partitions:
+                        scanner_ready = False  # the topic source has not discovered the broker id yet
+                    else:
+                        scanner = HangingScanner(
+                            settings.bootstrap_servers, broker_id,
+                            int(settings.hanging_max_transaction_timeout_seconds * 1000),
+                            int(settings.late_transaction_padding_seconds * 1000),
+                            settings.hanging_scan_max_partitions, settings.kafka,
+                        )  # fmt: skip
+                        scanner_ready = True
+                    if not scanner_ready:
+                        if stop.wait(1.0):
+                            break
+                        continue
+                self.model.apply_batch([scanner.scan().event])
+                failing = False
+            except Exception as e:  # a failed round is counted; the next one tries again
+                if not failing:
+                    log.warning("hanging-transaction scan failed: %s", e)
+                failing = True
+                self.model.apply_batch([HangingScanCompleted(0, 0, 0, ok=False)])
+            if stop.wait(settings.hanging_scan_interval_seconds):
+                break
+        if scanner is not None:
+            scanner.close()
 
     def follow_broker_logs(self, stop: threading.Event) -> None:
         """Polls the broker log files every BROKER_LOG_POLL_SECONDS until `stop` is set."""
@@ -135,6 +195,8 @@ class Exporter:
 
     def stop(self) -> None:
         self.server.stop()
+        if self.pusher is not None:
+            self.pusher.stop()
         self.tail.close()
         for broker_log in self.broker_logs:
             broker_log.close()

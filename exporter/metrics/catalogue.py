@@ -54,6 +54,13 @@ DURATION_BUCKETS: tuple[float, ...] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
 
+# Transactions last longer than appends: 10 ms to 15 min (transaction.max.timeout.ms's default).
+TRANSACTION_DURATION_BUCKETS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
+)  # fmt: skip
+TRANSACTION_RESULTS = ("commit", "abort", "timeout")
+DEFAULT_LATE_PADDING_SECONDS = 300.0
+
 DEFAULT_QUANTILE_WINDOW_SECONDS = 300.0
 DEFAULT_QUANTILE_WINDOW_SLICES = 5
 
@@ -164,6 +171,61 @@ COMPLETE_APPEND_RETRIES = MetricSpec(
     " went to the coordinator's retry queue (LogAppendRetryQueueSize), one per attempt." + _BROKER_LOG,
 )
 
+TRANSACTIONS_LATE = MetricSpec(
+    "kafka_transactions_late",
+    MetricType.GAUGE,
+    "ONGOING transactions older than their own transaction timeout plus a padding (default 5 minutes,"
+    " --late-transaction-padding-seconds): KIP-664's lateness rule applied at the coordinator, with"
+    " each transaction's timeout instead of transaction.max.timeout.ms. The coordinator should have"
+    " aborted them (KIP-588).",
+)
+TIMEOUTS = MetricSpec(
+    "kafka_transaction_timeouts_total",
+    MetricType.COUNTER,
+    "Transactions the coordinator aborted on timeout (KIP-588): a PREPARE_ABORT after ONGOING with"
+    " the same producer id, the epoch bumped by one, written after start + timeout; live records only.",
+)
+PRODUCER_ID_ROTATIONS = MetricSpec(
+    "kafka_transaction_producer_id_rotations_total",
+    MetricType.COUNTER,
+    "Records of a transactional id carrying another producer id than its previous record (epoch"
+    " exhaustion, KIP-890 / KIP-360); live records only, expired-and-reused ids not counted.",
+)
+TRANSACTION_DURATION = MetricSpec(
+    "kafka_transaction_duration_seconds",
+    MetricType.HISTOGRAM,
+    "Time from a transaction's start (its first ONGOING record's start timestamp) to its"
+    " PREPARE_COMMIT/PREPARE_ABORT record, by result (commit, abort, timeout: the coordinator's"
+    " timeout abort); live records only.",
+    unit="seconds",
+    labels=("result",),
+    buckets=TRANSACTION_DURATION_BUCKETS,
+)
+_HANGING_SCAN = (
+    " From the periodic DescribeProducers scan of the data partitions this broker leads"
+    " (--hanging-scan-interval-seconds); absent until a scan completed."
+)
+PARTITIONS_WITH_LATE_TRANSACTIONS = MetricSpec(
+    "kafka_partitions_with_late_transactions",
+    MetricType.GAUGE,
+    "Data partitions with an open transaction whose last write is older than"
+    " --hanging-max-transaction-timeout-seconds (transaction.max.timeout.ms) plus the padding: the"
+    " broker's PartitionsWithLateTransactionsCount (KIP-664), from the outside." + _HANGING_SCAN,
+)
+HANGING_TRANSACTIONS = MetricSpec(
+    "kafka_hanging_transactions",
+    MetricType.GAUGE,
+    "Late open transactions on data partitions that their coordinator does not expect to complete"
+    " (no transactional id for the producer id, unknown to the coordinator, or the partition not in"
+    " its transaction), by KIP-664's find-hanging rule: they block the last stable offset until"
+    " aborted." + _HANGING_SCAN,
+)
+HANGING_SCAN_ERRORS = MetricSpec(
+    "txn_exporter_hanging_scan_errors_total",
+    MetricType.COUNTER,
+    "Hanging-transaction scans that failed (the gauges keep the last completed scan's values).",
+)
+
 SOURCE_UP = MetricSpec(
     "txn_exporter_source_up",
     MetricType.GAUGE,
@@ -238,6 +300,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MARKER_RETRIES,
     MARKER_FAILURES,
     COMPLETE_APPEND_RETRIES,
+    TRANSACTIONS_LATE,
+    TIMEOUTS,
+    PRODUCER_ID_ROTATIONS,
+    TRANSACTION_DURATION,
+    PARTITIONS_WITH_LATE_TRANSACTIONS,
+    HANGING_TRANSACTIONS,
+    HANGING_SCAN_ERRORS,
     SOURCE_UP,
     PARTITIONS_FOLLOWED,
     PARTITION_CONSUMER_LAG,

@@ -52,11 +52,14 @@ class TransactionCollector(Collector):
         model: CoordinatorModel,
         recorders: LatencyRecorders,
         clock: Callable[[], float] = time.time,
+        late_padding_seconds: float = c.DEFAULT_LATE_PADDING_SECONDS,
     ) -> None:
         self._model = model
+        self._late_padding_ms = int(late_padding_seconds * 1000)
         self._recorders = recorders
         self._clock = clock
         self._bucket_bounds = tuple(floatToGoString(b) for b in c.DURATION_BUCKETS) + ("+Inf",)
+        self._duration_bounds = tuple(floatToGoString(b) for b in c.TRANSACTION_DURATION_BUCKETS) + ("+Inf",)
 
     def describe(self) -> Iterator[Metric]:
         # Lets the registry check names without a scrape.
@@ -89,6 +92,19 @@ class TransactionCollector(Collector):
         for result, recorder in self._recorders.marker_completion.items():
             self._add_histogram(completion, (result,), recorder, now_ms)
         families.append(completion)
+
+        duration = _family(c.TRANSACTION_DURATION)
+        for result, recorder in self._recorders.transaction_duration.items():
+            self._add_histogram(duration, (result,), recorder, now_ms, self._duration_bounds)
+        families.append(duration)
+        families.append(_single(c.TRANSACTIONS_LATE, model.late_transactions(now_ms, self._late_padding_ms)))
+        families.append(_single(c.TIMEOUTS, model.timeouts))
+        families.append(_single(c.PRODUCER_ID_ROTATIONS, model.producer_id_rotations))
+        scan = model.hanging_scan
+        if scan is not None:
+            families.append(_single(c.PARTITIONS_WITH_LATE_TRANSACTIONS, scan.partitions_with_late_transactions))
+            families.append(_single(c.HANGING_TRANSACTIONS, scan.hanging_transactions))
+        families.append(_single(c.HANGING_SCAN_ERRORS, model.hanging_scan_errors))
 
         pending, oldest_prepare_ms = model.pending_markers()
         families.append(_single(c.PENDING_MARKERS, pending))
@@ -132,11 +148,16 @@ class TransactionCollector(Collector):
         return families
 
     def _add_histogram(
-        self, family: Metric, labels: tuple[str, ...], recorder: LatencyRecorder, now_ms: int
+        self,
+        family: Metric,
+        labels: tuple[str, ...],
+        recorder: LatencyRecorder,
+        now_ms: int,
+        bounds: tuple[str, ...] | None = None,
     ) -> LatencySnapshot:
         snapshot = recorder.snapshot(now_ms, c.QUANTILES)
         family.add_metric(  # type: ignore[attr-defined]
-            labels, list(zip(self._bucket_bounds, snapshot.cumulative_buckets)), snapshot.sum_seconds
+            labels, list(zip(bounds or self._bucket_bounds, snapshot.cumulative_buckets)), snapshot.sum_seconds
         )
         return snapshot
 

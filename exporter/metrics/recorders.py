@@ -8,6 +8,8 @@ from exporter.metrics.catalogue import (
     DEFAULT_QUANTILE_WINDOW_SLICES,
     MARKER_COMPLETION,
     TARGET_STATES,
+    TRANSACTION_DURATION,
+    TRANSACTION_RESULTS,
 )
 from exporter.metrics.hdr_layout import HdrLayout
 from exporter.metrics.latency import LatencyRecorder
@@ -32,10 +34,16 @@ class LatencyRecorders:
             "commit": LatencyRecorder(completion_layout, window_ms, slices, now_ms),
             "abort": LatencyRecorder(completion_layout, window_ms, slices, now_ms),
         }
+        duration_layout = HdrLayout(TRANSACTION_DURATION.buckets)
+        # In TRANSACTION_RESULTS order (= exporter.model.coordinator.DURATION_RESULTS).
+        self.transaction_duration: dict[str, LatencyRecorder] = {
+            result: LatencyRecorder(duration_layout, window_ms, slices, now_ms) for result in TRANSACTION_RESULTS
+        }
 
     def sinks(self) -> ObservationSinks:
         return ObservationSinks(
             append_latency=self.append_latency,
             marker_completion_commit=self.marker_completion["commit"],
             marker_completion_abort=self.marker_completion["abort"],
+            transaction_duration=tuple(self.transaction_duration.values()),
         )

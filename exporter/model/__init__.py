@@ -10,9 +10,12 @@ API:
         model.tombstones, model.decode_errors, model.unwritten_states,
         model.source_up, model.partitions(), model.transactions_by_state(), model.pending_markers(),
         model.append_errors, model.marker_retries, model.marker_failures,
-        model.complete_append_retries, model.broker_log          # from the broker log
+        model.complete_append_retries, model.broker_log,         # from the broker log
+        model.timeouts, model.producer_id_rotations, model.late_transactions(now_ms, padding_ms),
+        model.hanging_scan, model.hanging_scan_errors            # from exporter.sources.hanging
 
-See exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states).
+See exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states,
+timeout aborts: is_timeout_abort).
 """
 
 from exporter.model.coordinator import CoordinatorModel, Event

@@ -37,6 +37,10 @@ from exporter.codec.states import TransactionState
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
+    EPOCH_MASK,
+    EPOCH_SHIFT,
+    PRODUCER_ID_SHIFT,
+    STATE_MASK,
     TRACKED_STATES,
     PartitionState,
 )
@@ -45,6 +49,7 @@ from exporter.sources.events import (
     BrokerLogStats,
     CompleteAppendRetried,
     CoordinatorChanged,
+    HangingScanCompleted,
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,
@@ -71,17 +76,27 @@ Event = (
     | CompleteAppendRetried
     | CoordinatorChanged
     | BrokerLogStats
+    | HangingScanCompleted
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
 
 # What a transition from state `old` to `new` (ABSENT for none/tombstone) does besides the state:
 # bit flags, looked up as _ACTIONS[old][new]. The two completion flags are 4 and 8 so that
-# `action >> 3` indexes (commit, abort) sinks.
+# `(action >> 3) & 1` indexes (commit, abort) sinks.
 _LEAVES_PENDING = 1
 _ENTERS_PENDING = 2
 _COMPLETES_COMMIT = 4
 _COMPLETES_ABORT = 8
+_COMPLETES = _COMPLETES_COMMIT | _COMPLETES_ABORT
+_LEAVES_ONGOING = 16
+_ENTERS_ONGOING = 32  # also ONGOING -> ONGOING (partitions added): the deadline is rewritten
+_ONGOING = _LEAVES_ONGOING | _ENTERS_ONGOING
+_ENDS_TRANSACTION = 64  # ONGOING -> PREPARE_*: the transaction's duration is known
+
+# Results of the transaction-duration sinks, by index.
+DURATION_RESULTS = ("commit", "abort", "timeout")
+_TIMEOUT = 2
 
 
 def _action(old: int, new: int) -> int:
@@ -91,10 +106,35 @@ def _action(old: int, new: int) -> int:
         action |= _COMPLETES_COMMIT
     if (old, new) == (TransactionState.PREPARE_ABORT, TransactionState.COMPLETE_ABORT):
         action |= _COMPLETES_ABORT
+    if new == TransactionState.ONGOING:
+        action |= _ENTERS_ONGOING
+    elif old == TransactionState.ONGOING:
+        action |= _LEAVES_ONGOING
+        if new in prepares:
+            action |= _ENDS_TRANSACTION
     return action
 
 
 _ACTIONS = tuple(tuple(_action(old, new) for new in range(ABSENT + 1)) for old in range(ABSENT + 1))
+
+
+def is_timeout_abort(
+    old_packed: int, producer_id: int, producer_epoch: int, timestamp_ms: int, start_ms: int, timeout_ms: int
+) -> bool:
+    """Whether a PREPARE_ABORT that follows ONGOING (`old_packed`) is the coordinator's timeout
+    abort (KIP-588): same producer id, epoch bumped by exactly one, written after the transaction's
+    own deadline (the coordinator aborts when start + timeout < now).
+
+    TV0/TV1 client aborts keep the epoch, so they never match. TV2 (KIP-890) bumps the epoch on
+    every EndTxn, so there only the deadline tells them apart: a TV2 client abort sent after its
+    deadline but before the coordinator's sweep (transaction.abort.timed.out.transaction.
+    cleanup.interval.ms) counts as a timeout. A TV0/TV1 fence (InitProducerId by a new instance)
+    after the deadline counts too: that transaction was timed out anyway."""
+    return (
+        old_packed >> PRODUCER_ID_SHIFT == producer_id
+        and (((old_packed >> EPOCH_SHIFT) + 1) & EPOCH_MASK) == producer_epoch & EPOCH_MASK
+        and timestamp_ms - start_ms > timeout_ms
+    )
 
 
 class CoordinatorModel:
@@ -107,6 +147,8 @@ class CoordinatorModel:
             sinks.marker_completion_commit.record,
             sinks.marker_completion_abort.record,
         )
+        # By DURATION_RESULTS index; empty when the sinks have no duration recorders.
+        self._record_duration = tuple(sink.record for sink in sinks.transaction_duration)
         # Cumulative counters (never reset by a revoke: they are Prometheus counters). Live records
         # per target state are not counted here: each is exactly one append-latency observation.
         self.tombstones = 0
@@ -121,6 +163,12 @@ class CoordinatorModel:
         self.marker_failures: dict[str, int] = {}
         self.complete_append_retries = 0
         self.broker_log = BrokerLogStats()
+        # Live records only: coordinator timeout aborts (KIP-588), producer-id changes (KIP-890).
+        self.timeouts = 0
+        self.producer_id_rotations = 0
+        # The last completed hanging-transaction scan (None: none yet), and failed scans.
+        self.hanging_scan: HangingScanCompleted | None = None
+        self.hanging_scan_errors = 0
 
     # --- Writing ---
 
@@ -149,11 +197,13 @@ class CoordinatorModel:
                 live = False
 
         states = part.states
-        old = states.get(tid, ABSENT)
+        old_packed = states.get(tid, ABSENT)
+        old = old_packed & STATE_MASK
         if new == ABSENT:
             states.pop(tid, None)
         else:
-            states[tid] = new
+            producer_id = value.producer_id
+            states[tid] = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
         counts = part.state_counts
         counts[old] -= 1
         counts[new] += 1
@@ -167,6 +217,11 @@ class CoordinatorModel:
                     part.retrying.discard(tid)
             if action & _ENTERS_PENDING:
                 pending[tid] = (record.timestamp_ms << 1) | live
+            if action & _ONGOING:
+                if action & _ENTERS_ONGOING:
+                    part.ongoing[tid] = value.start_timestamp_ms + value.transaction_timeout_ms
+                else:
+                    del part.ongoing[tid]
         if not live:
             return
         if new == ABSENT:
@@ -175,9 +230,23 @@ class CoordinatorModel:
         received_ms = event.received_ms
         timestamp_ms = record.timestamp_ms
         self._record_append_latency[new](received_ms - timestamp_ms, received_ms)
-        # Prepare -> complete of the same kind, both appends seen live.
-        if action >= _COMPLETES_COMMIT and prepared & 1:
-            self._record_completion[action >> 3](timestamp_ms - (prepared >> 1), received_ms)
+        if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
+            self.producer_id_rotations += 1
+        if action:
+            # Prepare -> complete of the same kind, both appends seen live.
+            if action & _COMPLETES and prepared & 1:
+                self._record_completion[(action >> 3) & 1](timestamp_ms - (prepared >> 1), received_ms)
+            elif action & _ENDS_TRANSACTION:
+                start_ms = value.start_timestamp_ms
+                result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
+                if result and is_timeout_abort(
+                    old_packed, producer_id, value.producer_epoch, timestamp_ms, start_ms,
+                    value.transaction_timeout_ms,
+                ):
+                    self.timeouts += 1
+                    result = _TIMEOUT
+                if self._record_duration:
+                    self._record_duration[result](timestamp_ms - start_ms, received_ms)
 
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
@@ -233,6 +302,11 @@ class CoordinatorModel:
             totals.malformed += event.malformed
             totals.unrecognized += event.unrecognized
             totals.rotations += event.rotations
+        elif type(event) is HangingScanCompleted:
+            if event.ok:
+                self.hanging_scan = event
+            else:
+                self.hanging_scan_errors += 1
         elif type(event) is CoordinatorChanged:
             pass  # an ownership signal for the topic source (exporter.commands.run); nothing to count
         else:
@@ -253,6 +327,17 @@ class CoordinatorModel:
                 for state in range(TRACKED_STATES):
                     totals[state] += counts[state]
         return totals
+
+    def late_transactions(self, now_ms: int, padding_ms: int) -> int:
+        """ONGOING transactions past their own timeout plus `padding_ms` at `now_ms` (KIP-664's
+        lateness rule, with each transaction's timeout instead of transaction.max.timeout.ms), over
+        live partitions. O(ongoing transactions)."""
+        cutoff = now_ms - padding_ms
+        late = 0
+        for part in self._partitions.values():
+            if part.live and part.ongoing:
+                late += sum(1 for deadline in part.ongoing.values() if deadline < cutoff)
+        return late
 
     def pending_markers(self) -> tuple[int, int | None]:
         """(transactions whose last state is PREPARE_* and whose final append is not in the retry

@@ -26,12 +26,20 @@ class PartitionState:
 
     `retrying` holds the pending ids whose final COMPLETE_* append is in the coordinator's retry
     queue (from the broker log): always a subset of `pending`, left when the id leaves it.
+
+    `states` values are packed: `state | (producer_epoch & 0xFFFF) << 3 | producer_id << 19` (see
+    pack/STATE_MASK), so the previous producer id and epoch are known when the next record arrives
+    (producer-id rotations, KIP-588 timeout aborts) without a per-id object.
+
+    `ongoing` holds only the ids whose last state is ONGOING, as their deadline
+    `start_timestamp_ms + transaction_timeout_ms`, for the late-transactions gauge.
     """
 
     __slots__ = (
         "states",
         "pending",
         "retrying",
+        "ongoing",
         "state_counts",
         "live",
         "last_record",
@@ -43,6 +51,7 @@ class PartitionState:
         self.states: dict[str, int] = {}
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
+        self.ongoing: dict[str, int] = {}
         # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.
@@ -71,6 +80,23 @@ class PartitionState:
         if not self.pending:
             return None
         return min(self.pending.values()) >> 1
+
+
+# `states` packing: the low 3 bits are the state id (ABSENT = 6 fits), then the epoch, then the
+# producer id (arbitrary precision, so -1 round-trips: packed >> PRODUCER_ID_SHIFT == -1).
+STATE_MASK = 7
+EPOCH_SHIFT = 3
+EPOCH_MASK = 0xFFFF
+PRODUCER_ID_SHIFT = 19
+
+
+def pack(state: int, producer_id: int, producer_epoch: int) -> int:
+    return state | (producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+
+
+def unpack(packed: int) -> tuple[int, int, int]:
+    """(state id, producer id, producer epoch as the unsigned 16 bits written)."""
+    return packed & STATE_MASK, packed >> PRODUCER_ID_SHIFT, (packed >> EPOCH_SHIFT) & EPOCH_MASK
 
 
 # Which state a tracked id is in when a record carries a state brokers never write: DEAD means

@@ -22,3 +22,6 @@ class ObservationSinks:
     append_latency: Sequence[DurationSink]
     marker_completion_commit: DurationSink
     marker_completion_abort: DurationSink
+    # Transaction start to its PREPARE_* record, indexed by coordinator.DURATION_RESULTS
+    # (commit, abort, timeout); empty: not recorded.
+    transaction_duration: Sequence[DurationSink] = ()

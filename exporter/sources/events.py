@@ -127,3 +127,27 @@ class BrokerLogStats:
     # Coordinator lines that looked like one the exporter reads but did not parse.
     unrecognized: int = 0
     rotations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HangingScanCompleted:
+    """One round of the data-partition view (exporter.sources.hanging): partitions described, those
+    with a late open transaction, and the late transactions found hanging. `ok` False: the round
+    failed, the gauges keep the previous round's values."""
+
+    partitions_scanned: int
+    partitions_with_late_transactions: int
+    hanging_transactions: int
+    ok: bool = True
+
+
+# What the `__transaction_state` tail (exporter.sources.kafka_topic) yields.
+TopicEvent = (
+    TransactionLogEvent
+    | UndecodableRecord
+    | PartitionAssigned
+    | PartitionReplayed
+    | PartitionRevoked
+    | PartitionProgress
+    | SourceStatus
+)

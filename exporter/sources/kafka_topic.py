@@ -30,6 +30,7 @@ from exporter.sources.events import (
     PartitionReplayed,
     PartitionRevoked,
     SourceStatus,
+    TopicEvent,
     TransactionLogEvent,
     UndecodableRecord,
 )
@@ -50,6 +51,15 @@ _DEFAULT_SETTINGS = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1}
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
 _CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
+# Kafka refusing the exporter: a restart cannot fix it, so it is logged once, loudly, and /readyz
+# names it until a record arrives. (GROUP_AUTHORIZATION_FAILED is not here: the client looks up the
+# coordinator of the group id it insists on, which the exporter never uses.)
+_ACCESS_ERRORS = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._AUTHENTICATION,
+}
 _PROGRESS_INTERVAL_SECONDS = 1.0
 _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
@@ -57,17 +67,6 @@ _RETRY_SECONDS = 1.0
 
 class OwnershipError(Exception):
     """The exporter cannot tell which partitions to follow (a configuration problem)."""
-
-
-Event = (
-    TransactionLogEvent
-    | UndecodableRecord
-    | PartitionAssigned
-    | PartitionReplayed
-    | PartitionRevoked
-    | PartitionProgress
-    | SourceStatus
-)
 
 
 class TransactionLogTail:
@@ -107,6 +106,7 @@ class TransactionLogTail:
         self._complete_view = False
         self._waiting: set[int] = set()
         self.not_ready: str | None = "starting"
+        self._access_error: str | None = None
         self._next_offset: dict[int, int] = {}
         self._up: bool | None = None
         self._client_down = False
@@ -120,9 +120,9 @@ class TransactionLogTail:
     def refresh_ownership_soon(self) -> None:
         self._next_refresh = 0.0
 
-    def poll(self, timeout: float = 0.2, max_records: int = 1000) -> list[Event]:
+    def poll(self, timeout: float = 0.2, max_records: int = 1000) -> list[TopicEvent]:
         """Returns the events of one poll: ownership changes, records, progress, status."""
-        events: list[Event] = []
+        events: list[TopicEvent] = []
         now = self._clock()
         if now >= self._next_refresh:
             self._next_refresh = now + self._refresh_seconds
@@ -130,7 +130,7 @@ class TransactionLogTail:
         if self._followed:
             self._consume(events, timeout, max_records)
         else:
-            time.sleep(timeout)
+            self._consumer.poll(timeout)  # nothing assigned: returns nothing, but serves error_cb
         if self._client_down:
             self._client_down = False
             self._set_up(False, events)
@@ -143,6 +143,8 @@ class TransactionLogTail:
         return events
 
     def _readiness(self) -> str | None:
+        if self._access_error is not None:
+            return self._access_error
         if not self._up:
             return "source down: Kafka does not answer"
         if not self._complete_view:
@@ -157,7 +159,7 @@ class TransactionLogTail:
     def close(self) -> None:
         self._consumer.close()
 
-    def _consume(self, events: list[Event], timeout: float, max_records: int) -> None:
+    def _consume(self, events: list[TopicEvent], timeout: float, max_records: int) -> None:
         # Receipt time is what append latency is measured against, so never wait to fill a batch:
         # block for the first record only, then take what the client has already queued.
         first = self._consumer.poll(timeout)
@@ -170,9 +172,14 @@ class TransactionLogTail:
         for message in messages:
             error = message.error()
             if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
+                if error.code() in _ACCESS_ERRORS:
+                    self._denied(error)
+                elif error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                    log.debug("consumer error (the unused group id has no ACL, harmless): %s", error)
+                elif error.code() != KafkaError._PARTITION_EOF:
                     log.warning("consumer error: %s", error)
                 continue
+            self._access_error = None
             partition = message.partition()
             if partition not in followed:
                 continue  # fetched just before an unassign
@@ -193,11 +200,14 @@ class TransactionLogTail:
                 followed[partition] = None
                 append(PartitionReplayed(partition))
 
-    def _refresh_ownership(self, events: list[Event]) -> None:
+    def _refresh_ownership(self, events: list[TopicEvent]) -> None:
         try:
             metadata = self._consumer.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
         except KafkaException as e:
-            log.warning("cannot read metadata of %s from %s: %s", TOPIC, self._bootstrap_servers, e)
+            if e.args[0].code() in _ACCESS_ERRORS:
+                self._denied(e.args[0])
+            else:
+                log.warning("cannot read metadata of %s from %s: %s", TOPIC, self._bootstrap_servers, e)
             self._set_up(False, events)
             return
         self._set_up(True, events)
@@ -207,6 +217,9 @@ class TransactionLogTail:
             # The topic is created on the first transaction: nothing to follow yet, not an outage.
             self._complete_view = True
             self._waiting = self._apply_ownership(set(), events)
+            return
+        if error is not None and error.code() in _ACCESS_ERRORS:
+            self._denied(error)
             return
         leaderless = {p for p, pm in topic.partitions.items() if pm.leader < 0}
         if error is not None or not metadata.brokers or (leaderless and not self._complete_view):
@@ -238,7 +251,7 @@ class TransactionLogTail:
             f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
         )
 
-    def _apply_ownership(self, owned: set[int], events: list[Event]) -> set[int]:
+    def _apply_ownership(self, owned: set[int], events: list[TopicEvent]) -> set[int]:
         """Follows `owned` from now on; returns the owned partitions that could not be assigned yet."""
         gone = sorted(set(self._followed) - owned)
         new = sorted(owned - set(self._followed))
@@ -275,7 +288,7 @@ class TransactionLogTail:
             log.info("following %s partitions %s", TOPIC, assigned)
         return waiting
 
-    def _report_progress(self, events: list[Event]) -> None:
+    def _report_progress(self, events: list[TopicEvent]) -> None:
         for partition, target in self._followed.items():
             # Cached: the high watermark the last fetch response carried, no request sent.
             _, high = self._consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), cached=True)
@@ -287,16 +300,27 @@ class TransactionLogTail:
                 self._followed[partition] = None
                 events.append(PartitionReplayed(partition))
 
-    def _set_up(self, up: bool, events: list[Event]) -> None:
+    def _set_up(self, up: bool, events: list[TopicEvent]) -> None:
         if up != self._up:
             self._up = up
             events.append(SourceStatus(up))
             if up:
                 log.info("source up: reading %s from %s", TOPIC, self._bootstrap_servers)
 
+    def _denied(self, error: KafkaError) -> None:
+        if self._access_error is None:
+            log.error(
+                "Kafka refuses access to %s: %s. The exporter needs Describe and Read on the topic "
+                "(see the README's least-privilege section); it stays up and not ready until then.",
+                TOPIC, f"{error.name()}: {error.str()}",
+            )
+        self._access_error = f"access denied by Kafka: {error.name()}: {error.str()}"
+
     def _on_client_error(self, error: KafkaError) -> None:
         # Runs inside poll/consume on this thread; the next poll turns it into a SourceStatus event.
-        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+        if error.code() in _ACCESS_ERRORS:
+            self._denied(error)
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._client_down = True
         elif error.code() in _CONNECTION_ERRORS:
             self._next_refresh = 0.0

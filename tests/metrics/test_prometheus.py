@@ -15,6 +15,7 @@ from exporter.codec import DecodeError
 from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
 from exporter.model import CoordinatorModel
 from exporter.sources.events import (
+    HangingScanCompleted,
     BrokerLogStats,
     CompleteAppendRetried,
     MarkerWriteFailed,
@@ -75,6 +76,8 @@ def feed(model: CoordinatorModel) -> None:
     model.apply(MarkerWriteFailed("INVALID_PRODUCER_EPOCH"))
     model.apply(CompleteAppendRetried("not-pending"))
     model.apply(BrokerLogStats(lines=40, truncated=1, malformed=2, rotations=1))
+    # From the data-partition view (its gauges exist once a scan completed).
+    model.apply(HangingScanCompleted(partitions_scanned=8, partitions_with_late_transactions=2, hanging_transactions=1))
 
 
 @pytest.mark.parametrize("openmetrics", [False, True])

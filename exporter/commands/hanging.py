@@ -1,0 +1,106 @@
+"""`txn-exporter hanging`: the data-partition view once, as a table or JSON.
+
+The same scan and rules as the exporter's kafka_hanging_transactions gauge (exporter.sources.hanging,
+exporter.model.hanging). It never aborts anything: for each hanging transaction it prints Kafka's own
+`kafka-transactions.sh ... abort --topic T --partition P --start-offset O` to run after checking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
+from exporter.model.hanging import HANGING, Finding, abort_command
+
+COLUMNS = ("topic", "partition", "producer_id", "epoch", "start_offset", "transactional_id", "coordinator",
+           "age_seconds", "verdict")  # fmt: skip
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "hanging",
+        help="list late and hanging transactions on data partitions (KIP-664)",
+        description="Describe the producers of the data partitions a broker leads (or of a topic, or all), "
+        "keep the open transactions whose last write is older than the maximum transaction timeout plus "
+        "the padding, and tell which ones are hanging by kafka-transactions.sh find-hanging's rule. "
+        "Prints, for each hanging one, the kafka-transactions.sh abort command; aborts nothing itself.",
+    )
+    parser.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,HOST:PORT...]")
+    parser.add_argument("--broker-id", type=int, metavar="N", help="only partitions this broker leads")
+    parser.add_argument("--topic", help="only this topic")
+    parser.add_argument("--max-transaction-timeout-seconds", type=float, default=900.0, metavar="SECONDS",
+                        help="the brokers' transaction.max.timeout.ms in seconds (default: 900)")
+    parser.add_argument("--padding-seconds", type=float, default=DEFAULT_LATE_PADDING_SECONDS, metavar="SECONDS",
+                        help="padding past it before a transaction is late (default: 300, as KIP-664)")
+    parser.add_argument("--max-partitions", type=int, default=1000, metavar="N",
+                        help="partitions per DescribeProducers request (default: 1000)")
+    parser.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="client setting (security.protocol, sasl.*, ssl.*), repeatable")
+    parser.add_argument("--json", action="store_true", help="one JSON object per transaction")
+    parser.set_defaults(func=run)
+
+
+def _row(finding: Finding) -> dict[str, object]:
+    t = finding.transaction
+    return {
+        "topic": t.topic,
+        "partition": t.partition,
+        "producer_id": t.producer_id,
+        "epoch": t.producer_epoch,
+        "start_offset": t.start_offset,
+        "transactional_id": finding.transactional_id,
+        "coordinator": finding.coordinator_id,
+        "age_seconds": round(finding.age_ms / 1000, 3),
+        "verdict": finding.verdict,
+        "reason": finding.reason,
+        "last_timestamp_ms": t.last_timestamp_ms,
+        "coordinator_epoch": t.coordinator_epoch,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from exporter.sources.hanging import HangingScanner
+
+    settings = {}
+    for pair in args.kafka_config:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            print("txn-exporter hanging: --kafka-config expects KEY=VALUE", file=sys.stderr)
+            return 2
+        settings[key.strip()] = value
+    try:
+        scanner = HangingScanner(
+            args.bootstrap_servers, args.broker_id, int(args.max_transaction_timeout_seconds * 1000),
+            int(args.padding_seconds * 1000), args.max_partitions, settings, time.time, args.topic,
+        )  # fmt: skip
+        try:
+            result = scanner.scan_all()
+        finally:
+            scanner.close()
+    except Exception as e:  # kafka-python's errors: not reachable, unauthorized...
+        print(f"txn-exporter hanging: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    rows = [_row(f) for f in result.findings]
+    hanging = [f for f in result.findings if f.verdict == HANGING]
+    if args.json:
+        for row, finding in zip(rows, result.findings):
+            if finding.verdict == HANGING:
+                row["abort_command"] = abort_command(args.bootstrap_servers, finding.transaction)
+            print(json.dumps(row))
+        return 0
+    table = [[("-" if row[c] is None else str(row[c])) for c in COLUMNS] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in table)) for i, c in enumerate(COLUMNS)]
+    print("  ".join(c.upper().ljust(w) for c, w in zip(COLUMNS, widths)).rstrip())
+    for r in table:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    event = result.event
+    print(f"\n{event.partitions_scanned} partitions described, {event.partitions_with_late_transactions} with late "
+          f"transactions, {len(hanging)} hanging transactions.")
+    if hanging:
+        print("\nTo abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):")
+        for finding in hanging:
+            print("  " + abort_command(args.bootstrap_servers, finding.transaction))
+    return 0

@@ -1,0 +1,122 @@
+"""KIP-588 timeouts, KIP-664 late and hanging transactions, on real two-broker clusters of 4.4.0 and
+3.9.2, compared with what Kafka's own kafka-transactions.sh (TransactionsCommand) reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from exporter.harness.broker import KafkaBroker
+from exporter.harness.workload import create_topic, held_commit, run_mix, timed_out_producer
+from tests.integration.exporter_process import ExporterProcess
+
+TOOL = "org.apache.kafka.tools.TransactionsCommand"
+DURATION = "kafka_transaction_duration_seconds_count"
+
+
+@pytest.fixture
+def exporter(tmp_path):
+    started: list[ExporterProcess] = []
+
+    def start(bootstrap: str, *args: str) -> ExporterProcess:
+        process = ExporterProcess(bootstrap, *args, log=tmp_path / f"exporter-{len(started)}.log")
+        started.append(process)
+        process.wait_ready()
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
+def cluster(request, kafka_broker_factory, tmp_path_factory):
+    """Two brokers (markers can be held back). The coordinator sweeps timed-out transactions every
+    6 s instead of the harness's 0.5 s, so a timed-out transaction stays ONGOING, late, for a while."""
+    version = request.param
+    root = tmp_path_factory.mktemp(f"hanging-{version}")
+    sweep = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "6000"}
+    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=4, broker_properties=sweep)
+    second = KafkaBroker(version, workdir=root / "2", join=first, node_id=2, broker_properties=sweep)
+    for broker in (first, second):
+        kafka_broker_factory.make_room()
+        kafka_broker_factory.own.append(broker)
+        broker.start()
+    create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
+    create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=2)
+    yield first, second
+    for broker in (second, first):
+        broker.stop()
+        kafka_broker_factory.own.remove(broker)
+
+
+def test_timed_out_producer_counts_a_timeout_and_client_aborts_do_not(cluster, exporter):
+    first, _ = cluster
+    bootstrap = first.bootstrap_servers
+    process = exporter(bootstrap, "--all-partitions", "--hanging-scan-interval-seconds", "0",
+                       "--late-transaction-padding-seconds", "1")
+    run_mix(bootstrap, "plain", ["client-aborts"], commits=2, aborts=2)
+    process.wait_for(lambda: process.value(DURATION, result="abort") == 2, 30, "two client aborts")
+    assert process.value(DURATION, result="commit") == 2
+    assert process.value("kafka_transaction_timeouts_total") == 0
+    assert process.value("kafka_transactions_late") == 0
+
+    timed_out_producer(bootstrap, "times-out", "plain", transaction_timeout_ms=2000, wait=False)
+    # ONGOING past 2 s + 1 s of padding until the coordinator's sweep (every 6 s) aborts it.
+    process.wait_for(lambda: process.value("kafka_transactions_late") == 1, 30, "a late ONGOING transaction")
+    process.wait_for(lambda: process.value("kafka_transaction_timeouts_total") == 1, 30, "the timeout abort")
+    assert process.value("kafka_transactions_late") == 0
+    assert process.value(DURATION, result="timeout") == 1
+    assert process.value("kafka_transaction_duration_seconds_sum", result="timeout") > 2.0
+    assert process.value(DURATION, result="abort") == 2  # unchanged
+    assert process.value("kafka_transaction_producer_id_rotations_total") == 0
+
+
+def _hanging_json(bootstrap: str, *args: str) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "exporter", "hanging", "--bootstrap-servers", bootstrap, "--json", *args],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def _tool_rows(broker: KafkaBroker, *args: str) -> list[list[str]]:
+    proc = broker.run_tool(TOOL, "--bootstrap-server", broker.bootstrap_servers, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+    return lines[1:]  # without the header
+
+
+def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
+    first, second = cluster
+    bootstrap = first.bootstrap_servers
+    # transaction.max.timeout.ms is 15 min on the brokers; the exporter is told 0 s so that a
+    # transaction held for 2 s (the padding) is already late.
+    late_args = ("--max-transaction-timeout-seconds", "0", "--padding-seconds", "2")
+    process = exporter(bootstrap, "--broker-id", str(first.node_id), "--hanging-scan-interval-seconds", "1",
+                       "--hanging-max-transaction-timeout-seconds", "0", "--late-transaction-padding-seconds", "2")
+    process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 0, 30, "a first scan")
+    with held_commit(bootstrap, second, "held", "held-late"):
+        process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 1, 60, "a late partition")
+        assert process.value("kafka_hanging_transactions") == 0
+
+        ours = _hanging_json(bootstrap, "--broker-id", str(first.node_id), *late_args)
+        (producers,) = [_tool_rows(first, "describe-producers", "--topic", "held", "--partition", "0")]
+        kafka_hanging = _tool_rows(first, "find-hanging", "--broker-id", str(first.node_id),
+                                   "--max-transaction-timeout", "0")
+    process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 0, 60, "markers written")
+
+    # One late transaction: PREPARE_COMMIT at its coordinator, which still holds the partition.
+    (row,) = ours
+    assert (row["topic"], row["partition"], row["transactional_id"], row["verdict"]) == ("held", 0, "held-late", "late")
+    assert row["coordinator"] == first.node_id and row["age_seconds"] > 2
+    # Kafka's describe-producers sees the same open transaction: producer id, epoch, start offset.
+    open_rows = [r for r in producers if r[-1] != "None"]
+    assert [(int(r[0]), int(r[1]), int(r[-1])) for r in open_rows] == [(row["producer_id"], row["epoch"], row["start_offset"])]
+    # find-hanging (no padding, age > 0 min) says what we say: late, but not hanging.
+    assert kafka_hanging == []
+    assert not [r for r in ours if r["verdict"] == "hanging"]
