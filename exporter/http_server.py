@@ -2,21 +2,37 @@
 
 A stdlib threaded server rather than prometheus_client.start_http_server because the probes need
 their own routes and the bind error must reach the caller instead of dying in a thread.
+
+With a web config file (exporter.web_config: exporter-toolkit's format) the listener speaks TLS
+only and every path needs basic auth, /healthz and /readyz included, as the toolkit does (see
+deploy/README.md for probes). The files are re-read when they change (certificate rotation,
+users added), checked at most once a second; a change that does not load is logged and the last
+good configuration stays. The TLS handshake runs in the request's thread, so a client that stalls
+it holds only that thread, for at most the handler timeout.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import errno
 import gzip
+import hashlib
 import logging
+import os
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import bcrypt
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
+
+from exporter import web_config
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +52,16 @@ class MetricsServer:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         readiness_detail: Callable[[], str] | None = None,
+        web_config_file: str | None = None,
     ) -> None:
+        """WebConfigError if `web_config_file` does not load."""
         self._host = host
         self._requested_port = port
         self.registry = registry
         self.healthy = healthy
         self.ready = ready
         self.readiness_detail = readiness_detail
+        self.web = _WebConfigSource(web_config_file) if web_config_file else None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -71,7 +90,8 @@ class MetricsServer:
 
     @property
     def url(self) -> str:
-        return f"http://{_hostport(self._host, self.port)}/metrics"
+        scheme = "https" if self.web is not None and self.web.tls else "http"
+        return f"{scheme}://{_hostport(self._host, self.port)}/metrics"
 
     def stop(self) -> None:
         """Stop serving and release the port; a no-op if not started."""
@@ -88,14 +108,113 @@ def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+class _WebConfigSource:
+    """The web config and its TLS context, reloaded when one of its files changes."""
+
+    _CHECK_SECONDS = 1.0
+    _FAKE_HASH = b"$2b$10$E64SA5qCunTl9tHebvfN.OZBSyy0K/7blH5WfH28.GjzkA4.1pgfi"  # checked for unknown users
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._bcrypt_lock = threading.Lock()  # one bcrypt at a time: it is CPU-heavy by design
+        self._verified: dict[bytes, bool] = {}
+        self._config, self._context = self._load()
+        self._stamp = self._stamps()
+        self._next_check = time.monotonic() + self._CHECK_SECONDS
+
+    @property
+    def tls(self) -> bool:
+        return self._context is not None
+
+    def _load(self) -> tuple[web_config.WebConfig, ssl.SSLContext | None]:
+        config = web_config.load(self._path)
+        return config, config.tls.context() if config.tls else None
+
+    def _stamps(self) -> tuple[tuple[int, int] | None, ...]:
+        stamps = []
+        for path in self._config.files:
+            try:
+                st = os.stat(path)
+                stamps.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
+
+    def current(self) -> tuple[web_config.WebConfig, ssl.SSLContext | None]:
+        with self._lock:
+            now = time.monotonic()
+            if now >= self._next_check:
+                self._next_check = now + self._CHECK_SECONDS
+                stamp = self._stamps()
+                if stamp != self._stamp:
+                    self._stamp = stamp
+                    try:
+                        self._config, self._context = self._load()
+                        self._stamp = self._stamps()
+                        self._verified.clear()
+                        log.info("web config %s reloaded: %s", self._path, self._config.summary())
+                    except (web_config.WebConfigError, ssl.SSLError, OSError) as e:
+                        log.error("web config not reloaded, keeping the previous one: %s", e)
+            return self._config, self._context
+
+    def authorized(self, header: str | None) -> bool:
+        config, _ = self.current()
+        if not config.users:
+            return True
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            user, sep, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        if not sep:
+            return False
+        hashed = config.users.get(user)
+        known = hashed is not None
+        # Results are cached by a digest of user, hash and password: bcrypt costs ~50 ms a check.
+        key = hashlib.sha256(b"\0".join([user.encode(), hashed or b"", password.encode()])).digest()
+        with self._lock:
+            cached = self._verified.get(key)
+        if cached is None:
+            with self._bcrypt_lock:
+                # An unknown user costs a bcrypt too, so timing does not tell users apart.
+                matches = bcrypt.checkpw(password.encode(), hashed or self._FAKE_HASH)
+            cached = known and matches
+            with self._lock:
+                if len(self._verified) > 1000:
+                    self._verified.clear()
+                self._verified[key] = cached
+        return cached
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a stuck scrape must not keep the process alive
+    handshake_timeout = 10.0
 
     def __init__(self, address: tuple[str, int], app: MetricsServer) -> None:
         # TCPServer reads address_family during __init__, so it is chosen before binding.
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.app = app
         super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, object]:
+        sock, address = super().get_request()
+        context = self.app.web.current()[1] if self.app.web is not None else None
+        if context is not None:
+            sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+    def finish_request(self, request: socket.socket, client_address: object) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(self.handshake_timeout)
+            try:
+                request.do_handshake()
+            except (ssl.SSLError, OSError) as e:
+                # Plain HTTP on the TLS port, an untrusted client certificate, a port scan.
+                log.debug("TLS handshake with %s failed: %s", client_address, e)
+                return
+        super().finish_request(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -112,7 +231,10 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         path = self.path.split("?", 1)[0]
         headers: dict[str, str] = {"Content-Type": _TEXT}
-        if path == "/metrics":
+        if app.web is not None and not app.web.authorized(self.headers.get("Authorization")):
+            status, body = HTTPStatus.UNAUTHORIZED, b"Unauthorized\n"
+            headers["WWW-Authenticate"] = "Basic"
+        elif path == "/metrics":
             try:
                 body, headers = self._metrics(app.registry)
                 status = HTTPStatus.OK

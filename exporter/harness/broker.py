@@ -70,7 +70,13 @@ class KafkaBrokerError(RuntimeError):
 class KafkaBroker:
     """One Kafka JVM. By default a single-node cluster (broker + controller). With ``join``, a
     broker-only node ``node_id`` of that broker's cluster instead (replication factor 2, see
-    workload.hold_markers); its transaction_version and partition settings then do not apply."""
+    workload.hold_markers); its transaction_version and partition settings then do not apply.
+
+    With ``sasl_users`` ({name: password}), a second listener, SASL_PLAINTEXT with SCRAM-SHA-512
+    (``sasl_bootstrap_servers``), the users' SCRAM credentials written at format time, and ACLs on
+    (StandardAuthorizer). The PLAINTEXT listener, the controller and inter-broker traffic stay
+    unauthenticated as the super user User:ANONYMOUS, so the harness (readiness, admin, workloads)
+    works as before while clients of the SASL listener get only what ACLs grant them."""
 
     def __init__(
         self,
@@ -82,11 +88,14 @@ class KafkaBroker:
         workdir: Path | None = None,
         join: KafkaBroker | None = None,
         node_id: int = 1,
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
         if transaction_version is not None and not uses_log4j2(version):
             raise ValueError("transaction_version is a Kafka 4.x feature")
         if join is not None and node_id == join.node_id:
             raise ValueError("a joining broker needs its own node_id")
+        if sasl_users and join is not None:
+            raise ValueError("sasl_users is for a single-node cluster")
         if transaction_version not in (None, 0, 1, 2):
             raise ValueError(f"transaction_version must be 0, 1 or 2, not {transaction_version}")
         self.version = version
@@ -96,6 +105,7 @@ class KafkaBroker:
         self.coordinator_log_level = coordinator_log_level
         self.transaction_state_partitions = transaction_state_partitions
         self.broker_properties = dict(broker_properties or {})
+        self.sasl_users = dict(sasl_users or {})
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
@@ -103,6 +113,7 @@ class KafkaBroker:
         self.stdout_log = self.logs_dir / "kafka.out"
         self._port = 0
         self._controller_port = 0
+        self._sasl_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -110,6 +121,15 @@ class KafkaBroker:
         if not self._port:
             raise KafkaBrokerError("broker was never started")
         return f"127.0.0.1:{self._port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT (SCRAM-SHA-512) listener; only with ``sasl_users``."""
+        if not self.sasl_users:
+            raise KafkaBrokerError("broker has no SASL listener (sasl_users)")
+        if not self._sasl_port:
+            raise KafkaBrokerError("broker was never started")
+        return f"127.0.0.1:{self._sasl_port}"
 
     @property
     def running(self) -> bool:
@@ -141,6 +161,8 @@ class KafkaBroker:
             create_internal_topics(self.join.bootstrap_servers)
         if not self._port:  # restart() keeps the ports: clients and the quorum config stay valid
             self._port, self._controller_port = _free_port(), _free_port()
+            if self.sasl_users:
+                self._sasl_port = _free_port()
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         props = self._write_server_properties()
         if not (self.log_dirs / "meta.properties").exists():
@@ -209,6 +231,15 @@ class KafkaBroker:
             # Default 10 s; short so timed-out transactions are aborted promptly in tests.
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
         }
+        if self.sasl_users:
+            props["listeners"] += f",SASL://127.0.0.1:{self._sasl_port}"
+            props["advertised.listeners"] += f",SASL://127.0.0.1:{self._sasl_port}"
+            props["listener.security.protocol.map"] += ",SASL:SASL_PLAINTEXT"
+            props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
+            props["listener.name.sasl.scram-sha-512.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+            props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+            props["super.users"] = "User:ANONYMOUS"
         if uses_log4j2(self.version):
             props["share.coordinator.state.topic.replication.factor"] = "1"
             props["share.coordinator.state.topic.min.isr"] = "1"
@@ -229,6 +260,8 @@ class KafkaBroker:
         args = ["format", "-t", cluster_id, "-c", str(props)]
         if self.transaction_version is not None and not self.join:
             args += ["--feature", f"transaction.version={self.transaction_version}"]
+        for name, password in self.sasl_users.items():
+            args += ["--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]"]
         # StorageTool is in core: run it from the broker's own jars, not tools_libs().
         proc = _run_java(kafka_libs(self.version), "kafka.tools.StorageTool", *args, timeout=120)
         if proc.returncode != 0:

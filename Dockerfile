@@ -1,0 +1,30 @@
+# txn-exporter sidecar image: the exporter only (no Spark, no JVM, no dev tools), non-root,
+# runs with a read-only root filesystem. Build: docker build -t txn-exporter .
+# Pin the base by digest in your registry mirror for reproducible builds.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY exporter ./exporter
+# The install step; tests/deploy/test_dockerfile.py runs this very line in a fresh venv.
+RUN python -m venv /opt/txn-exporter && /opt/txn-exporter/bin/pip install --no-compile . && /opt/txn-exporter/bin/python -m compileall -q /opt/txn-exporter
+
+FROM ${PYTHON_IMAGE}
+RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin txn-exporter
+COPY --from=build /opt/txn-exporter /opt/txn-exporter
+# Bytecode was compiled at build time: nothing is written at run time (readOnlyRootFilesystem).
+ENV PATH=/opt/txn-exporter/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    TXN_EXPORTER_LISTEN=0.0.0.0:9464
+USER 10001:10001
+EXPOSE 9464
+# Liveness of the HTTP server; with --web-config-file it speaks TLS and a 401 counts as alive
+# (see exporter/probe.py). Orchestrators use their own probes (deploy/).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
+    CMD ["python", "-m", "exporter.probe", "/healthz"]
+ENTRYPOINT ["txn-exporter"]
+CMD ["run"]

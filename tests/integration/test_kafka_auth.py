@@ -1,0 +1,125 @@
+"""The exporter against a broker with SASL/SCRAM and ACLs on (harness: sasl_users): it works with
+only Describe and Read on __transaction_state, never logs its password, and with rights missing
+stays up (liveness 200) and not ready (readiness 503) instead of crash-looping."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from exporter.harness.broker import KafkaBroker
+from exporter.harness.workload import commit_transactions, create_internal_topics, create_topic
+from tests.integration.exporter_process import ExporterProcess
+
+PASSWORD = "Scram-pw-4d1f9a"
+OTHER_PASSWORD = "Scram-pw-other-77c2"
+
+
+def _grant(bootstrap: str, user: str, *operations: AclOperation) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    bindings = [AclBinding(ResourceType.TOPIC, "__transaction_state", ResourcePatternType.LITERAL,
+                           f"User:{user}", "*", operation, AclPermissionType.ALLOW) for operation in operations]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+
+
+def _config(tmp_path: Path, user: str, password: str) -> Path:
+    path = tmp_path / f"{user}.yml"
+    path.write_text(f"log_format: json\nkafka:\n  security.protocol: SASL_PLAINTEXT\n"
+                    f"  sasl.mechanism: SCRAM-SHA-512\n  sasl.username: {user}\n  sasl.password: {password}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def secured(kafka_broker_factory, tmp_path_factory):
+    # One broker for the module (as conftest's own_broker does, but shared by the three tests).
+    broker = KafkaBroker(version="4.4.0", transaction_version=2, transaction_state_partitions=3,
+                         sasl_users={"txn-exporter": PASSWORD, "describe-only": OTHER_PASSWORD},
+                         workdir=tmp_path_factory.mktemp("kafka-sasl"))
+    kafka_broker_factory.make_room()
+    kafka_broker_factory.own.append(broker)
+    try:
+        broker.start()
+        create_internal_topics(broker.bootstrap_servers)
+        _grant(broker.bootstrap_servers, "txn-exporter", AclOperation.DESCRIBE, AclOperation.READ)
+        _grant(broker.bootstrap_servers, "describe-only", AclOperation.DESCRIBE)
+        yield broker
+    finally:
+        broker.stop()
+        kafka_broker_factory.own.remove(broker)
+
+
+def _stop(process: ExporterProcess) -> None:
+    assert process.stop() == 0
+
+
+def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp_path: Path) -> None:
+    log = tmp_path / "exporter.log"
+    process = ExporterProcess(secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "txn-exporter", PASSWORD)),
+                              log=log)
+    try:
+        process.wait_ready(90)
+        create_topic(secured.bootstrap_servers, "auth-orders", partitions=2)
+        commit_transactions(secured.bootstrap_servers, "auth-1", "auth-orders", count=20)
+        process.wait_for(lambda: process.value("kafka_transactions", state="COMPLETE_COMMIT") == 1, 60,
+                         "the committed transaction")
+        assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == 20
+    finally:
+        _stop(process)
+    text = log.read_text()
+    assert PASSWORD not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert any("sasl.password" in line["message"] and "***" in line["message"] for line in lines)
+    # Nothing per record at INFO: 20 transactions (~100 records) and a handful of lines.
+    assert len(lines) < 20, text
+
+
+def test_missing_read_right_keeps_the_process_up_and_not_ready(secured, tmp_path: Path) -> None:
+    create_topic(secured.bootstrap_servers, "auth-more", partitions=1)
+    commit_transactions(secured.bootstrap_servers, "auth-2", "auth-more", count=2)
+    log = tmp_path / "exporter.log"
+    process = ExporterProcess(secured.sasl_bootstrap_servers,
+                              "--config", str(_config(tmp_path, "describe-only", OTHER_PASSWORD)), log=log)
+    try:
+        process.wait_for(lambda: process.get("/healthz")[0] == 200, 60, "the HTTP server")
+        time.sleep(8)  # several polls and metadata refreshes: no crash, no restart loop
+        assert process.get("/healthz")[0] == 200
+        status, body = process.get("/readyz")
+        assert status == 503, body
+        assert "access denied by Kafka" in body and "authoriz" in body.lower(), body
+    finally:
+        _stop(process)
+    text = log.read_text()
+    assert OTHER_PASSWORD not in text
+    denied = [json.loads(line) for line in text.splitlines() if "authoriz" in line.lower()]
+    assert any("TOPIC_AUTHORIZATION_FAILED" in line["message"] for line in denied), text[-2000:]
+    # Every poll meets the error; the log has it once, then "repeated K times" (exporter.logs).
+    assert len(denied) <= 6, "repeats are not collapsed:\n" + "\n".join(str(line) for line in denied)
+
+
+def test_wrong_password_keeps_the_process_up_and_not_ready(secured, tmp_path: Path) -> None:
+    log = tmp_path / "exporter.log"
+    process = ExporterProcess(secured.sasl_bootstrap_servers,
+                              "--config", str(_config(tmp_path, "txn-exporter", "not-" + PASSWORD)), log=log)
+    try:
+        process.wait_for(lambda: process.get("/healthz")[0] == 200, 60, "the HTTP server")
+        time.sleep(6)
+        assert process.get("/healthz")[0] == 200
+        status, body = process.get("/readyz")
+        assert status == 503 and "access denied by Kafka" in body, body
+    finally:
+        _stop(process)
+    text = log.read_text()
+    assert PASSWORD not in text
+    assert "authentication" in text.lower(), text[-2000:]
