@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from exporter import __version__
-from exporter.commands import config_check, decode, demo, hanging, run
+from exporter.commands import config_check, decode, demo, hanging, pipeline, run
 
 # Each command module offers `register(subparsers)` and sets `func(args) -> int` on its parser.
-COMMANDS = (run, demo, decode, hanging, config_check)
+COMMANDS = (run, demo, decode, pipeline, config_check, hanging)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,94 @@
+"""The SparkSession the pipeline runs on: local[*] by default, any master when asked.
+
+Checks first what would otherwise surface as a page of JVM stack trace: pyspark installed, Java
+17 to 22 found. Static settings (jars, driver memory) only apply before the process's first
+SparkSession, which is why they are all set here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from exporter.pipeline.errors import PipelineError
+
+# Java 23+ breaks Hadoop's login code (Subject.getSubject); Spark 4 needs 17+.
+_JAVA_MIN, _JAVA_MAX = 17, 22
+
+
+def check_java() -> str:
+    """The java binary Spark will start; raises PipelineError if missing or unsuitable."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        where = f"JAVA_HOME={home}" if home else "PATH"
+        raise PipelineError(f"Java {_JAVA_MIN}+ is needed to run Spark, and none was found on {where} (apt-get install openjdk-17-jre-headless)")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PipelineError(f"cannot run {java}: {e}") from None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match and match.group(2):  # "1.8.0_x"
+        major = int(match.group(2))
+    if not _JAVA_MIN <= major <= _JAVA_MAX:
+        raise PipelineError(f"Spark needs Java {_JAVA_MIN} to {_JAVA_MAX}; {java} is Java {major or '?'} (set JAVA_HOME)")
+    return java
+
+
+def spark_session(
+    master: str | None = None,
+    app_name: str = "txn-exporter pipeline",
+    kafka: bool = True,
+    shuffle_partitions: int | None = None,
+    extra_conf: dict[str, str] | None = None,
+    progress: bool | None = None,
+):
+    """The process's SparkSession (created on first call with these settings)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise PipelineError("pyspark is not installed: pip install 'kafka-txn-exporter[spark]'") from None
+    check_java()
+    # Workers must run this interpreter (it has pyarrow and the exporter package).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master or not _submitted():
+        builder = builder.master(master or "local[*]")
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "true" if (progress if progress is not None else sys.stderr.isatty()) else "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # Spark's default (AdminClient) Kafka offset reader drops internal topics, so
+        # `subscribe=__transaction_state` would silently read nothing: use the consumer-based one.
+        "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "true",
+        "spark.driver.memory": os.environ.get("TXN_EXPORTER_SPARK_DRIVER_MEMORY", "2g"),
+    }
+    if shuffle_partitions:
+        conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    if kafka:
+        from exporter.harness.spark_jars import SparkJarsError, connector_jars
+
+        try:
+            jars = connector_jars()
+        except SparkJarsError as e:
+            raise PipelineError(str(e).splitlines()[0]) from None
+        conf["spark.jars"] = ",".join(str(j) for j in jars)
+    conf.update(extra_conf or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("TXN_EXPORTER_SPARK_LOG_LEVEL", "WARN"))
+    return spark
+
+
+def _submitted() -> bool:
+    """Under spark-submit, the master comes from there."""
+    return "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(os.environ.get("SPARK_ENV_LOADED"))
