@@ -15,7 +15,7 @@ API:
         model.hanging_scan, model.hanging_scan_errors            # from exporter.sources.hanging
 
 See exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states,
-timeout aborts: is_timeout_abort).
+timeout aborts: exporter.lifecycle.is_timeout_abort, shared with the Spark pipeline).
 """
 
 from exporter.model.coordinator import CoordinatorModel, Event

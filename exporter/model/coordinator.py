@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
+from exporter.lifecycle import is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -57,19 +58,14 @@ from exporter.sources.events import (
     PartitionReplayed,
     PartitionRevoked,
     SourceStatus,
+    TopicEvent,
     TransactionLogAppendFailed,
     TransactionLogEvent,
     UndecodableRecord,
 )
 
 Event = (
-    TransactionLogEvent
-    | UndecodableRecord
-    | PartitionAssigned
-    | PartitionReplayed
-    | PartitionRevoked
-    | PartitionProgress
-    | SourceStatus
+    TopicEvent
     | TransactionLogAppendFailed
     | MarkerWriteRetried
     | MarkerWriteFailed
@@ -116,25 +112,6 @@ def _action(old: int, new: int) -> int:
 
 
 _ACTIONS = tuple(tuple(_action(old, new) for new in range(ABSENT + 1)) for old in range(ABSENT + 1))
-
-
-def is_timeout_abort(
-    old_packed: int, producer_id: int, producer_epoch: int, timestamp_ms: int, start_ms: int, timeout_ms: int
-) -> bool:
-    """Whether a PREPARE_ABORT that follows ONGOING (`old_packed`) is the coordinator's timeout
-    abort (KIP-588): same producer id, epoch bumped by exactly one, written after the transaction's
-    own deadline (the coordinator aborts when start + timeout < now).
-
-    TV0/TV1 client aborts keep the epoch, so they never match. TV2 (KIP-890) bumps the epoch on
-    every EndTxn, so there only the deadline tells them apart: a TV2 client abort sent after its
-    deadline but before the coordinator's sweep (transaction.abort.timed.out.transaction.
-    cleanup.interval.ms) counts as a timeout. A TV0/TV1 fence (InitProducerId by a new instance)
-    after the deadline counts too: that transaction was timed out anyway."""
-    return (
-        old_packed >> PRODUCER_ID_SHIFT == producer_id
-        and (((old_packed >> EPOCH_SHIFT) + 1) & EPOCH_MASK) == producer_epoch & EPOCH_MASK
-        and timestamp_ms - start_ms > timeout_ms
-    )
 
 
 class CoordinatorModel:
@@ -240,8 +217,8 @@ class CoordinatorModel:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
                 if result and is_timeout_abort(
-                    old_packed, producer_id, value.producer_epoch, timestamp_ms, start_ms,
-                    value.transaction_timeout_ms,
+                    old_packed >> PRODUCER_ID_SHIFT, (old_packed >> EPOCH_SHIFT) & EPOCH_MASK, producer_id,
+                    value.producer_epoch, timestamp_ms, start_ms, value.transaction_timeout_ms,
                 ):
                     self.timeouts += 1
                     result = _TIMEOUT
