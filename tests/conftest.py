@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,27 @@ class BrokerPool:
             if broker.running:
                 broker.stop()
                 running -= 1
+
+    @contextmanager
+    def joined_pair(self, root: Path, version: str, **first: Any) -> Iterator[tuple[KafkaBroker, KafkaBroker]]:
+        """Two brokers of one cluster, the second joining the first (so markers can be held back and
+        partitions moved); both get the first's `broker_properties`. Stopped on exit."""
+        first_broker = KafkaBroker(version, workdir=root / "1", **first)
+        second_broker = KafkaBroker(
+            version, workdir=root / "2", join=first_broker, node_id=2, broker_properties=first.get("broker_properties")
+        )
+        pair = (first_broker, second_broker)
+        try:
+            for broker in pair:
+                self.make_room()
+                self.own.append(broker)
+                broker.start()
+            yield pair
+        finally:
+            for broker in reversed(pair):  # the joined broker first: it needs the controller to stop
+                broker.stop()
+                if broker in self.own:
+                    self.own.remove(broker)
 
     def stop_all(self) -> None:
         for broker in reversed([*self._session.values(), *self.own]):

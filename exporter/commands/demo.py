@@ -12,7 +12,6 @@ import argparse
 import itertools
 import logging
 import signal
-import sys
 import tempfile
 import threading
 import time

@@ -128,7 +128,7 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
         }, tmp_path / "prometheus")
         workload.start()
         _wait("live records in Prometheus", lambda: _has_data(prometheus.query(
-            f'sum(rate(kafka_transaction_state_log_records_total{{target_state="COMPLETE_ABORT"}}[30s])) > 0'
+            'sum(rate(kafka_transaction_state_log_records_total{target_state="COMPLETE_ABORT"}[30s])) > 0'
         )), 90)
         assert _alert_state(prometheus, STUCK) is None
 

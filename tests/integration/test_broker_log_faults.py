@@ -36,22 +36,18 @@ STATE_MANAGER_LOGGER = "kafka.coordinator.transaction.TransactionStateManager"
 
 @pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
 def cluster(request, kafka_broker_factory, tmp_path_factory):
-    version = request.param
-    root = tmp_path_factory.mktemp(f"broker-log-{version}")
-    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=PARTITIONS)
-    second = KafkaBroker(version, workdir=root / "2", join=first, node_id=2)
-    brokers = (first, second)
-    for broker in brokers:
-        kafka_broker_factory.make_room()
-        kafka_broker_factory.own.append(broker)
-        broker.start()
-    create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
-    create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=1)
-    _replicate_transaction_state(first, root / "plan.json")
-    yield brokers
-    for broker in reversed(brokers):
-        broker.stop()
-        kafka_broker_factory.own.remove(broker)
+    root = tmp_path_factory.mktemp(f"broker-log-{request.param}")
+    with kafka_broker_factory.joined_pair(root, request.param, transaction_state_partitions=PARTITIONS) as pair:
+        first = pair[0]
+        create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
+        create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=1)
+        _replicate_transaction_state(first, root / "plan.json")
+        yield pair
+
+
+def _following_the_log(broker: KafkaBroker) -> tuple[str, ...]:
+    """The exporter's arguments: every partition, and the broker's own log file."""
+    return broker.bootstrap_servers, "--all-partitions", "--broker-log", str(broker.server_log)
 
 
 def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
@@ -70,24 +66,6 @@ def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
             return
         assert time.monotonic() < deadline, "__transaction_state not replicated on both brokers"
         time.sleep(0.5)
-
-
-@pytest.fixture
-def exporter(tmp_path):
-    started: list[ExporterProcess] = []
-
-    def start(broker: KafkaBroker, *args: str) -> ExporterProcess:
-        process = ExporterProcess(
-            broker.bootstrap_servers, "--all-partitions", "--broker-log", str(broker.server_log), *args,
-            log=tmp_path / f"exporter-{len(started)}.log",
-        )
-        started.append(process)
-        process.wait_ready(120)
-        return process
-
-    yield start
-    for process in started:
-        process.stop()
 
 
 def _producer(broker: KafkaBroker, tid: str) -> Producer:
@@ -122,7 +100,7 @@ def _log_lines_since(broker: KafkaBroker, offset: int, text: str) -> int:
 
 def test_held_markers_are_retried_with_not_enough_replicas(cluster, exporter):
     first, second = cluster
-    process = exporter(first)
+    process = exporter(*_following_the_log(first))
     assert process.value(PENDING) == 0
     with held_commit(first.bootstrap_servers, second, "held", "bl-held"):
         process.wait_for(lambda: (process.value(RETRIES, error="NOT_ENOUGH_REPLICAS") or 0) > 0, 60, "marker retries")
@@ -169,7 +147,7 @@ def _commit_while_state_log_fails(first: KafkaBroker, second: KafkaBroker, proce
 
 def test_failed_state_log_appends_counted_once_at_info_and_debug(cluster, exporter):
     first, second = cluster
-    process = exporter(first)
+    process = exporter(*_following_the_log(first))
     start = first.server_log.stat().st_size
 
     _commit_while_state_log_fails(first, second, process, "bl-append-info", "COORDINATOR_NOT_AVAILABLE")
@@ -194,7 +172,7 @@ def test_failed_state_log_appends_counted_once_at_info_and_debug(cluster, export
 
 def test_final_append_in_the_retry_queue_is_not_pending(cluster, exporter):
     first, second = cluster
-    process = exporter(first)
+    process = exporter(*_following_the_log(first))
     producer = _producer(first, "bl-complete")
     producer.begin_transaction()
     producer.produce("held", b"x", partition=0)
@@ -230,7 +208,7 @@ def test_copytruncate_of_the_real_broker_log_loses_and_repeats_nothing(cluster, 
     first, second = cluster
     log = first.server_log
     start = log.stat().st_size  # no retry lines are written until the hold below
-    process = exporter(first)
+    process = exporter(*_following_the_log(first))
     done = threading.Event()
     holder = threading.Thread(target=_hold_markers_for, args=(first, second, done))
     holder.start()

@@ -11,46 +11,23 @@ import pytest
 
 from exporter.harness.broker import KafkaBroker
 from exporter.harness.workload import create_topic, held_commit, run_mix, timed_out_producer
-from tests.integration.exporter_process import ExporterProcess
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DURATION = "kafka_transaction_duration_seconds_count"
-
-
-@pytest.fixture
-def exporter(tmp_path):
-    started: list[ExporterProcess] = []
-
-    def start(bootstrap: str, *args: str) -> ExporterProcess:
-        process = ExporterProcess(bootstrap, *args, log=tmp_path / f"exporter-{len(started)}.log")
-        started.append(process)
-        process.wait_ready()
-        return process
-
-    yield start
-    for process in started:
-        process.stop()
 
 
 @pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
 def cluster(request, kafka_broker_factory, tmp_path_factory):
     """Two brokers (markers can be held back). The coordinator sweeps timed-out transactions every
     6 s instead of the harness's 0.5 s, so a timed-out transaction stays ONGOING, late, for a while."""
-    version = request.param
-    root = tmp_path_factory.mktemp(f"hanging-{version}")
+    root = tmp_path_factory.mktemp(f"hanging-{request.param}")
     sweep = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "6000"}
-    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=4, broker_properties=sweep)
-    second = KafkaBroker(version, workdir=root / "2", join=first, node_id=2, broker_properties=sweep)
-    for broker in (first, second):
-        kafka_broker_factory.make_room()
-        kafka_broker_factory.own.append(broker)
-        broker.start()
-    create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
-    create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=2)
-    yield first, second
-    for broker in (second, first):
-        broker.stop()
-        kafka_broker_factory.own.remove(broker)
+    with kafka_broker_factory.joined_pair(
+        root, request.param, transaction_state_partitions=4, broker_properties=sweep
+    ) as (first, second):
+        create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
+        create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=2)
+        yield first, second
 
 
 def test_timed_out_producer_counts_a_timeout_and_client_aborts_do_not(cluster, exporter):
