@@ -9,6 +9,7 @@ Child-process entry point (used by :func:`timed_out_producer`)::
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import select
 import struct
@@ -159,6 +160,8 @@ def _producer(bootstrap: str, transactional_id: str, transaction_timeout_ms: int
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id,
             "transaction.timeout.ms": transaction_timeout_ms,
+            # Through `logging` (where the demo collapses repeats), not straight to stderr.
+            "logger": logging.getLogger("librdkafka.harness"),
         }
     )
 
