@@ -57,6 +57,15 @@ def _run_java(libs: Path, main_class: str, *args: str, timeout: float) -> subpro
     )
 
 
+def _random_cluster_id() -> str:
+    """Kafka's Uuid text form: URL-safe base64 of 16 bytes, unpadded. Like Kafka's Uuid.randomUuid(),
+    never one starting with "-": StorageTool's argument parser would read it as an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def _tail(path: Path, lines: int = 60) -> str:
     if not path.exists():
         return f"({path} does not exist)"
@@ -255,8 +264,8 @@ class KafkaBroker:
         if self.join:
             meta = (self.join.log_dirs / "meta.properties").read_text()
             cluster_id = re.search(r"^cluster\.id=(\S+)", meta, re.MULTILINE).group(1)  # type: ignore[union-attr]
-        else:  # Kafka's Uuid text form: URL-safe base64 of 16 bytes, unpadded
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        else:
+            cluster_id = _random_cluster_id()
         args = ["format", "-t", cluster_id, "-c", str(props)]
         if self.transaction_version is not None and not self.join:
             args += ["--feature", f"transaction.version={self.transaction_version}"]

@@ -163,3 +163,12 @@ def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., Kafk
     while count_messages(bootstrap, topic, read_committed=True) != 1:
         assert time.monotonic() < deadline, "transaction did not complete after the hold"
         time.sleep(0.5)
+
+
+def test_cluster_ids_never_start_with_a_dash():
+    """StorageTool would read such an id as an option (seen in CI: 'expected one argument')."""
+    from exporter.harness.broker import _random_cluster_id
+
+    ids = [_random_cluster_id() for _ in range(5000)]
+    assert not [i for i in ids if i.startswith("-")]
+    assert all(len(i) == 22 for i in ids)
