@@ -3,6 +3,7 @@
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
 from exporter.codec.transaction_log import (
+    PARTITIONS_SKIPPED,
     TransactionLogRecord,
     TransactionLogValue,
     decode_key,
@@ -13,6 +14,7 @@ from exporter.codec.transaction_log import (
 )
 
 __all__ = [
+    "PARTITIONS_SKIPPED",
     "DecodeError",
     "TransactionLogRecord",
     "TransactionLogValue",

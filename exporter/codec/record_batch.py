@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from crc32c import crc32c
 
 from exporter.codec.errors import DecodeError
-from exporter.codec.transaction_log import TransactionLogRecord, decode_key, decode_value
+from exporter.codec.transaction_log import KEY_V0_HEADS, TransactionLogRecord, decode_key, decode_value
 
 _LENGTH = struct.Struct(">qi")
 # baseOffset, batchLength, (partitionLeaderEpoch), magic, crc, attributes, (lastOffsetDelta),
@@ -35,8 +35,6 @@ _MAGIC_POSITION = 16
 
 # One-byte zigzag varints (below 0x80), decoded.
 _ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
-# A v0 key's first four bytes (version 0, id length n), by n.
-_KEY_V0_HEADS = [struct.pack(">hh", 0, n) for n in range(256)]
 
 _COMPRESSION_MASK = 0x07
 _LOG_APPEND_TIME = 0x08
@@ -94,7 +92,9 @@ def decode_batches(buf: bytes) -> Iterator[Decoded]:
             log_append_ts = max_ts if attributes & _LOG_APPEND_TIME else None
             p = pos + HEADER_SIZE
             if count == 1:  # every batch a coordinator writes to this topic: no loop to set up
-                yield _decode_record(buf, p, next_pos, base_offset, 0, base_ts, log_append_ts)[0]
+                yield _decode_single_record(
+                    buf, p, next_pos, base_offset, base_ts if log_append_ts is None else log_append_ts
+                ) or _decode_record(buf, p, next_pos, base_offset, 0, base_ts, log_append_ts)[0]
                 pos = next_pos
                 continue
             for index in range(count):
@@ -103,6 +103,47 @@ def decode_batches(buf: bytes) -> Iterator[Decoded]:
                 if p < 0:
                     break  # the record's own length was bad: the rest of the batch cannot be located
         pos = next_pos
+
+
+def _decode_single_record(
+    buf: bytes, p: int, end: int, offset: int, timestamp_ms: int
+) -> TransactionLogRecord | RecordError | None:
+    """The one record of a batch, when it has the shape a coordinator writes; else None, and
+    _decode_record reads it (and finds what is wrong with it, if anything).
+
+    That shape: attributes, timestamp delta and offset delta all 0, a v0 key under 64 bytes, a value
+    of at least one byte, no headers.
+    The record then fills the batch exactly, so both of its length varints are implied by where the
+    batch ends: each is compared, with the zero bytes after it, as one slice against a table instead
+    of being decoded byte by byte."""
+    size = end - p
+    head = _RECORD_HEADS[size] if size < _IMPLIED else None
+    if head is None:
+        return None
+    q = p + len(head)
+    if buf[p:q] != head:
+        return None
+    # The key's length byte and its v0 header (version 0, the id's length) as one slice.
+    k = buf[q]
+    key_head = _KEY_HEADS[k]
+    if key_head is None or buf[q : q + 5] != key_head:
+        return None
+    key_end = q + 1 + (k >> 1)
+    size = end - key_end
+    value_head = _VALUE_HEADS[size] if 0 < size < _IMPLIED else None
+    if value_head is None or buf[end - 1]:
+        return None  # a null or empty value, or headers
+    value_start = key_end + len(value_head)
+    if buf[key_end:value_start] != value_head:
+        return None
+    try:
+        tid = buf[q + 5 : key_end].decode()
+    except UnicodeDecodeError:
+        return None
+    try:
+        return TransactionLogRecord(offset, timestamp_ms, tid, decode_value(buf[value_start : end - 1]))
+    except DecodeError as e:
+        return RecordError(offset, e)
 
 
 def _decode_record(
@@ -167,7 +208,7 @@ def _decode_record(
         # Key v0 inline when its header is the expected one (version 0, the id filling the rest of
         # a key of at most 259 bytes); anything else goes to decode_key.
         n = key_length - 4
-        if 0 <= n < 256 and buf[key_start : key_start + 4] == _KEY_V0_HEADS[n]:
+        if 0 <= n < 256 and buf[key_start : key_start + 4] == KEY_V0_HEADS[n]:
             tid = buf[key_start + 4 : key_start + key_length].decode()
         else:
             tid = decode_key(buf[key_start : key_start + key_length])
@@ -250,3 +291,26 @@ def _encode_varint(n: int) -> bytes:
         z >>= 7
     out.append(z)
     return bytes(out)
+
+
+# For a record that fills its batch (_decode_single_record), by the bytes from a position to the
+# batch's end: what the record must start with there. _RECORD_HEADS: its length varint, then
+# attributes, timestamp delta and offset delta, all 0. _VALUE_HEADS (from the end of the key): the
+# value's length varint (values of 0 bytes left out: `00 00` and a null value's `01 00` are both 2).
+_IMPLIED = 8192
+
+
+def _implied_heads(overhead: int, suffix: bytes) -> list[bytes | None]:
+    heads: list[bytes | None] = [None] * _IMPLIED
+    for length in range(1, _IMPLIED):
+        varint = _encode_varint(length)
+        if len(varint) + length + overhead < _IMPLIED:
+            heads[len(varint) + length + overhead] = varint + suffix
+    return heads
+
+
+_RECORD_HEADS = _implied_heads(0, b"\x00\x00\x00")
+_VALUE_HEADS = _implied_heads(1, b"")  # the one byte after the value: its header count, 0
+# By the key's length byte (a one-byte zigzag varint: even, below 0x80): that byte and the v0 key
+# header for a key of that length; None when no v0 key of at least 4 bytes has it.
+_KEY_HEADS = [bytes([k]) + KEY_V0_HEADS[(k >> 1) - 4] if k < 0x80 and not k & 1 and k >> 1 >= 4 else None for k in range(256)]

@@ -3,8 +3,28 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.codec import DecodeError, TransactionLogValue, TransactionState, decode_key, decode_value, encode_key, encode_value
-from exporter.codec.record_batch import BatchError, RecordError, decode_batches, encode_batch
+import dataclasses
+
+from exporter.codec import (
+    PARTITIONS_SKIPPED,
+    DecodeError,
+    TransactionLogValue,
+    TransactionState,
+    decode_key,
+    decode_record,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from exporter.codec.record_batch import (
+    HEADER_SIZE,
+    BatchError,
+    RecordError,
+    _decode_record,
+    _decode_single_record,
+    decode_batches,
+    encode_batch,
+)
 
 int16 = st.integers(-(2**15), 2**15 - 1)
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -63,6 +83,34 @@ def test_mutated_values_give_a_value_or_a_typed_error(data):
         assert e.reason in DecodeError.REASONS
 
 
+def _outcome(decode):
+    try:
+        return decode()
+    except DecodeError as e:
+        return e.reason
+
+
+@settings(max_examples=1000)
+@given(st.data())
+def test_skipping_partitions_changes_nothing_else(data):
+    """partitions=False (the live source's decode) gives the full decode's value with partitions
+    skipped, and the same error for every broken input, except one it cannot see: invalid UTF-8
+    inside a topic name."""
+    raw = data.draw(_mutations(encode_value(data.draw(values()))) | st.binary(max_size=120))
+    full = _outcome(lambda: decode_value(raw))
+    skipped = _outcome(lambda: decode_value(raw, partitions=False))
+    if isinstance(full, TransactionLogValue):
+        assert skipped == dataclasses.replace(full, partitions=PARTITIONS_SKIPPED)
+    elif full != "invalid_utf8":
+        assert skipped == full
+
+
+@given(names, values())
+def test_decode_record_reads_keys_like_decode_key(tid, value):
+    record = decode_record(encode_key(tid), encode_value(value), 7, 1000)
+    assert (record.offset, record.timestamp_ms, record.transactional_id, record.value) == (7, 1000, tid, value)
+
+
 @settings(max_examples=300)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_crash(raw):
@@ -90,3 +138,25 @@ def test_mutated_batches_lose_nothing_else(data):
     # really are a valid batch and the decoder cannot know better.)
     if any(isinstance(i, BatchError) and i.position == len(batches[0]) for i in items):
         assert offsets[-1] == 2
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, RecordError) and isinstance(b, RecordError):
+        return (a.offset, a.error.reason) == (b.offset, b.error.reason)
+    return a == b
+
+
+@settings(max_examples=1000)
+@given(st.data())
+def test_the_single_record_fast_path_agrees_with_the_general_reader(data):
+    """Where _decode_single_record takes a record (it may also decline: None), it reads exactly what
+    _decode_record reads, on whole and on damaged records alike (the CRC is bypassed here)."""
+    value = data.draw(st.none() | values().map(encode_value) | st.binary(max_size=40))
+    tid = data.draw(names | st.text(min_size=0, max_size=70))
+    batch = encode_batch(9, [(encode_key(tid), value, 1000)])
+    record = data.draw(_mutations(batch[HEADER_SIZE:]) | st.just(batch[HEADER_SIZE:]))
+    fast = _decode_single_record(record, 0, len(record), 9, 1000)
+    if fast is not None:
+        assert _same(fast, _decode_record(record, 0, len(record), 9, 0, 1000, None)[0])
+    if record == batch[HEADER_SIZE:] and value and len(encode_key(tid)) < 64:
+        assert fast is not None  # the shape a coordinator writes always takes the fast path

@@ -5,6 +5,7 @@ import struct
 import pytest
 
 from exporter.codec import (
+    PARTITIONS_SKIPPED,
     DecodeError,
     TransactionLogValue,
     TransactionState,
@@ -52,6 +53,10 @@ def test_key():
 def test_bad_keys(raw, reason):
     with pytest.raises(DecodeError) as e:
         decode_key(raw)
+    assert e.value.reason == reason
+    # decode_record reads usual keys inline, unusual ones through decode_key: the same errors.
+    with pytest.raises(DecodeError) as e:
+        decode_record(raw, None, 0, 0)
     assert e.value.reason == reason
 
 
@@ -146,3 +151,39 @@ def test_encode_writes_only_non_default_tags_in_order():
 def test_decode_record_tombstone():
     record = decode_record(encode_key("t"), None, offset=5, timestamp_ms=9)
     assert (record.offset, record.timestamp_ms, record.transactional_id, record.value) == (5, 9, "t", None)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        v0_bytes(),
+        v0_bytes(partitions=None),
+        v0_bytes(partitions=((b"foo", (0,)),)),
+        v0_bytes(partitions=((b"a", (0, 1, 2)), (b"bb", ()))),
+        v1_bytes(),
+        v1_bytes(partition_tags=b"\x01\x05\x01z"),
+        struct.pack(">hqhibb", 1, 1000, 3, 60000, 2, 0) + struct.pack(">qq", 5, 4) + b"\x00",  # null
+        struct.pack(">hqhibb", 1, 1000, 3, 60000, 2, 1) + struct.pack(">qq", 5, 4) + b"\x00",  # empty
+    ],
+)
+def test_skipping_partitions_keeps_every_other_field(raw):
+    skipped = decode_value(raw, partitions=False)
+    assert skipped.partitions is PARTITIONS_SKIPPED
+    full = decode_value(raw)
+    full.partitions = PARTITIONS_SKIPPED
+    assert skipped == full
+
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (v1_bytes()[:25], "truncated"),
+        (v1_bytes().replace(bytes([4]) + b"foo", bytes([0]) + b"foo", 1), "bad_length"),
+        (v0_bytes()[:30], "truncated"),
+        (v0_bytes(partitions=((b"foo", (0,)), (b"x", ()))).replace(b"\x00\x01x", b"\xff\xffx"), "bad_length"),
+    ],
+)
+def test_skipping_partitions_still_checks_their_lengths(raw, reason):
+    with pytest.raises(DecodeError) as e:
+        decode_value(raw, partitions=False)
+    assert e.value.reason == reason
