@@ -80,7 +80,7 @@ def pipeline_rate(bootstrap: str, total: int) -> tuple[float, float]:
     while n < total:
         events = tail.poll(timeout=1.0, max_records=5000)
         model.apply_batch(events)
-        n += sum(1 for e in events if type(e).__name__ == "TransactionLogEvent")
+        n += sum(len(e.records) for e in events if type(e).__name__ == "TransactionLogRecords")
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     tail.close()
     return n / wall, n / cpu

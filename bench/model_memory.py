@@ -23,7 +23,7 @@ from bench.synthetic import PARTITIONS, partition_of  # noqa: E402
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogEvent  # noqa: E402
+from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
 
 S = TransactionState
 START_MS = 1_700_000_000_000
@@ -59,7 +59,7 @@ def main() -> None:
         tid = f"payments-service-{i:07d}"
         state = state_of(i)
         record = decode_record(encode_key(tid), values[state], i, START_MS + i // 1000)
-        model.apply(TransactionLogEvent(partition_of(tid), record, START_MS + i // 1000 + 2, True))
+        model.apply(TransactionLogRecords(partition_of(tid), [record], START_MS + i // 1000 + 2, True))
     for p in range(PARTITIONS):
         model.apply(PartitionReplayed(p))
     loaded = time.perf_counter() - started

@@ -24,7 +24,7 @@ from bench.synthetic import PARTITIONS, transaction_cycles  # noqa: E402
 from exporter.codec import decode_record  # noqa: E402
 from exporter.metrics import LatencyRecorders, TransactionCollector  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionProgress, PartitionReplayed, SourceStatus, TransactionLogEvent  # noqa: E402
+from exporter.sources.events import PartitionAssigned, PartitionProgress, PartitionReplayed, SourceStatus, TransactionLogRecords  # noqa: E402
 
 START_MS = 1_700_000_000_000
 WINDOW_MS = 300_000
@@ -41,12 +41,12 @@ def build(rng: random.Random) -> tuple[CoordinatorModel, LatencyRecorders, int]:
     # 100k ids through full cycles, then 2,000 of them left pending.
     for r in transaction_cycles(100_000, 100_000, start_ms=START_MS):
         record = decode_record(r.key, r.value, r.offset, r.timestamp_ms)
-        model.apply(TransactionLogEvent(r.partition, record, r.timestamp_ms + 3, False))
+        model.apply(TransactionLogRecords(r.partition, [record], r.timestamp_ms + 3, False))
     pending = 0
     for r in transaction_cycles(2_000, 2_000, start_ms=START_MS + 200_000, seed=2):
         record = decode_record(r.key, r.value, r.offset, r.timestamp_ms)
         if record.value.state in (1, 2, 3):
-            model.apply(TransactionLogEvent(r.partition, record, r.timestamp_ms + 3, False))
+            model.apply(TransactionLogRecords(r.partition, [record], r.timestamp_ms + 3, False))
             pending += record.value.state in (2, 3)
     # Five minutes of append latencies and marker completions.
     for i in range(600_000):

@@ -60,7 +60,7 @@ from exporter.sources.events import (
     SourceStatus,
     TopicEvent,
     TransactionLogAppendFailed,
-    TransactionLogEvent,
+    TransactionLogRecords,
     UndecodableRecord,
 )
 
@@ -82,6 +82,7 @@ _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
 # `(action >> 3) & 1` indexes (commit, abort) sinks.
 _LEAVES_PENDING = 1
 _ENTERS_PENDING = 2
+_PENDING = _LEAVES_PENDING | _ENTERS_PENDING
 _COMPLETES_COMMIT = 4
 _COMPLETES_ABORT = 8
 _COMPLETES = _COMPLETES_COMMIT | _COMPLETES_ABORT
@@ -150,69 +151,75 @@ class CoordinatorModel:
     # --- Writing ---
 
     def apply(self, event: Event) -> None:
-        """Applies one event. The record path is inlined here: it runs for every record, so it
-        works on table lookups instead of branches (see _ACTIONS)."""
-        if type(event) is not TransactionLogEvent:
+        """Applies one event."""
+        if type(event) is TransactionLogRecords:
+            self._apply_records(event)
+        else:
             self._apply_control(event)
-            return
+
+    def _apply_records(self, event: TransactionLogRecords) -> None:
+        """The record path. It runs for every record, so the partition's containers are looked up
+        once per run and transitions are table lookups instead of branches (see _ACTIONS)."""
         part = self._partitions.get(event.partition)
         if part is None:
             part = self._partitions[event.partition] = PartitionState(live=not event.replay)
-        record = event.record
-        part.last_record = record
-        tid = record.transactional_id
-        live = not event.replay
-        value = record.value
-        if value is None:
-            new = ABSENT
-        else:
-            new = value.state
-            if new > _LAST_WRITTEN_STATE:
-                # Applied as what a broker writes instead, but never observed as a target state.
-                self.unwritten_states[new] += 1
-                new = EFFECTIVE_STATE_OF_UNWRITTEN[new]
-                live = False
-
+        records = event.records
+        part.last_record = records[-1]
+        replay = event.replay
+        received_ms = event.received_ms
         states = part.states
-        old_packed = states.get(tid, ABSENT)
-        old = old_packed & STATE_MASK
-        if new == ABSENT:
-            states.pop(tid, None)
-        else:
-            producer_id = value.producer_id
-            states[tid] = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
         counts = part.state_counts
-        counts[old] -= 1
-        counts[new] += 1
+        record_append_latency = self._record_append_latency
+        for record in records:
+            tid = record.transactional_id
+            live = not replay
+            value = record.value
+            if value is None:
+                new = ABSENT
+            else:
+                new = value.state
+                if new > _LAST_WRITTEN_STATE:
+                    # Applied as what a broker writes instead, but never observed as a target state.
+                    self.unwritten_states[new] += 1
+                    new = EFFECTIVE_STATE_OF_UNWRITTEN[new]
+                    live = False
 
-        action = _ACTIONS[old][new]
-        if action:
-            pending = part.pending
-            if action & _LEAVES_PENDING:
-                prepared = pending.pop(tid)
-                if part.retrying:
-                    part.retrying.discard(tid)
-            if action & _ENTERS_PENDING:
-                pending[tid] = (record.timestamp_ms << 1) | live
+            old_packed = states.get(tid, ABSENT)
+            old = old_packed & STATE_MASK
+            if new == ABSENT:
+                states.pop(tid, None)
+            else:
+                producer_id = value.producer_id
+                states[tid] = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+            counts[old] -= 1
+            counts[new] += 1
+
+            action = _ACTIONS[old][new]
             if action & _ONGOING:
                 if action & _ENTERS_ONGOING:
                     part.ongoing[tid] = value.start_timestamp_ms + value.transaction_timeout_ms
                 else:
                     del part.ongoing[tid]
-        if not live:
-            return
-        if new == ABSENT:
-            self.tombstones += 1
-            return
-        received_ms = event.received_ms
-        timestamp_ms = record.timestamp_ms
-        self._record_append_latency[new](received_ms - timestamp_ms, received_ms)
-        if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
-            self.producer_id_rotations += 1
-        if action:
-            # Prepare -> complete of the same kind, both appends seen live.
-            if action & _COMPLETES and prepared & 1:
-                self._record_completion[(action >> 3) & 1](timestamp_ms - (prepared >> 1), received_ms)
+            if action & _PENDING:
+                if action & _LEAVES_PENDING:
+                    prepared = part.pending.pop(tid)
+                    if part.retrying:
+                        part.retrying.discard(tid)
+                if action & _ENTERS_PENDING:
+                    part.pending[tid] = (record.timestamp_ms << 1) | live
+            if not live:
+                continue
+            if new == ABSENT:
+                self.tombstones += 1
+                continue
+            timestamp_ms = record.timestamp_ms
+            record_append_latency[new](received_ms - timestamp_ms, received_ms)
+            if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
+                self.producer_id_rotations += 1
+            if action & _COMPLETES:
+                # Prepare -> complete of the same kind, both appends seen live.
+                if prepared & 1:
+                    self._record_completion[(action >> 3) & 1](timestamp_ms - (prepared >> 1), received_ms)
             elif action & _ENDS_TRANSACTION:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort

@@ -8,12 +8,14 @@ from exporter.codec import DecodeError, TransactionLogRecord
 
 
 @dataclass(slots=True)
-class TransactionLogEvent:
-    """A decoded `__transaction_state` record as a consumer saw it."""
+class TransactionLogRecords:
+    """Consecutive decoded `__transaction_state` records of one partition, as one poll received
+    them (a consumer fetches each partition's records in runs). One event per run rather than per
+    record: the model then looks its partition up once per run, not once per record."""
 
     partition: int
-    record: TransactionLogRecord
-    # Wall clock (ms) when the consumer received the record, i.e. after its append completed.
+    records: list[TransactionLogRecord]  # in offset order, never empty
+    # Wall clock (ms) when the consumer received the records, i.e. after their appends completed.
     received_ms: int
     # True while the partition is replayed up to its high watermark after being taken over:
     # the state is rebuilt, but no latency is observed (the appends happened long ago).
@@ -143,7 +145,7 @@ class HangingScanCompleted:
 
 # What the `__transaction_state` tail (exporter.sources.kafka_topic) yields.
 TopicEvent = (
-    TransactionLogEvent
+    TransactionLogRecords
     | UndecodableRecord
     | PartitionAssigned
     | PartitionReplayed

@@ -31,7 +31,7 @@ from exporter.sources.events import (
     PartitionRevoked,
     SourceStatus,
     TopicEvent,
-    TransactionLogEvent,
+    TransactionLogRecords,
     UndecodableRecord,
 )
 
@@ -169,6 +169,7 @@ class TransactionLogTail:
         messages = [first, *self._consumer.consume(max_records - 1, 0)]
         followed = self._followed
         append = events.append
+        run: TransactionLogRecords | None = None  # the run of one partition's records being filled
         for message in messages:
             error = message.error()
             if error is not None:
@@ -189,16 +190,21 @@ class TransactionLogTail:
             try:
                 if key is None:
                     raise DecodeError("bad_length", "null key")
-                record = decode_record(key, message.value(), offset, message.timestamp()[1])
+                # The model never reads TransactionPartitions: bounds-checked, not built.
+                record = decode_record(key, message.value(), offset, message.timestamp()[1], False)
             except DecodeError as e:
                 append(UndecodableRecord(partition, offset, e))
+                run = None
             else:
-                target = followed[partition]
-                append(TransactionLogEvent(partition, record, received_ms, target is not None))
+                if run is None or run.partition != partition:
+                    run = TransactionLogRecords(partition, [], received_ms, followed[partition] is not None)
+                    append(run)
+                run.records.append(record)
             target = followed[partition]
             if target is not None and offset + 1 >= target:
                 followed[partition] = None
                 append(PartitionReplayed(partition))
+                run = None  # what follows is live
 
     def _refresh_ownership(self, events: list[TopicEvent]) -> None:
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
-from exporter.sources.events import TransactionLogEvent
+from exporter.sources.events import TransactionLogRecords
 
 S = TransactionState
 
@@ -18,7 +18,7 @@ def log_event(
     received_ms: int | None = None,
     replay: bool = False,
     version: int = 1,
-) -> TransactionLogEvent:
+) -> TransactionLogRecords:
     """A record written at `timestamp_ms` and received at `received_ms` (default: 5 ms later);
     `state=None` is a tombstone."""
     value = None
@@ -31,6 +31,6 @@ def log_event(
             )
         )  # fmt: skip
     record = decode_record(encode_key(tid), value, offset, timestamp_ms)
-    return TransactionLogEvent(
-        partition, record, timestamp_ms + 5 if received_ms is None else received_ms, replay
+    return TransactionLogRecords(
+        partition, [record], timestamp_ms + 5 if received_ms is None else received_ms, replay
     )

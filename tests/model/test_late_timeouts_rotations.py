@@ -8,7 +8,7 @@ import pytest
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
 from exporter.model import CoordinatorModel, ObservationSinks
 from exporter.model.partition import pack, unpack
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogEvent
+from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
 from tests.model.builders import S
 from tests.model.test_coordinator import ListSink, live_partition
 
@@ -26,14 +26,14 @@ def event(
     timeout_ms: int = TIMEOUT_MS,
     tv: int = 0,
     replay: bool = False,
-) -> TransactionLogEvent:
+) -> TransactionLogRecords:
     partitions = {"orders": [0]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {}
     value = TransactionLogValue(
         1, pid, epoch, timeout_ms, state, partitions, at_ms, start_ms if partitions else -1,
         client_transaction_version=tv,
     )  # fmt: skip
     record = decode_record(encode_key(tid), encode_value(value), 0, at_ms)
-    return TransactionLogEvent(0, record, at_ms + 2, replay)
+    return TransactionLogRecords(0, [record], at_ms + 2, replay)
 
 
 def new_model() -> tuple[CoordinatorModel, list[ListSink]]:
@@ -123,7 +123,7 @@ def test_producer_id_change_is_a_rotation_but_a_new_or_expired_id_is_not():
     model.apply(event("r", S.EMPTY, pid=11, epoch=0))  # epoch exhausted: new producer id
     assert model.producer_id_rotations == 1
     tombstone = decode_record(encode_key("r"), None, 0, 1_000_000)
-    model.apply(TransactionLogEvent(0, tombstone, 1_000_002, False))
+    model.apply(TransactionLogRecords(0, [tombstone], 1_000_002, False))
     model.apply(event("r", S.EMPTY, pid=99, epoch=0))  # expired, then reused: not a rotation
     assert model.producer_id_rotations == 1
 
