@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from exporter.harness.workload import create_topic, held_commit, run_mix, transaction_state_partition
+from exporter.harness.workload import create_internal_topics, create_topic, held_commit, run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
 
 LATENCY = "kafka_transaction_state_log_append_latency_seconds_count"
@@ -26,6 +26,9 @@ def test_known_workload_gives_exact_counts_per_target_state(broker, exporter, re
     prefix = f"counts-{request.node.callspec.id}"
     topic = f"{prefix}-orders"
     create_topic(broker.bootstrap_servers, topic, partitions=3)
+    # On a fresh broker __transaction_state does not exist until a first transactional producer
+    # asks for its coordinator: create it first (its one EMPTY record is history to the exporter).
+    create_internal_topics(broker.bootstrap_servers)
     process = exporter(broker.bootstrap_servers)
     # Precondition: every partition of this single broker followed and live. Readiness implies it;
     # once, under heavy load on a just-restarted broker, records landed on a partition the exporter
