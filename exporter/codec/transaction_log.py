@@ -143,12 +143,28 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
             # Two fast paths for the shapes brokers write, one struct each; else the general reader.
             count = buf[17]
             n = buf[18] - 1
+            # Both also read PreviousProducerId when it is the only tagged field (pre-TV2 clients:
+            # librdkafka, Java before 4.0) and ends the value.
             if count == 1:  # an empty partitions array: Empty and Complete* records
+                if len(buf) == 45 and buf[34:37] == _ONLY_PREVIOUS_PRODUCER_ID:
+                    producer_id, epoch, timeout_ms, last_update, start, previous_id = _V1_NO_PARTITIONS_PREVIOUS_ID.unpack_from(buf, 0)
+                    return TransactionLogValue(
+                        1, producer_id, epoch, timeout_ms, state, {} if partitions else PARTITIONS_SKIPPED,
+                        last_update, start, previous_id,
+                    )  # fmt: skip
                 producer_id, epoch, timeout_ms, last_update, start = _V1_NO_PARTITIONS.unpack_from(buf, 0)
                 topics = {} if partitions else PARTITIONS_SKIPPED
                 pos = 34
             elif count == 2 and 0 < n < 0x7F and len(buf) >= 42 + n and buf[19 + n] == 2 and buf[24 + n] == 0:
                 # One topic with one partition and no tagged fields in its entry: Ongoing and Prepare*.
+                if len(buf) == 52 + n and buf[41 + n : 44 + n] == _ONLY_PREVIOUS_PRODUCER_ID:
+                    producer_id, epoch, timeout_ms, topic, first, last_update, start, previous_id = (
+                        _V1_ONE_TOPIC_PREVIOUS_ID[n].unpack_from(buf, 0)
+                    )
+                    return TransactionLogValue(
+                        1, producer_id, epoch, timeout_ms, state,
+                        {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED, last_update, start, previous_id,
+                    )  # fmt: skip
                 producer_id, epoch, timeout_ms, topic, first, last_update, start = _V1_ONE_TOPIC[n].unpack_from(buf, 0)
                 topics = {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED
                 pos = 41 + n
@@ -378,6 +394,9 @@ def _v1_around_partitions(end: int) -> struct.Struct:
 # producer id, epoch, timeout, one topic's name (of n bytes, the index) and its one partition id,
 # both timestamps; the one-byte lengths and tag count in between are checked apart.
 _V1_ONE_TOPIC = [struct.Struct(f">2xqhi3x{n}sxixqq") for n in range(127)]
+# The same two, then the 3 bytes of the tagged-field header (checked apart) and PreviousProducerId.
+_V1_NO_PARTITIONS_PREVIOUS_ID = struct.Struct(">2xqhi2xqq3xq")
+_V1_ONE_TOPIC_PREVIOUS_ID = [struct.Struct(f">2xqhi3x{n}sxixqq3xq") for n in range(127)]
 # v0: topic name, partition ids count, one partition id, both timestamps: by topic-name length.
 _V0_ONE_TOPIC = [struct.Struct(f">{n}siiqq") for n in range(256)]
 # Partition-id arrays are short: one precompiled struct per length saves a format parse per entry.

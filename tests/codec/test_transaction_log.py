@@ -187,3 +187,22 @@ def test_skipping_partitions_still_checks_their_lengths(raw, reason):
     with pytest.raises(DecodeError) as e:
         decode_value(raw, partitions=False)
     assert e.value.reason == reason
+
+
+@pytest.mark.parametrize("topics", [{}, {"orders": [3]}, {"o" * 126: [2**31 - 1]}, {"a": [1], "b": [2]}])
+@pytest.mark.parametrize(
+    "tags",
+    [{}, {"previous_producer_id": 41}, {"client_transaction_version": 2}, {"previous_producer_id": 41, "next_producer_id": 7}],
+)
+def test_the_usual_v1_shapes_read_like_any_other(topics, tags):
+    """The fast paths (no partitions or one topic with one partition, each with no tagged fields,
+    PreviousProducerId only or ClientTransactionVersion only) against every neighbour shape, whole,
+    cut short and with trailing bytes (ignored, as the broker does)."""
+    value = TransactionLogValue(1, 1000, 3, 60000, TransactionState.COMPLETE_COMMIT, topics, 1_700_000_000_123, 1_700_000_000_000, **tags)
+    raw = encode_value(value)
+    assert decode_value(raw) == value
+    assert decode_value(raw + b"\x00\x05") == value
+    for cut in (1, 8):
+        with pytest.raises(DecodeError) as e:
+            decode_value(raw[:-cut])
+        assert e.value.reason == "truncated"
