@@ -6,8 +6,11 @@ Builds (once, cached under /tmp/h7_bench-<records>-<partitions>/) synthetic-but-
 the codec's encoders: `--partitions` __transaction_state-N directories, commit/abort transactions
 (EMPTY, ONGOING x2, PREPARE_*, COMPLETE_*) of 64 ids per partition, value v1, one record per batch
 as coordinators write them. Then, in one run:
-  single   the codec's decode_batches over every file in this process (one core)
-  local[1] / local[2]   Spark: segment files -> transitions (mapInArrow over the codec), noop sink
+  single            the codec's decode_batches over every file in this process (one core)
+  single pipeline   the Spark job's own Python function (bytes -> transition Arrow batches) in
+                    this process, without Spark: the same work as a Spark task, on one core
+  local[1] / local[2]   Spark: segment files -> transitions (mapInArrow over the codec), noop sink,
+                    each confined to as many CPUs as task slots; local[1] also unconfined
 Each Spark master runs in its own process (the master is fixed per JVM); session start-up and a
 warm-up job are excluded, as the single-process loop excludes interpreter start-up.
 Prints one JSON object with records/s and the ratios the goals are about.
@@ -75,6 +78,19 @@ def single(files: list[Path]) -> tuple[int, float]:
     return n, time.perf_counter() - t
 
 
+def single_pipeline(files: list[Path]) -> tuple[int, float]:
+    """The Spark job's own Python function (segment bytes -> transition Arrow batches), in this
+    process without Spark: the same work, on one core."""
+    from exporter.pipeline.decode import decode_segment, partition_of_path
+
+    n = 0
+    t = time.perf_counter()
+    for f in files:
+        for batch in decode_segment("bench", partition_of_path(str(f)), f.read_bytes()):
+            n += batch.num_rows
+    return n, time.perf_counter() - t
+
+
 def spark_run(master: str, root: Path) -> dict:
     from exporter.pipeline import tables
     from exporter.pipeline.session import spark_session
@@ -109,18 +125,31 @@ def main() -> None:
     files = build(root, args.records, args.partitions)
     built = time.perf_counter() - t
     n, seconds = single(files)
+    rows, pipeline_seconds = single_pipeline(files)
+    assert rows == n, (rows, n)
     result = {"records": n, "build_seconds": round(built, 1), "single_records_per_s": round(n / seconds),
-              "load_avg": os.getloadavg()[0]}
-    for master in ("local[1]", "local[2]"):
-        proc = subprocess.run([sys.executable, "-m", "bench.pipeline_throughput", "--spark-run", master,
-                               "--root", str(root)], capture_output=True, text=True)
+              "single_pipeline_records_per_s": round(n / pipeline_seconds), "load_avg": os.getloadavg()[0]}
+    cpus = sorted(os.sched_getaffinity(0))
+    # "local[1]" is one task slot but not one core: its JVM (reading the Python workers' Arrow
+    # batches, ~1 us per record) runs on another. So each master also runs confined to as many
+    # CPUs as task slots (JVM and Python workers inherit the affinity): the N-core figures.
+    for master, pinned in (("local[1]", False), ("local[1]", True), ("local[2]", True)):
+        slots = int(master[6:-1])
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.pipeline_throughput", "--spark-run", master, "--root", str(root)],
+            capture_output=True, text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, set(cpus[:slots]))) if pinned else None,
+        )
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-3000:])
         run = json.loads(proc.stdout.strip().splitlines()[-1])
         assert run["records"] == n, (run, n)
-        result[f"{master}_records_per_s"] = round(n / run["seconds"])
-    result["local[2]_per_core_over_single"] = round(result["local[2]_records_per_s"] / 2 / result["single_records_per_s"], 2)
-    result["local[2]_over_local[1]"] = round(result["local[2]_records_per_s"] / result["local[1]_records_per_s"], 2)
+        result[f"{master}{'_on_' + str(slots) + '_cpu' if pinned else '_unpinned'}_records_per_s"] = round(n / run["seconds"])
+    two, one = result["local[2]_on_2_cpu_records_per_s"], result["local[1]_on_1_cpu_records_per_s"]
+    result["2_cpu_per_core_over_single_pipeline"] = round(two / 2 / result["single_pipeline_records_per_s"], 2)
+    result["2_cpu_per_core_over_single"] = round(two / 2 / result["single_records_per_s"], 2)
+    result["2_cpu_over_1_cpu"] = round(two / one, 2)
+    result["2_cpu_over_local[1]_unpinned"] = round(two / result["local[1]_unpinned_records_per_s"], 2)
     result["load_avg_after"] = os.getloadavg()[0]
     print(json.dumps(result))
 
