@@ -1,22 +1,18 @@
 """Resolve the jars of a Kafka version from Maven Central into a cache outside git.
 
-Layout: ``<cache>/kafka/<version>/libs/*.jar`` plus a ``.complete`` marker. The marker is written
-last inside a temp dir which is then renamed into place, so an interrupted run never leaves a
-half cache and later calls return at once without running mvn (they work offline).
+Layout: ``<cache>/kafka/<version>/libs/*.jar`` plus a ``.complete`` marker, resolved and cached as
+exporter.harness.maven does it (atomically; offline once cached).
 
 CLI: ``python -m exporter.harness.jars [VERSION ...]`` (default: all pinned versions).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-from importlib import resources
 from pathlib import Path
+
+from exporter.harness import maven
 
 KAFKA_VERSIONS = ("4.4.0", "3.9.2")
 DEFAULT_KAFKA_VERSION = "4.4.0"
@@ -26,9 +22,6 @@ DEFAULT_KAFKA_VERSION = "4.4.0"
 # run from the complete 4.3.1 classpath: kafka-tools 4.3.1 on 4.4.0's kafka-clients fails with
 # NoSuchMethodError, and the 4.3 decoders know every record version 4.4 writes.
 _TOOLS_VERSION = {"4.4.0": "4.3.1"}
-
-_MARKER = ".complete"
-
 
 class KafkaJarsError(RuntimeError):
     pass
@@ -55,40 +48,17 @@ def uses_log4j2(version: str) -> bool:
 def kafka_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
     """Return the directory holding every jar of ``version``; resolve it with mvn if not cached."""
     home = cache_root() / "kafka" / version
-    libs = home / "libs"
-    if (home / _MARKER).exists():
-        return libs
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaJarsError(f"Kafka {version} jars are not cached in {home} and `mvn` is not on PATH")
-    home.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=home.parent))
-    try:
-        cmd = [
-            mvn, "-B", "-q", "-f", str(resources.files(__package__) / "kafka-pom.xml"),
-            f"-Dkafka.version={version}", "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'libs'}",
-        ]
+    if not maven.cached(home):
         profiles = ["tools"] if tools_version(version) == version else []
         if uses_log4j2(version):
             profiles.append("log4j2")
-        if profiles:
-            cmd.append("-P" + ",".join(profiles))
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if proc.returncode != 0 or not any((tmp / "libs").glob("kafka_2.13-*.jar")):
-            tail = "\n".join(proc.stdout.splitlines()[-40:])
-            raise KafkaJarsError(f"mvn failed to resolve Kafka {version} (exit {proc.returncode}):\n{tail}")
-        (tmp / _MARKER).write_text(json.dumps({"kafka": version, "profiles": profiles}) + "\n")
-        if home.exists():  # left by an older layout or a crashed run without marker
-            shutil.rmtree(home)
-        try:
-            tmp.rename(home)
-        except OSError:
-            # Another process finished first; its copy is as good as ours.
-            if not (home / _MARKER).exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return libs
+        maven.resolve(
+            home, "kafka-pom.xml", [f"-Dkafka.version={version}", *(["-P" + ",".join(profiles)] if profiles else [])],
+            f"Kafka {version} jars",
+            lambda jars: None if any(j.startswith("kafka_2.13-") for j in jars) else "no kafka_2.13 jar",
+            {"kafka": version, "profiles": profiles}, KafkaJarsError,
+        )  # fmt: skip
+    return home / "libs"
 
 
 def main(argv: list[str] | None = None) -> int:

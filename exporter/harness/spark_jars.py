@@ -4,26 +4,19 @@ The connector is not in the pyspark package. Four jars are missing, all on Maven
 spark-sql-kafka-0-10_2.13, spark-token-provider-kafka-0-10_2.13, kafka-clients and commons-pool2
 (versions: the table below). The rest of what they need is already in pyspark/jars.
 
-Layout: ``<cache>/spark-kafka/<spark version>/libs/*.jar`` plus a ``.complete`` marker, written
-last in a temp dir renamed into place (as exporter.harness.jars does for Kafka): an interrupted
-run never leaves a half cache, and once cached no mvn runs (offline).
+Layout: ``<cache>/spark-kafka/<spark version>/libs/*.jar`` plus a ``.complete`` marker, resolved
+and cached as exporter.harness.maven does it (atomically; offline once cached).
 
 CLI: ``python -m exporter.harness.spark_jars`` prints the four jar paths (scripts/setup runs it).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import sys
-import tempfile
-from importlib import resources
 from pathlib import Path
 
+from exporter.harness import maven
 from exporter.harness.jars import cache_root
-
-_MARKER = ".complete"
 # pyspark version -> (spark-sql-kafka, spark-token-provider-kafka, kafka-clients, commons-pool2).
 # Maven Central has no Spark 4.3.0 artifact (nor 4.2.1), checked 2026-11: only PyPI has pyspark
 # 4.3.0. The newest connector there is 4.2.0; its token provider stops at 4.0.0 (4.1+ never reached
@@ -69,48 +62,24 @@ def connector_jars(version: str | None = None) -> list[Path]:
     with mvn on first use, from the cache afterwards."""
     version = version or spark_version()
     home = cache_root() / "spark-kafka" / version
+    if not maven.cached(home):
+        maven.resolve(
+            home, "spark-kafka-pom.xml",
+            [f"-D{prop}={v}" for prop, v in zip(_VERSION_PROPERTIES, connector_versions(version))],
+            f"Spark's Kafka connector {version}", _missing,
+            {"spark": version, "versions": connector_versions(version)}, SparkJarsError,
+        )  # fmt: skip
     libs = home / "libs"
-    if not (home / _MARKER).exists():
-        _resolve(version, home)
     jars = sorted(libs.glob("*.jar"))
-    missing = [a for a in CONNECTOR_ARTIFACTS if not any(j.name.startswith(a + "-") for j in jars)]
+    missing = _missing([j.name for j in jars])
     if missing:
-        raise SparkJarsError(f"{libs} lacks {', '.join(missing)}: delete {home} and run again")
+        raise SparkJarsError(f"{libs}: {missing}: delete {home} and run again")
     return jars
 
 
-def _resolve(version: str, home: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise SparkJarsError(
-            f"Spark's Kafka connector {version} is not cached in {home} and `mvn` is not on PATH"
-        )
-    home.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=home.parent))
-    try:
-        cmd = [
-            mvn, "-B", "-q", "-f", str(resources.files(__package__) / "spark-kafka-pom.xml"),
-            *(f"-D{prop}={v}" for prop, v in zip(_VERSION_PROPERTIES, connector_versions(version))),
-            "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'libs'}",
-        ]
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        found = sorted(p.name for p in (tmp / "libs").glob("*.jar"))
-        if proc.returncode != 0 or len(found) != len(CONNECTOR_ARTIFACTS):
-            tail = "\n".join(proc.stdout.splitlines()[-40:])
-            raise SparkJarsError(
-                f"mvn failed to resolve Spark's Kafka connector {version} (exit {proc.returncode}, "
-                f"got {found}):\n{tail}"
-            )
-        (tmp / _MARKER).write_text(json.dumps({"spark": version, "jars": found}) + "\n")
-        if home.exists():
-            shutil.rmtree(home)
-        try:
-            tmp.rename(home)
-        except OSError:
-            if not (home / _MARKER).exists():  # another process finished first: keep its copy
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def _missing(jars: list[str]) -> str | None:
+    missing = [a for a in CONNECTOR_ARTIFACTS if not any(j.startswith(a + "-") for j in jars)]
+    return f"no {', '.join(missing)} jar" if missing else None
 
 
 def main(argv: list[str] | None = None) -> int:
