@@ -41,10 +41,11 @@ def _config(tmp_path: Path, user: str, password: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def secured(kafka_broker_factory, tmp_path_factory):
-    # One broker for the module (as conftest's own_broker does, but shared by the three tests).
-    broker = KafkaBroker(version="4.4.0", transaction_version=2, transaction_state_partitions=3,
+@pytest.fixture(scope="module", params=[("4.4.0", 2), ("3.9.2", None)], ids=["4.4.0", "3.9.2"])
+def secured(request, kafka_broker_factory, tmp_path_factory):
+    # One broker per version for the module (as conftest's own_broker does, but shared by the tests).
+    version, transaction_version = request.param
+    broker = KafkaBroker(version=version, transaction_version=transaction_version, transaction_state_partitions=3,
                          sasl_users={"txn-exporter": PASSWORD, "describe-only": OTHER_PASSWORD},
                          workdir=tmp_path_factory.mktemp("kafka-sasl"))
     kafka_broker_factory.make_room()
