@@ -17,7 +17,7 @@ from json.encoder import encode_basestring as _json_str
 from pathlib import Path
 from typing import TextIO
 
-from exporter.codec import TransactionLogRecord
+from exporter.codec import TransactionLogRecord, TransactionState
 from exporter.codec.record_batch import BatchError, RecordError
 from exporter.sources.segment_files import read_segment, segments_in
 
@@ -64,34 +64,68 @@ def _expand(paths: list[Path]) -> list[Path]:
 def decode_file(path: Path, out: TextIO) -> bool:
     """Writes one line per record or error; returns True if any error was met."""
     failed = False
-    write = out.write
+    lines: list[str] = []
+    append = lines.append
+    cache: dict = {}
     for item in read_segment(path):
         if type(item) is TransactionLogRecord:
-            write(format_record(item))
+            append(format_record(item, cache))
         elif type(item) is RecordError:
             failed = True
-            write(f'{{"offset": {item.offset}, "error": {_json_str(str(item.error))}}}\n')
+            append(f'{{"offset": {item.offset}, "error": {_json_str(str(item.error))}}}\n')
         else:
             assert type(item) is BatchError
             failed = True
-            write(f'{{"position": {item.position}, "error": {_json_str(str(item.error))}}}\n')
+            append(f'{{"position": {item.position}, "error": {_json_str(str(item.error))}}}\n')
+        if len(lines) >= _LINES_PER_WRITE:  # a write per line costs as much as formatting half of one
+            out.write("".join(lines))
+            lines.clear()
+    out.write("".join(lines))
     return failed
 
 
-def format_record(record: TransactionLogRecord) -> str:
-    """One JSON line. Built by hand: json.dumps of a dict per record would halve the throughput."""
-    head = f'{{"offset": {record.offset}, "timestamp_ms": {record.timestamp_ms}, "transactional_id": {_json_str(record.transactional_id)}, "value": '
+_LINES_PER_WRITE = 4096
+_STATE_NAMES = {state: state.name for state in TransactionState}
+
+
+def format_record(record: TransactionLogRecord, cache: dict | None = None) -> str:
+    """One JSON line. Built by hand: json.dumps of a dict per record would halve the throughput.
+    `cache` (kept across the records of a file) holds the text of partitions that repeat."""
     v = record.value
     if v is None:
-        return head + "null}\n"
-    if v.partitions is None:
+        return (
+            f'{{"offset": {record.offset}, "timestamp_ms": {record.timestamp_ms}, '
+            f'"transactional_id": {_json_str(record.transactional_id)}, "value": null}}\n'
+        )
+    p = v.partitions
+    if p is None:
         partitions = "null"
+    elif not p:
+        partitions = "{}"
+    elif cache is not None and len(p) == 1:
+        # The usual shape, one topic: its text made once per distinct (topic, ids).
+        ((topic, ids),) = p.items()
+        key = (topic, *ids)
+        partitions = cache.get(key)
+        if partitions is None:
+            if len(cache) >= _CACHED_PARTITIONS:
+                cache.clear()
+            partitions = cache[key] = _partitions_json(p)
     else:
-        partitions = "{" + ", ".join(f"{_json_str(t)}: [{', '.join(map(str, ids))}]" for t, ids in v.partitions.items()) + "}"
+        partitions = _partitions_json(p)
     return (
-        f'{head}{{"version": {v.version}, "producer_id": {v.producer_id}, "producer_epoch": {v.producer_epoch}, '
-        f'"transaction_timeout_ms": {v.transaction_timeout_ms}, "state": "{v.state.name}", "partitions": {partitions}, '
+        f'{{"offset": {record.offset}, "timestamp_ms": {record.timestamp_ms}, '
+        f'"transactional_id": {_json_str(record.transactional_id)}, "value": '
+        f'{{"version": {v.version}, "producer_id": {v.producer_id}, "producer_epoch": {v.producer_epoch}, '
+        f'"transaction_timeout_ms": {v.transaction_timeout_ms}, "state": "{_STATE_NAMES[v.state]}", "partitions": {partitions}, '
         f'"last_update_timestamp_ms": {v.last_update_timestamp_ms}, "start_timestamp_ms": {v.start_timestamp_ms}, '
         f'"previous_producer_id": {v.previous_producer_id}, "next_producer_id": {v.next_producer_id}, '
         f'"client_transaction_version": {v.client_transaction_version}, "next_producer_epoch": {v.next_producer_epoch}}}}}\n'
     )
+
+
+_CACHED_PARTITIONS = 65536
+
+
+def _partitions_json(partitions: dict[str, list[int]]) -> str:
+    return "{" + ", ".join(f"{_json_str(t)}: [{', '.join(map(str, ids))}]" for t, ids in partitions.items()) + "}"
