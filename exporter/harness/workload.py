@@ -362,9 +362,55 @@ def _hang(args: argparse.Namespace) -> None:
         time.sleep(3600)
 
 
+def unregistered_transaction(bootstrap: str, transactional_id: str, topic: str, timeout: float = 60) -> None:
+    """Leave a transaction open on `topic`'s partition 0 that its coordinator never heard of: a
+    hanging transaction (KIP-664), as a client bug or a delayed produce request makes one.
+
+    A child process (kafka-python) inits the transactional id, then writes transactional records
+    without AddPartitionsToTxn, and is SIGKILLed. Brokers accept the write only without KIP-890's
+    check: the broker needs `transaction.partition.verification.enable=false`."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "exporter.harness.workload", "unregistered", "--bootstrap", bootstrap,
+         "--transactional-id", transactional_id, "--topic", topic],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert child.stdout is not None
+        ready, _, _ = select.select([child.stdout], [], [], timeout)
+        line = child.stdout.readline().strip() if ready else ""
+        if line != _READY:
+            child.kill()
+            raise RuntimeError(f"unregistered transaction of {transactional_id} not written (got {line!r}): "
+                               f"{child.communicate()[1][-2000:]}")
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _unregistered(args: argparse.Namespace) -> None:
+    from kafka import KafkaProducer
+    from kafka.structs import TopicPartition as KafkaPythonPartition
+
+    producer = KafkaProducer(bootstrap_servers=args.bootstrap, transactional_id=args.transactional_id)
+    producer.init_transactions()
+    producer.begin_transaction()
+    manager = producer._transaction_manager
+    # The bug being reproduced: the partition counts as added, but AddPartitionsToTxn is never sent.
+    manager.maybe_add_partition_to_transaction = manager._partitions_in_transaction.add
+    producer.send(args.topic, b"never committed", partition=0).get(30)
+    assert KafkaPythonPartition(args.topic, 0) in manager._partitions_in_transaction
+    print(_READY, flush=True)
+    while True:  # until the parent kills us, mid-transaction
+        time.sleep(3600)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m exporter.harness.workload")
     sub = parser.add_subparsers(dest="command", required=True)
+    unregistered = sub.add_parser("unregistered", help="write transactional records without AddPartitionsToTxn")
+    unregistered.add_argument("--bootstrap", required=True)
+    unregistered.add_argument("--transactional-id", required=True)
+    unregistered.add_argument("--topic", required=True)
     hang = sub.add_parser("hang", help="begin a transaction, produce, print READY, never finish")
     hang.add_argument("--bootstrap", required=True)
     hang.add_argument("--transactional-id", required=True)
@@ -372,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
     hang.add_argument("--transaction-timeout-ms", type=int, default=2000)
     hang.add_argument("--messages", type=int, default=3)
     args = parser.parse_args(argv)
-    _hang(args)
+    (_hang if args.command == "hang" else _unregistered)(args)
 
 
 @contextmanager

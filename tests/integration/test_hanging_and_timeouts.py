@@ -10,7 +10,14 @@ import sys
 import pytest
 
 from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import create_topic, held_commit, run_mix, timed_out_producer
+from exporter.harness.workload import (
+    create_internal_topics,
+    create_topic,
+    held_commit,
+    run_mix,
+    timed_out_producer,
+    unregistered_transaction,
+)
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DURATION = "kafka_transaction_duration_seconds_count"
@@ -97,3 +104,29 @@ def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
     # find-hanging (no padding, age > 0 min) says what we say: late, but not hanging.
     assert kafka_hanging == []
     assert not [r for r in ours if r["verdict"] == "hanging"]
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, version):
+    """A real hanging transaction: records written in a transaction whose coordinator never heard of
+    the partition (no AddPartitionsToTxn; the broker's KIP-890 check is off so it accepts them)."""
+    broker = own_broker(version=version, broker_properties={"transaction.partition.verification.enable": "false"})
+    bootstrap = broker.bootstrap_servers
+    create_topic(bootstrap, "unregistered", partitions=1)
+    create_internal_topics(bootstrap)
+    process = exporter(bootstrap, "--broker-id", str(broker.node_id), "--hanging-scan-interval-seconds", "1",
+                       "--hanging-max-transaction-timeout-seconds", "0", "--late-transaction-padding-seconds", "2")
+    process.wait_for(lambda: process.value("kafka_hanging_transactions") == 0, 30, "a first scan")
+
+    unregistered_transaction(bootstrap, "ghost", "unregistered")
+    process.wait_for(lambda: process.value("kafka_hanging_transactions") == 1, 60, "a hanging transaction")
+    assert process.value("kafka_partitions_with_late_transactions") == 1
+
+    (row,) = _hanging_json(bootstrap, "--broker-id", str(broker.node_id),
+                           "--max-transaction-timeout-seconds", "0", "--padding-seconds", "2")
+    assert (row["topic"], row["partition"], row["transactional_id"], row["verdict"]) == ("unregistered", 0, "ghost", "hanging")
+    # Kafka's find-hanging reports the same one: topic, partition, producer id, epoch, start offset.
+    kafka_hanging = _tool_rows(broker, "find-hanging", "--broker-id", str(broker.node_id), "--max-transaction-timeout", "0")
+    assert [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in kafka_hanging] == [
+        ("unregistered", 0, row["producer_id"], row["epoch"])
+    ]
