@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
                     stop.set()
         finally:
             stop.set()
+            print("Stopping the workload and the exporter ...", flush=True)
             for thread in threads:
                 thread.join(60)
             exporter.stop()

@@ -189,6 +189,9 @@ class KafkaBroker:
                 ["java", *_JVM_OPTS, *logging_opts, "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=self.workdir, preexec_fn=_die_with_parent,
+                # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
+                # its brokers in order, instead of also killing each JVM under its clients' feet.
+                process_group=0,
             )
         _live.add(self)
         try:
