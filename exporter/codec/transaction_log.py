@@ -373,10 +373,10 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> list[int]:
 _STATES = {int(state): state for state in TransactionState}
 # By the TransactionStatus byte read unsigned (an int8 below 0 reads as 128 to 255): None if unknown.
 _STATES_BY_BYTE = tuple(_STATES.get(b) for b in range(256))
-# v1 fast paths, from the start of the value (version and TransactionStatus skipped, checked apart):
-# producer id, epoch, timeout, (empty partitions array), both timestamps.
 # A v0 key's first four bytes (version 0, id length n), by n.
 KEY_V0_HEADS = [_KEY_HEAD.pack(KEY_VERSION, n) for n in range(256)]
+# v1 fast paths, from the start of the value (version and TransactionStatus skipped, checked apart):
+# producer id, epoch, timeout, (empty partitions array), both timestamps.
 _V1_NO_PARTITIONS = struct.Struct(">2xqhi2xqq")
 # producer id, epoch, timeout and both timestamps around a partitions array ending at a given
 # position: one struct per position, made on first use and kept for the usual sizes.

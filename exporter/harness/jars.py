@@ -23,6 +23,7 @@ DEFAULT_KAFKA_VERSION = "4.4.0"
 # NoSuchMethodError, and the 4.3 decoders know every record version 4.4 writes.
 _TOOLS_VERSION = {"4.4.0": "4.3.1"}
 
+
 class KafkaJarsError(RuntimeError):
     pass
 

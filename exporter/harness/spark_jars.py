@@ -17,6 +17,7 @@ from pathlib import Path
 
 from exporter.harness import maven
 from exporter.harness.jars import cache_root
+
 # pyspark version -> (spark-sql-kafka, spark-token-provider-kafka, kafka-clients, commons-pool2).
 # Maven Central has no Spark 4.3.0 artifact (nor 4.2.1), checked 2026-11: only PyPI has pyspark
 # 4.3.0. The newest connector there is 4.2.0; its token provider stops at 4.0.0 (4.1+ never reached

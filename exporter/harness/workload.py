@@ -329,23 +329,11 @@ def timed_out_producer(
             start = consumer.get_watermark_offsets(tp, timeout=30)[1]
         finally:
             consumer.close()
-    child = subprocess.Popen(
-        [
-            sys.executable, "-m", "exporter.harness.workload", "hang", "--bootstrap", bootstrap,
-            "--transactional-id", transactional_id, "--topic", topic,
-            "--transaction-timeout-ms", str(transaction_timeout_ms), "--messages", str(messages),
-        ],
-        stdout=subprocess.PIPE, text=True,
+    _run_child_until_ready(
+        ["hang", "--bootstrap", bootstrap, "--transactional-id", transactional_id, "--topic", topic,
+         "--transaction-timeout-ms", str(transaction_timeout_ms), "--messages", str(messages)],
+        f"hanging producer for {transactional_id}", timeout,
     )
-    try:
-        assert child.stdout is not None
-        ready, _, _ = select.select([child.stdout], [], [], timeout)
-        line = child.stdout.readline().strip() if ready else ""
-        if line != _READY:
-            raise RuntimeError(f"hanging producer for {transactional_id} not ready (got {line!r})")
-    finally:
-        child.kill()
-        child.wait()
     if wait:
         _wait_complete_abort(bootstrap, transactional_id, start, timeout)
 
@@ -357,9 +345,7 @@ def _hang(args: argparse.Namespace) -> None:
     _produce(producer, args.topic, _partition_count(args.bootstrap, args.topic), args.messages, "hang")
     if producer.flush(30):
         raise KafkaException("hanging producer could not deliver its messages")
-    print(_READY, flush=True)
-    while True:  # until the parent kills us, mid-transaction
-        time.sleep(3600)
+    _ready_until_killed()
 
 
 def unregistered_transaction(bootstrap: str, transactional_id: str, topic: str, timeout: float = 60) -> None:
@@ -369,22 +355,33 @@ def unregistered_transaction(bootstrap: str, transactional_id: str, topic: str, 
     A child process (kafka-python) inits the transactional id, then writes transactional records
     without AddPartitionsToTxn, and is SIGKILLed. Brokers accept the write only without KIP-890's
     check: the broker needs `transaction.partition.verification.enable=false`."""
+    _run_child_until_ready(
+        ["unregistered", "--bootstrap", bootstrap, "--transactional-id", transactional_id, "--topic", topic],
+        f"unregistered transaction of {transactional_id}", timeout,
+    )
+
+
+def _run_child_until_ready(arguments: list[str], what: str, timeout: float) -> None:
+    """Runs this module's CLI in a child until it prints READY (its transaction is left open), then
+    SIGKILLs it, mid-transaction."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "exporter.harness.workload", "unregistered", "--bootstrap", bootstrap,
-         "--transactional-id", transactional_id, "--topic", topic],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "exporter.harness.workload", *arguments], stdout=subprocess.PIPE, text=True
     )
     try:
         assert child.stdout is not None
         ready, _, _ = select.select([child.stdout], [], [], timeout)
         line = child.stdout.readline().strip() if ready else ""
         if line != _READY:
-            child.kill()
-            raise RuntimeError(f"unregistered transaction of {transactional_id} not written (got {line!r}): "
-                               f"{child.communicate()[1][-2000:]}")
+            raise RuntimeError(f"{what} not ready (got {line!r})")
     finally:
         child.kill()
         child.wait()
+
+
+def _ready_until_killed() -> None:
+    print(_READY, flush=True)
+    while True:  # until the parent kills us, mid-transaction
+        time.sleep(3600)
 
 
 def _unregistered(args: argparse.Namespace) -> None:
@@ -399,9 +396,7 @@ def _unregistered(args: argparse.Namespace) -> None:
     manager.maybe_add_partition_to_transaction = manager._partitions_in_transaction.add
     producer.send(args.topic, b"never committed", partition=0).get(30)
     assert KafkaPythonPartition(args.topic, 0) in manager._partitions_in_transaction
-    print(_READY, flush=True)
-    while True:  # until the parent kills us, mid-transaction
-        time.sleep(3600)
+    _ready_until_killed()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,7 @@ Spark import: tested without a JVM.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 
 import pyarrow as pa
 
@@ -52,31 +53,22 @@ _DDL_TYPES = {
 LIFECYCLES_DDL = ", ".join(f"`{f.name}` {_DDL_TYPES[f.type]}" for f in LIFECYCLES_SCHEMA)
 
 
+# Columns read off the Lifecycle under their own name; _rows derives the other five.
+_PLAIN = [
+    f.name for f in LIFECYCLES_SCHEMA if f.name not in ("cluster", "partition", "state", "partitions", "partition_count")
+]
+_read_plain = attrgetter(*_PLAIN)
+
+
 def _rows(items: list[tuple[str, Lifecycle]]) -> pa.RecordBatch:
-    cols: dict[str, list] = {f.name: [] for f in LIFECYCLES_SCHEMA}
-    for cluster, lc in items:
-        cols["cluster"].append(cluster)
-        cols["transactional_id"].append(lc.transactional_id)
-        cols["partition"].append(lc.coordinator_partition)
-        cols["producer_id"].append(lc.producer_id)
-        cols["producer_epoch"].append(lc.producer_epoch)
-        cols["transaction_timeout_ms"].append(lc.transaction_timeout_ms)
-        cols["client_transaction_version"].append(lc.client_transaction_version)
-        cols["begin_ms"].append(lc.begin_ms)
-        cols["prepare_ms"].append(lc.prepare_ms)
-        cols["complete_ms"].append(lc.complete_ms)
-        cols["result"].append(lc.result)
-        cols["abort_cause"].append(lc.abort_cause)
-        cols["timed_out"].append(lc.timed_out)
-        cols["state"].append(STATE_NAMES[lc.state])
-        cols["partitions"].append(sorted(lc.partitions))
-        cols["partition_count"].append(len(lc.partitions))
-        cols["duration_ms"].append(lc.duration_ms)
-        cols["ongoing_ms"].append(lc.ongoing_ms)
-        cols["markers_ms"].append(lc.markers_ms)
-        cols["first_offset"].append(lc.first_offset)
-        cols["last_offset"].append(lc.last_offset)
-        cols["records"].append(lc.records)
+    lifecycles = [lc for _, lc in items]
+    plain = zip(*map(_read_plain, lifecycles)) if lifecycles else [[] for _ in _PLAIN]
+    cols: dict[str, list] = {name: list(col) for name, col in zip(_PLAIN, plain)}
+    cols["cluster"] = [cluster for cluster, _ in items]
+    cols["partition"] = [lc.coordinator_partition for lc in lifecycles]
+    cols["state"] = [STATE_NAMES[lc.state] for lc in lifecycles]
+    cols["partitions"] = [sorted(lc.partitions) for lc in lifecycles]
+    cols["partition_count"] = [len(lc.partitions) for lc in lifecycles]
     return pa.RecordBatch.from_arrays(
         [pa.array(cols[f.name], f.type) for f in LIFECYCLES_SCHEMA], schema=LIFECYCLES_SCHEMA
     )

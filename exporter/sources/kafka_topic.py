@@ -189,6 +189,7 @@ class TransactionLogTail:
                 continue  # fetched just before an unassign
             offset = message.offset()
             self._next_offset[partition] = offset + 1
+            target = followed[partition]  # the offset replay runs to; None once live
             key = message.key()
             try:
                 if key is None:
@@ -200,10 +201,9 @@ class TransactionLogTail:
                 run = None
             else:
                 if run is None or run.partition != partition:
-                    run = TransactionLogRecords(partition, [], received_ms, followed[partition] is not None)
+                    run = TransactionLogRecords(partition, [], received_ms, target is not None)
                     append(run)
                 run.records.append(record)
-            target = followed[partition]
             if target is not None and offset + 1 >= target:
                 followed[partition] = None
                 append(PartitionReplayed(partition))
