@@ -6,13 +6,15 @@ read here: kafka.* up to 4.x, org.apache.kafka.* for the classes 4.x moved) or, 
 line, `Received fatal error`.
 
 - A coordinator line repeated with only its time changed (a held partition's marker retry, thousands
-  a second) is parsed once: results are cached by the text after the time (CACHE_SIZE entries).
+  a second) is parsed once: results are cached by the text after the time (at most CACHE_SIZE
+  entries and CACHE_BYTES of text: lines reach 64 KiB, so entries alone would allow 64 MiB).
 - A line that does not start with `[` continues the previous entry (stack traces); only the one
   exception line of a fatal marker error is read from continuations.
 - A failed append writes a DEBUG line (raw error) and an INFO line (mapped error). With DEBUG on,
   the DEBUG line comes first: it is held until the INFO line of the same transactional id, and the
   pair counts once with the raw error. An INFO line alone counts with the mapped error. A DEBUG line
-  whose INFO line never comes is counted when more than MAX_UNPAIRED are waiting, oldest first.
+  whose INFO line never comes is counted when more than MAX_UNPAIRED are waiting, or their
+  transactional ids (chosen by clients, up to 32 KiB each) exceed MAX_UNPAIRED_BYTES, oldest first.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ BrokerLogEvent = (
 _NEEDLE = b"coordinator.transaction."
 _FATAL_NEEDLE = b"Received fatal error"
 MAX_UNPAIRED = 1024
+MAX_UNPAIRED_BYTES = 1 << 20
 CACHE_SIZE = 1024
+CACHE_BYTES = 1 << 20
 _NOT_CACHED = object()
 
 
@@ -49,8 +53,10 @@ class BrokerLogParser:
     def __init__(self) -> None:
         # transactional id -> its DEBUG line, waiting for the INFO line (insertion order = age).
         self._unpaired: dict[str, AppendFailureLine] = {}
+        self._unpaired_bytes = 0  # of their transactional ids
         # Line text after the time -> parse result (events are frozen, so they can be shared).
         self._cache: dict[bytes, object] = {}
+        self._cache_bytes = 0  # of its keys
         self.lines = 0
         self.malformed = 0
         self.unrecognized = 0
@@ -78,9 +84,12 @@ class BrokerLogParser:
         parsed = cache.get(body, _NOT_CACHED)
         if parsed is _NOT_CACHED:
             parsed = parse_entry(line.decode("utf-8", "replace").rstrip("\r"))
-            if len(cache) >= CACHE_SIZE:
+            if len(cache) >= CACHE_SIZE or self._cache_bytes + len(body) > CACHE_BYTES:
                 cache.clear()
-            cache[body] = parsed
+                self._cache_bytes = 0
+            if len(body) <= CACHE_BYTES:
+                cache[body] = parsed
+                self._cache_bytes += len(body)
         if parsed is None:
             return
         if type(parsed) is AppendFailureLine:
@@ -96,14 +105,22 @@ class BrokerLogParser:
         unpaired = self._unpaired
         tid = line.transactional_id
         if line.raw:
-            previous = unpaired.pop(tid, None)
+            previous = self._pop_unpaired(tid)
             if previous is not None:  # its INFO line never came: count it on its own
                 events.append(TransactionLogAppendFailed(previous.target_state, previous.error))
             unpaired[tid] = line
-            if len(unpaired) > MAX_UNPAIRED:
-                oldest = unpaired.pop(next(iter(unpaired)))
+            self._unpaired_bytes += len(tid)
+            while len(unpaired) > MAX_UNPAIRED or self._unpaired_bytes > MAX_UNPAIRED_BYTES:
+                oldest = self._pop_unpaired(next(iter(unpaired)))
+                assert oldest is not None
                 events.append(TransactionLogAppendFailed(oldest.target_state, oldest.error))
             return
-        debug = unpaired.pop(tid, None)
+        debug = self._pop_unpaired(tid)
         error = line.error if debug is None else debug.error
         events.append(TransactionLogAppendFailed(line.target_state, error))
+
+    def _pop_unpaired(self, tid: str) -> AppendFailureLine | None:
+        line = self._unpaired.pop(tid, None)
+        if line is not None:
+            self._unpaired_bytes -= len(tid)
+        return line

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.broker_log.parser import MAX_UNPAIRED, BrokerLogParser
+from exporter.broker_log.parser import CACHE_BYTES, MAX_UNPAIRED, MAX_UNPAIRED_BYTES, BrokerLogParser
 from exporter.codec.states import TransactionState as S
 from exporter.sources.events import MarkerWriteFailed, TransactionLogAppendFailed
 from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
@@ -65,3 +65,25 @@ def test_non_utf8_and_crlf_lines_do_not_break_parsing():
     parser, events = feed(b"\xff\xfe garbage coordinator.transaction. [", info_line(meta, tid="\u00e9t\u00e9").encode() + b"\r")
     assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
     assert parser.malformed == 0  # the first is a continuation (it does not start with "[")
+
+
+def test_the_cache_of_parsed_lines_is_bounded_in_bytes():
+    """Distinct long coordinator lines (a transaction over thousands of partitions prints them all,
+    up to the follower's 64 KiB line limit): the cache never holds more than CACHE_BYTES of text."""
+    parser = BrokerLogParser()
+    meta = META_41.format("PREPARE_COMMIT").replace("topicPartitions=[", "topicPartitions=[" + "orders-1, " * 6000)
+    for n in range(200):
+        events = parser.feed([info_line(meta, tid=f"t{n}").encode()])
+        assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
+        assert sum(map(len, parser._cache)) <= CACHE_BYTES
+    assert len(parser._cache) >= 2  # still caching
+
+
+def test_debug_lines_waiting_for_their_info_line_are_bounded_in_bytes():
+    """Transactional ids are the clients' (up to 32 KiB): the waiting DEBUG lines keep within
+    MAX_UNPAIRED_BYTES of them, the oldest counted on its own when more come."""
+    meta = META_3.format("Ongoing")
+    count = 2 * MAX_UNPAIRED_BYTES // 30000
+    _, events = feed(*(debug_line(meta, tid=f"{n:05d}" + "x" * 30000) for n in range(count)))
+    assert len(events) >= count - MAX_UNPAIRED_BYTES // 30000
+    assert all(e == TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS") for e in events)
