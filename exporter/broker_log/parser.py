@@ -9,7 +9,12 @@ line, `Received fatal error`.
   a second) is parsed once: results are cached by the text after the time (at most CACHE_SIZE
   entries and CACHE_BYTES of text: lines reach 64 KiB, so entries alone would allow 64 MiB).
 - A line that does not start with `[` continues the previous entry (stack traces); only the one
-  exception line of a fatal marker error is read from continuations.
+  exception line of a fatal marker error is read from continuations. A coordinator line that
+  neither starts with `[` nor looks like a stack trace line is in another layout: malformed.
+- What the log shows it cannot carry is recorded for the follower to warn about (pure: no logging
+  here): the first malformed line, the first unrecognized line of each logger, whether the first
+  LAYOUT_SAMPLE lines hold any in Kafka's default layout and which levels they hold, and failed
+  appends seen at INFO only (the raw error needs the DEBUG line).
 - A failed append writes a DEBUG line (raw error) and an INFO line (mapped error). With DEBUG on,
   the DEBUG line comes first: it is held until the INFO line of the same transactional id, and the
   pair counts once with the raw error. An INFO line alone counts with the mapped error. A DEBUG line
@@ -19,7 +24,8 @@ line, `Received fatal error`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Sequence
 
 from exporter.broker_log.lines import (
     MALFORMED,
@@ -46,6 +52,13 @@ MAX_UNPAIRED = 1024
 MAX_UNPAIRED_BYTES = 1 << 20
 CACHE_SIZE = 1024
 CACHE_BYTES = 1 << 20
+LAYOUT_SAMPLE = 200
+SAMPLE_CHARS = 300
+_MAX_SAMPLED_LOGGERS = 16
+# Stack-trace lines: `\tat ...`, `\t... 12 more`, `Caused by: ...`, `java.lang.SomeException: ...`.
+_TRACE_LINE = re.compile(rb"[ \t]|Caused by|Suppressed|[\w$.]+(Exception|Error|Throwable)\b")
+# `[%d] %p %m (%c)`: the time in brackets, the level, and the logger in parentheses at the end.
+_FRAMED = re.compile(rb"\[[^\]]+\] ([A-Z]+) .* \([\w$.]+\)\r?$")
 _NOT_CACHED = object()
 
 
@@ -60,17 +73,30 @@ class BrokerLogParser:
         self.lines = 0
         self.malformed = 0
         self.unrecognized = 0
+        # What the log cannot carry (see the module's docstring).
+        self.malformed_sample: str | None = None
+        self.unrecognized_samples: dict[str, str] = {}  # logger -> its first unrecognized line
+        self.layout_sampled = 0  # of the first LAYOUT_SAMPLE lines
+        self.layout_framed = 0  # of those, in Kafka's default layout
+        self.layout_first_line = ""
+        self.levels: set[str] = set()  # of the framed ones
+        self.append_failures_raw = 0  # DEBUG lines of failed appends
+        self.append_failures_info_only = 0  # INFO lines of failed appends without their DEBUG line
 
-    def feed(self, lines: Iterable[bytes]) -> list[BrokerLogEvent]:
+    def feed(self, lines: Sequence[bytes]) -> list[BrokerLogEvent]:
         """Parses complete lines (bytes, without their newline) in file order."""
         events: list[BrokerLogEvent] = []
+        if self.layout_sampled < LAYOUT_SAMPLE:
+            self._sample_layout(lines[: LAYOUT_SAMPLE - self.layout_sampled])
         count = 0
         needle, fatal = _NEEDLE, _FATAL_NEEDLE
         for line in lines:
             count += 1
             if needle in line:
-                if line[:1] == b"[":  # else a stack-trace frame of a coordinator class
+                if line[:1] == b"[":
                     self._entry(line, events)
+                elif not _TRACE_LINE.match(line):  # not a stack-trace frame of a coordinator class
+                    self._malformed(line)
             elif fatal in line and line[:1] != b"[":
                 event = parse_fatal_continuation(line.decode("utf-8", "replace"))
                 if event is not None:
@@ -95,9 +121,13 @@ class BrokerLogParser:
         if type(parsed) is AppendFailureLine:
             self._append_failure(parsed, events)
         elif parsed is MALFORMED:
-            self.malformed += 1
+            self._malformed(line)
         elif parsed is UNRECOGNIZED:
             self.unrecognized += 1
+            samples = self.unrecognized_samples
+            if len(samples) < _MAX_SAMPLED_LOGGERS:
+                logger = line[line.rfind(b" (") + 2 :].rstrip(b"\r)").decode("utf-8", "replace")
+                samples.setdefault(logger, _sample(line))
         else:
             events.append(parsed)  # type: ignore[arg-type]
 
@@ -105,6 +135,7 @@ class BrokerLogParser:
         unpaired = self._unpaired
         tid = line.transactional_id
         if line.raw:
+            self.append_failures_raw += 1
             previous = self._pop_unpaired(tid)
             if previous is not None:  # its INFO line never came: count it on its own
                 events.append(TransactionLogAppendFailed(previous.target_state, previous.error))
@@ -116,6 +147,8 @@ class BrokerLogParser:
                 events.append(TransactionLogAppendFailed(oldest.target_state, oldest.error))
             return
         debug = self._pop_unpaired(tid)
+        if debug is None:
+            self.append_failures_info_only += 1
         error = line.error if debug is None else debug.error
         events.append(TransactionLogAppendFailed(line.target_state, error))
 
@@ -124,3 +157,22 @@ class BrokerLogParser:
         if line is not None:
             self._unpaired_bytes -= len(tid)
         return line
+
+    def _malformed(self, line: bytes) -> None:
+        self.malformed += 1
+        if self.malformed_sample is None:
+            self.malformed_sample = _sample(line)
+
+    def _sample_layout(self, lines: Sequence[bytes]) -> None:
+        for line in lines:
+            framed = _FRAMED.match(line)
+            if framed is not None:
+                self.layout_framed += 1
+                self.levels.add(framed[1].decode())
+            elif not self.layout_sampled:
+                self.layout_first_line = _sample(line)
+            self.layout_sampled += 1
+
+
+def _sample(line: bytes) -> str:
+    return line[:SAMPLE_CHARS].decode("utf-8", "replace").rstrip("\r")

@@ -32,6 +32,8 @@ of the complete lines, plus a BrokerLogStats event when anything was read.
   and its INFO line in two files still pair.
 - A file is recognised by the first and the last 64 bytes read of it: log writers write whole lines
   (log4j: at least 8 KiB at once), and a line starts with its time to the millisecond.
+- What the log cannot carry (another layout, no INFO lines, unrecognized lines, failed appends
+  without their DEBUG line) is warned about once each (exporter.broker_log.gaps), and counted.
 - Long lines: a line longer than `max_line_bytes` keeps its first and last halves, the middle is
   dropped (a transaction over thousands of partitions prints them all; the parsed fields are at the
   head and the tail), and it is counted; memory stays within about twice the limit.
@@ -44,6 +46,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from exporter.broker_log.gaps import gaps
 from exporter.broker_log.parser import BrokerLogEvent, BrokerLogParser
 from exporter.sources.events import BrokerLogStats
 
@@ -90,6 +93,7 @@ class BrokerLogFollower:
         self._cut_tail: bytes | None = None  # the tail of an over-long incomplete line
         self._skip_fragment = False  # started mid-line at the end: drop up to the first newline
         self._stats = BrokerLogStats()
+        self._warned: set[str] = set()  # gaps of the log already warned about (exporter.broker_log.gaps)
         try:
             self._rotated = {identity: (stat.st_size, _head_of(path)) for identity, path, stat in self._siblings()}
             fd = self._open()
@@ -111,6 +115,9 @@ class BrokerLogFollower:
         stats.lines += parser.lines - before[0]
         stats.malformed += parser.malformed - before[1]
         stats.unrecognized += parser.unrecognized - before[2]
+        for key, message in gaps(parser, self._warned):
+            self._warned.add(key)
+            log.warning("broker log %s: %s", self.path, message)
         if stats.lines or stats.rotations or stats.truncated:
             events.append(stats)
             self._stats = BrokerLogStats()

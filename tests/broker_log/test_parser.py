@@ -64,7 +64,7 @@ def test_non_utf8_and_crlf_lines_do_not_break_parsing():
     meta = META_3.format("PrepareCommit")
     parser, events = feed(b"\xff\xfe garbage coordinator.transaction. [", info_line(meta, tid="\u00e9t\u00e9").encode() + b"\r")
     assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
-    assert parser.malformed == 0  # the first is a continuation (it does not start with "[")
+    assert parser.malformed == 1  # the first: neither Kafka's layout nor a stack-trace line
 
 
 def test_the_cache_of_parsed_lines_is_bounded_in_bytes():

@@ -3,6 +3,7 @@ rename and by copytruncate (alone and during a burst), long lines."""
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import shutil
@@ -332,3 +333,20 @@ def test_rotations_both_ways_under_any_poll_schedule_lose_and_repeat_nothing(log
     poll()
     assert got == [str(n) for n in range(written)]
     assert rotations == expected_rotations
+
+
+def test_unrecognized_lines_are_counted_each_and_warned_about_once(log, caplog):
+    """A coordinator line reworded by a future Kafka: counted as unrecognized, never silently 0, and
+    one warning with its logger and the line, however many come."""
+    reworded = line("x").replace("PendingCompleteTxn[", "PendingCompletion[")
+    follower = BrokerLogFollower(log)
+    with caplog.at_level(logging.WARNING, "exporter.sources.broker_log"):
+        for _ in range(5):
+            append(log, reworded * 20 + NOISE)
+            events = follower.poll()
+            assert stats(events).unrecognized == 20
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1
+    assert "kafka.coordinator.transaction.TransactionMarkerChannelManager line" in warnings[0]
+    assert 'txn_exporter_broker_log_skipped_lines_total{reason="unrecognized"}' in warnings[0]
+    assert warnings[0].endswith(reworded[:300].rstrip("\n"))
