@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from exporter.broker_log.parser import LAYOUT_SAMPLE, BrokerLogParser
 
-_SEE = "see deploy/README.md, 'The broker's log'"
+_SEE = "see deploy/README.md, 'The broker's log (--broker-log)'"
 _LOGGING_LEVELS = {"INFO", "DEBUG", "TRACE"}
 
 
