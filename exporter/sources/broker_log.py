@@ -279,7 +279,11 @@ class BrokerLogFollower:
     def _siblings(self) -> list[tuple[Identity, Path, os.stat_result]]:
         """Files beside the followed one whose names extend its name, i.e. its rotations."""
         name, found = self.path.name, []
-        with os.scandir(self.path.parent) as entries:
+        try:
+            entries = os.scandir(self.path.parent)
+        except FileNotFoundError:  # the broker has not created its log directory yet
+            return found
+        with entries:
             for entry in entries:
                 if len(entry.name) > len(name) and entry.name.startswith(name) and not entry.name.endswith(_COMPRESSED):
                     try:

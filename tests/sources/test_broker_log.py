@@ -93,6 +93,17 @@ def test_a_file_that_appears_later_is_read_from_its_start(log):
     assert stats(events).lines == 2
 
 
+def test_a_directory_that_appears_later_is_waited_for_quietly(tmp_path, caplog):
+    log = tmp_path / "logs" / "server.log"
+    with caplog.at_level(logging.WARNING, "exporter.sources.broker_log"):
+        follower = BrokerLogFollower(log)
+        assert follower.poll() == []
+    log.parent.mkdir()
+    append(log, lines("first"))
+    assert ids(follower.poll()) == ["first"]
+    assert caplog.records == []
+
+
 def test_an_incomplete_line_waits_for_its_end(log):
     follower = BrokerLogFollower(log, from_start=True)
     text = lines("a")
