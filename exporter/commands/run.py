@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = config.load(args)
     except config.ConfigError as e:
-        print(f"txn-exporter run: {e}", file=sys.stderr)
+        for problem in e.problems:
+            print(f"txn-exporter run: {problem}", file=sys.stderr)
         return 2
     logs.configure(settings.log_level, settings.log_format, settings.log_repeat_seconds)
     stop = threading.Event()
