@@ -85,7 +85,8 @@ class Exporter:
         self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
         self.registry = CollectorRegistry(auto_describe=True)
         collector = TransactionCollector(
-            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds
+            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds,
+            http_rejected_connections=lambda: self.server.rejected_connections,
         )
         self.registry.register(collector)
         self.pusher = (
