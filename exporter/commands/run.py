@@ -162,7 +162,7 @@ class Exporter:
                         if stop.wait(1.0):
                             break
                         continue
-                self.model.apply_batch([scanner.scan().event])
+                self.model.apply_batch(scanner.scan().events)
                 failing = False
             except Exception as e:  # a failed round is counted; the next one tries again
                 if not failing:
