@@ -15,8 +15,8 @@ thread each (64 by default); when all are taken, the one idle longest (connected
 handshake, but without a complete request yet: slowloris, a port scan, a stuck client) is closed to
 make room, and when none is idle the new connection is closed at once; both are counted
 (txn_exporter_http_rejected_connections_total). So a flood of idle or slow connections cannot use up
-threads or memory, and scrapes, which send their request as soon as they connect, go on being
-answered. A peer resetting or dropping its connection mid-request is logged at DEBUG, never printed
+threads or memory (a request head is read up to 64 KiB, then the connection is dropped), and
+scrapes, which send their request as soon as they connect, go on being answered. A peer resetting or dropping its connection mid-request is logged at DEBUG, never printed
 to stderr as socketserver does.
 """
 
@@ -47,6 +47,9 @@ from exporter import web_config
 log = logging.getLogger(__name__)
 
 _TEXT = "text/plain; charset=utf-8"
+# Request line and headers of one connection, in all: a scrape's are well under 1 KiB. (The stdlib
+# alone allows 100 headers of 64 KiB each, 6.4 MiB a connection.)
+_MAX_REQUEST_HEAD = 64 * 1024
 
 
 class ListenError(OSError):
@@ -298,9 +301,36 @@ class _Server(ThreadingHTTPServer):
         super().finish_request(request, client_address)
 
 
+class _RequestHeadTooLarge(OSError):
+    """More than _MAX_REQUEST_HEAD bytes read from one connection (an OSError: the peer's doing)."""
+
+
+class _BoundedReader:
+    """The connection's reader, with a budget of bytes in all; the handler reads only the head."""
+
+    def __init__(self, raw: object, budget: int) -> None:
+        self._raw = raw
+        self._left = budget
+
+    def readline(self, size: int = -1) -> bytes:
+        limit = self._left + 1 if size < 0 else min(size, self._left + 1)
+        line = self._raw.readline(limit)  # type: ignore[attr-defined]
+        self._left -= len(line)
+        if self._left < 0:
+            raise _RequestHeadTooLarge(f"request head over {_MAX_REQUEST_HEAD} bytes")
+        return line
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._raw, name)  # close, closed, ...
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 30  # seconds a silent client may hold a thread
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = _BoundedReader(self.rfile, _MAX_REQUEST_HEAD)  # type: ignore[assignment]
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()

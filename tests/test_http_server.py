@@ -275,3 +275,22 @@ def test_new_connections_are_refused_and_counted_while_every_slot_answers_a_requ
     finally:
         release.set()
         server.stop()
+
+
+def test_a_request_head_over_64_kib_is_dropped_without_a_traceback(
+        server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="exporter.http_server"), \
+            socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(b"GET /metrics HTTP/1.1\r\n")
+        try:
+            for n in range(100):  # 100 headers of 2 KiB: the stdlib's limits allow them
+                connection.sendall(f"X-{n}: {'a' * 2048}\r\n".encode())
+        except ConnectionError:
+            pass  # dropped before the end: the point
+        try:
+            assert connection.recv(1024) == b""  # closed, no answer
+        except ConnectionError:
+            pass  # closed with our bytes unread: a reset
+    _wait_for(lambda: any("request head over 65536 bytes" in r.getMessage() for r in caplog.records), "the DEBUG line")
+    assert _request(server, "/metrics")[0] == 200
+    assert capfd.readouterr().err == ""
