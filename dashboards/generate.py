@@ -176,6 +176,7 @@ LOG_SKIPPED = "txn_exporter_broker_log_skipped_lines_total"
 LOG_TRUNCATED = "txn_exporter_broker_log_truncated_lines_total"
 LOG_ROTATIONS = "txn_exporter_broker_log_rotations_total"
 HANGING_SCAN_ERRORS = "txn_exporter_hanging_scan_errors_total"
+HTTP_REJECTED = "txn_exporter_http_rejected_connections_total"
 # Counters whose series appear with their first event (labelled by error/reason, or --broker-log).
 FAULT_COUNTERS = frozenset({APPEND_ERRORS, MARKER_RETRIES, MARKER_FAILURES, COMPLETE_RETRIES, DECODE_ERRORS})
 
@@ -278,7 +279,10 @@ EXPORTER_ROW = Row("Exporter health", (
     rate("Decode errors by reason", DECODE_ERRORS, "Records skipped.", by="reason", width=6),
     rate("Hanging-transaction scan failures", HANGING_SCAN_ERRORS,
          "Failed DescribeProducers/ListTransactions/DescribeTransactions rounds, per exporter.", by="instance",
-         width=6),
+         width=12),
+    rate("HTTP connections shed", HTTP_REJECTED,
+         "Connections closed to stay within the HTTP server's limit, per exporter: a flood of idle or slow"
+         " clients (or too many scrapers) on the metrics port.", by="instance", width=12),
     rate("Broker log lines read", LOG_LINES, "Lines of the broker's server.log read (--broker-log).",
          by="instance", width=8, expected_empty=BROKER_LOG_ONLY),
     rate("Broker log lines skipped by reason", LOG_SKIPPED, "Lines not understood (--broker-log).",

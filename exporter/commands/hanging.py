@@ -62,7 +62,7 @@ def _row(finding: Finding) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from exporter.sources.hanging import HangingScanner
+    from exporter.sources.hanging import HangingScanner, ScanAccessError
 
     settings = {}
     for pair in args.kafka_config:
@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
             result = scanner.scan_all()
         finally:
             scanner.close()
+    except ScanAccessError as e:  # names the ACL to grant
+        print(f"txn-exporter hanging: {e}", file=sys.stderr)
+        return 2
     except Exception as e:  # kafka-python's errors: not reachable, unauthorized...
         print(f"txn-exporter hanging: {type(e).__name__}: {e}", file=sys.stderr)
         return 2

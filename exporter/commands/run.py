@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = config.load(args)
     except config.ConfigError as e:
-        print(f"txn-exporter run: {e}", file=sys.stderr)
+        for problem in e.problems:
+            print(f"txn-exporter run: {problem}", file=sys.stderr)
         return 2
     logs.configure(settings.log_level, settings.log_format, settings.log_repeat_seconds)
     stop = threading.Event()
@@ -84,7 +85,8 @@ class Exporter:
         self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
         self.registry = CollectorRegistry(auto_describe=True)
         collector = TransactionCollector(
-            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds
+            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds,
+            http_rejected_connections=lambda: self.server.rejected_connections,
         )
         self.registry.register(collector)
         self.pusher = (
@@ -160,7 +162,7 @@ class Exporter:
                         if stop.wait(1.0):
                             break
                         continue
-                self.model.apply_batch([scanner.scan().event])
+                self.model.apply_batch(scanner.scan().events)
                 failing = False
             except Exception as e:  # a failed round is counted; the next one tries again
                 if not failing:

@@ -53,8 +53,10 @@ class TransactionCollector(Collector):
         recorders: LatencyRecorders,
         clock: Callable[[], float] = time.time,
         late_padding_seconds: float = c.DEFAULT_LATE_PADDING_SECONDS,
+        http_rejected_connections: Callable[[], int] = lambda: 0,
     ) -> None:
         self._model = model
+        self._http_rejected_connections = http_rejected_connections  # the HTTP server's, not the model's
         self._late_padding_ms = int(late_padding_seconds * 1000)
         self._recorders = recorders
         self._clock = clock
@@ -71,6 +73,7 @@ class TransactionCollector(Collector):
         with self._model.lock:
             families = self._collect_locked(now_ms)
         yield from families
+        yield _single(c.HTTP_REJECTED_CONNECTIONS, self._http_rejected_connections())
         yield self._build_info()
 
     def _collect_locked(self, now_ms: int) -> list[Metric]:
