@@ -7,6 +7,8 @@ line, `Received fatal error`.
 
 - A coordinator line repeated with only its time changed (a held partition's marker retry, thousands
   a second) is parsed once: results are cached by the text after the time (CACHE_SIZE entries).
+  Marker errors are then stamped with the time they were read (`feed`'s `now_ms`: the line's own
+  time has no zone), which the transactions view shows as "last seen".
 - A line that does not start with `[` continues the previous entry (stack traces); only the one
   exception line of a fatal marker error is read from continuations.
 - A failed append writes a DEBUG line (raw error) and an INFO line (mapped error). With DEBUG on,
@@ -54,9 +56,11 @@ class BrokerLogParser:
         self.lines = 0
         self.malformed = 0
         self.unrecognized = 0
+        self._now_ms = 0
 
-    def feed(self, lines: Iterable[bytes]) -> list[BrokerLogEvent]:
-        """Parses complete lines (bytes, without their newline) in file order."""
+    def feed(self, lines: Iterable[bytes], now_ms: int = 0) -> list[BrokerLogEvent]:
+        """Parses complete lines (bytes, without their newline) in file order, read at `now_ms`."""
+        self._now_ms = now_ms
         events: list[BrokerLogEvent] = []
         count = 0
         needle, fatal = _NEEDLE, _FATAL_NEEDLE
@@ -68,7 +72,7 @@ class BrokerLogParser:
             elif fatal in line and line[:1] != b"[":
                 event = parse_fatal_continuation(line.decode("utf-8", "replace"))
                 if event is not None:
-                    events.append(event)
+                    events.append(_stamped(event, now_ms))
         self.lines += count
         return events
 
@@ -89,6 +93,8 @@ class BrokerLogParser:
             self.malformed += 1
         elif parsed is UNRECOGNIZED:
             self.unrecognized += 1
+        elif type(parsed) in _MARKER_ERRORS:
+            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]
         else:
             events.append(parsed)  # type: ignore[arg-type]
 
@@ -107,3 +113,11 @@ class BrokerLogParser:
         debug = unpaired.pop(tid, None)
         error = line.error if debug is None else debug.error
         events.append(TransactionLogAppendFailed(line.target_state, error))
+
+
+_MARKER_ERRORS = (MarkerWriteRetried, MarkerWriteFailed)
+
+
+def _stamped(event: MarkerWriteRetried | MarkerWriteFailed, now_ms: int) -> MarkerWriteRetried | MarkerWriteFailed:
+    # A new event per line: the cached one is shared by every repeat of the line.
+    return type(event)(event.error, event.transactional_id, event.partition, now_ms)
