@@ -1,4 +1,4 @@
-"""The exporter's HTTP endpoints: /metrics, /healthz, /readyz.
+"""The exporter's HTTP endpoints: /metrics, /healthz, /readyz, and the pages it is given (`routes`).
 
 A stdlib threaded server rather than prometheus_client.start_http_server because the probes need
 their own routes and the bind error must reach the caller instead of dying in a thread.
@@ -24,7 +24,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -37,6 +37,10 @@ from exporter import web_config
 log = logging.getLogger(__name__)
 
 _TEXT = "text/plain; charset=utf-8"
+
+
+# A page: (query string, Accept header) -> (status, headers, body).
+Route = Callable[[str, str], tuple[int, dict[str, str], bytes]]
 
 
 class ListenError(OSError):
@@ -53,6 +57,7 @@ class MetricsServer:
         ready: Callable[[], bool],
         readiness_detail: Callable[[], str] | None = None,
         web_config_file: str | None = None,
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         """WebConfigError if `web_config_file` does not load."""
         self._host = host
@@ -61,6 +66,7 @@ class MetricsServer:
         self.healthy = healthy
         self.ready = ready
         self.readiness_detail = readiness_detail
+        self.routes = dict(routes or {})
         self.web = _WebConfigSource(web_config_file) if web_config_file else None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -229,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, send_body: bool) -> None:
         app = self.server.app
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         headers: dict[str, str] = {"Content-Type": _TEXT}
         if app.web is not None and not app.web.authorized(self.headers.get("Authorization")):
             status, body = HTTPStatus.UNAUTHORIZED, b"Unauthorized\n"
@@ -250,6 +256,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 detail = _detail(app.readiness_detail)
                 status, body = HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: {detail}\n".encode()
+        elif path in app.routes:
+            try:
+                status, headers, body = app.routes[path](query, self.headers.get("Accept", ""))
+            except Exception:
+                log.exception("%s failed", path)
+                status, body = HTTPStatus.INTERNAL_SERVER_ERROR, f"{path} failed\n".encode()
         else:
             status, body = HTTPStatus.NOT_FOUND, b"not found; try /metrics, /healthz or /readyz\n"
         self.send_response(status)

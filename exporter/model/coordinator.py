@@ -199,7 +199,8 @@ class CoordinatorModel:
                 states.pop(tid, None)
             else:
                 producer_id = value.producer_id
-                packed = states[tid] = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+                packed = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+                states[tid] = packed
             counts[old] -= 1
             counts[new] += 1
 
