@@ -106,13 +106,15 @@ def _shown(text: str) -> str:
 def select(entries: Sequence[tuple], query: Query, now_ms: int) -> tuple[list[tuple], int]:
     """(the oldest `query.limit` matching InFlight tuples, oldest first; how many match)."""
     states = query.states
-    if states is None and not query.min_age_ms:
-        matching = entries
-    else:
-        cutoff = now_ms - query.min_age_ms
-        matching = [e for e in entries if e[0] <= cutoff and (states is None or e[3] & STATE_MASK in states)]
+    matching = entries if states is None else [e for e in entries if e[3] & STATE_MASK in states]
     # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
-    return heapq.nsmallest(query.limit, matching), len(matching)
+    oldest = heapq.nsmallest(query.limit, matching)
+    if not query.min_age_ms:
+        return oldest, len(matching)
+    # Old enough is a prefix of that order, so the oldest `limit` of them are among the oldest of all.
+    # A tuple is old enough when it sorts before (cutoff + 1,): compared in C, no Python per entry.
+    old_enough = (now_ms - query.min_age_ms + 1,).__gt__
+    return [e for e in oldest if old_enough(e)], sum(map(old_enough, matching))
 
 
 def document(
