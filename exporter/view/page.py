@@ -26,7 +26,8 @@ input,select,button{font:inherit;padding:.2em .3em}input{width:7em}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;vertical-align:top;padding:.3em .5em;border-bottom:1px solid #ddd}
 th{background:#f3f3f3;font-weight:600}
-td.id,code{font-family:ui-monospace,monospace;word-break:break-all}
+td.id,code{font-family:ui-monospace,monospace;word-break:break-all}td.n{white-space:nowrap}
+@media (min-width:48em){span.n{white-space:nowrap}}
 .late,.error{color:#b00020;font-weight:600}.none{color:#777}
 @media (max-width:48em){
  table,thead,tbody,tr,td{display:block}thead{display:none}
@@ -55,8 +56,11 @@ def age(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def utc(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
+def utc(ms: int, now_ms: int | None = None) -> str:
+    """Date and time (UTC) to the millisecond; the time alone when it is the day of `now_ms`."""
+    day = time.gmtime(ms / 1000)[:3]
+    layout = "%H:%M:%S" if now_ms is not None and time.gmtime(now_ms / 1000)[:3] == day else "%Y-%m-%d %H:%M:%S"
+    return time.strftime(layout, time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
 def render(doc: dict, query: Query) -> str:
@@ -106,7 +110,7 @@ def _single_state(query: Query) -> str:
 
 
 _COLUMNS = ("Transactional id", "State", "Producer id / epoch", "Age", "Entered state (UTC)", "Timeout",
-            "Late", "Coordinator partition", "Data partitions", "Marker errors")  # fmt: skip
+            "Late", "__transaction_state partition", "Data partitions", "Marker errors")  # fmt: skip
 
 
 def _transactions(rows: list[dict], now_ms: int) -> str:
@@ -116,20 +120,21 @@ def _transactions(rows: list[dict], now_ms: int) -> str:
     body = []
     for r in rows:
         errors = "<br>".join(
-            f'<span class="error">{text(e["partition"])}: {text(e["error"])}</span> x{e["count"]},'
-            f' {age(max(0, now_ms - e["last_seen_ms"]) / 1000)} ago'
+            f'<span class="n">{text(e["partition"])}: <span class="error">{text(e["error"])}</span></span>'
+            f' x{e["count"]}, last {age(max(0, now_ms - e["last_seen_ms"]) / 1000)} ago'
             for e in r["marker_errors"]
         ) or '<span class="none">-</span>'
-        partitions = ", ".join(text(p) for p in r["partitions"]) or '<span class="none">-</span>'
+        partitions = ", ".join(f'<span class="n">{text(p)}</span>' for p in r["partitions"]) \
+            or '<span class="none">-</span>'
         cells = (
             (f'<td class="id">{text(r["transactional_id"])}</td>'),
             f'<td>{r["state"]}</td>',
             f'<td>{r["producer_id"]} / {r["producer_epoch"]}</td>',
-            f'<td>{age(r["age_seconds"])}</td>',
-            f'<td>{utc(r["state_entered_ms"])}</td>',
-            f'<td>{r["transaction_timeout_ms"] / 1000:g} s</td>',
+            f'<td class="n">{age(r["age_seconds"])}</td>',
+            f'<td class="n">{utc(r["state_entered_ms"], now_ms)}</td>',
+            f'<td class="n">{r["transaction_timeout_ms"] / 1000:g} s</td>',
             '<td class="late">late</td>' if r["late"] else "<td>no</td>",
-            f'<td>__transaction_state-{r["coordinator_partition"]}</td>',
+            f'<td>{r["coordinator_partition"]}</td>',
             f"<td>{partitions}</td>",
             f"<td>{errors}</td>",
         )
@@ -161,7 +166,7 @@ def _hanging(doc: dict) -> str:
             f'<td>{r["producer_id"]} / {r["epoch"]}</td>',
             f'<td>{r["start_offset"]}</td>',
             f'<td class="id">{text(r["transactional_id"] or "-")}</td>',
-            f'<td>{age(r["age_seconds"])}</td>',
+            f'<td class="n">{age(r["age_seconds"])}</td>',
             f'<td>{text(r["reason"])}</td>',
             f'<td><code>{text(r["abort_command"])}</code></td>',
         )
