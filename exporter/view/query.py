@@ -25,7 +25,8 @@ MAX_LIMIT = 1000
 STATES = {s.name: int(s) for s in (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT,
                                    TransactionState.PREPARE_ABORT)}  # fmt: skip
 HANGING_STATE = "HANGING"
-_AGE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)?")
+# A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit.
+_AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?")
 _UNIT_MS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "h": 3_600_000}
 PARAMETERS = ("state", "min_age", "limit", "format")
 
@@ -83,7 +84,8 @@ def parse_query(query_string: str) -> Query:
                 else:
                     raise QueryError(f"state: {_shown(name)} is none of {', '.join([*STATES, HANGING_STATE])}")
         elif key == "min_age":
-            match = _AGE.fullmatch(value.strip())
+            # An unescaped "+" of an exponent arrives as a space.
+            match = _AGE.fullmatch(value.strip().replace(" ", "+"))
             if match is None:
                 raise QueryError(f"min_age: {_shown(value)} is not an age (seconds, or 500ms, 90s, 5m, 2h)")
             min_age_ms = round(float(match[1]) * _UNIT_MS[match[2]])

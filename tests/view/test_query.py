@@ -46,6 +46,7 @@ def doc(model: CoordinatorModel, query: str = "") -> dict:
      Query(frozenset({S.PREPARE_COMMIT, S.PREPARE_ABORT}), hanging=True)),
     ("min_age=90", Query(min_age_ms=90_000)), ("min_age=1.5m", Query(min_age_ms=90_000)),
     ("min_age=250ms", Query(min_age_ms=250)), ("min_age=2h", Query(min_age_ms=7_200_000)),
+    ("min_age=1.2e%2B02", Query(min_age_ms=120_000)), ("min_age=1.2e+02", Query(min_age_ms=120_000)),
     ("limit=1000&format=html", Query(limit=1000, format="html")),
     ("state=&min_age=&limit=", Query()),  # the page's form with its fields left empty
 ])  # fmt: skip
