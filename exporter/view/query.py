@@ -18,6 +18,7 @@ from exporter.codec import DecodeError, TransactionState, decode_value
 from exporter.model import CoordinatorModel
 from exporter.model.hanging import HANGING, abort_command, finding_row
 from exporter.model.partition import STATE_MASK
+from exporter.sources.events import HangingScanCompleted
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -182,7 +183,9 @@ def transaction_row(entry: tuple, now_ms: int, late_padding_ms: int) -> dict[str
     return row
 
 
-def hanging_rows(scan, query: Query, now_ms: int, bootstrap_servers: str) -> tuple[list[dict[str, object]], int]:
+def hanging_rows(
+    scan: HangingScanCompleted | None, query: Query, now_ms: int, bootstrap_servers: str
+) -> tuple[list[dict[str, object]], int]:
     """The last scan's hanging transactions that match, oldest first, with Kafka's abort command;
     (rows up to the limit, how many match)."""
     if scan is None or not query.hanging:
