@@ -13,7 +13,7 @@ import sys
 import time
 
 from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
-from exporter.model.hanging import HANGING, Finding, abort_command
+from exporter.model.hanging import HANGING, abort_command, finding_row
 
 COLUMNS = ("topic", "partition", "producer_id", "epoch", "start_offset", "transactional_id", "coordinator",
            "age_seconds", "verdict")  # fmt: skip
@@ -43,24 +43,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _row(finding: Finding) -> dict[str, object]:
-    t = finding.transaction
-    return {
-        "topic": t.topic,
-        "partition": t.partition,
-        "producer_id": t.producer_id,
-        "epoch": t.producer_epoch,
-        "start_offset": t.start_offset,
-        "transactional_id": finding.transactional_id,
-        "coordinator": finding.coordinator_id,
-        "age_seconds": round(finding.age_ms / 1000, 3),
-        "verdict": finding.verdict,
-        "reason": finding.reason,
-        "last_timestamp_ms": t.last_timestamp_ms,
-        "coordinator_epoch": t.coordinator_epoch,
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     from exporter.sources.hanging import HangingScanner, ScanAccessError
 
@@ -86,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as e:  # kafka-python's errors: not reachable, unauthorized...
         print(f"txn-exporter hanging: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    rows = [_row(f) for f in result.findings]
+    rows = [finding_row(f) for f in result.findings]
     hanging = [f for f in result.findings if f.verdict == HANGING]
     if args.json:
         for row, finding in zip(rows, result.findings):

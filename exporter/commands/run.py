@@ -25,6 +25,7 @@ from exporter.model import CoordinatorModel
 from exporter.sources.broker_log import BrokerLogFollower
 from exporter.sources.events import CoordinatorChanged, HangingScanCompleted
 from exporter.sources.kafka_topic import OwnershipError, TransactionLogTail
+from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
 BROKER_LOG_POLL_SECONDS = 0.1
@@ -105,9 +106,12 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
+        transactions = endpoint.TransactionsEndpoint(
+            self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
+        )
         self.server = MetricsServer(
             host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness,
-            web_config_file=settings.web_config_file,
+            web_config_file=settings.web_config_file, routes={endpoint.PATH: transactions},
         )
 
     def start(self) -> None:
