@@ -3,11 +3,20 @@
 - Prometheus histogram buckets, cumulative since start (Prometheus histograms are counters);
 - exact quantiles (HdrHistogram precision, exporter.metrics.hdr_layout) over a sliding window.
 
-Recording is one dict increment in the current time slice plus a running sum. The window is a ring
+Recording is one dict increment in the current time slice (and one comparison for the exemplar,
+below). The window is a ring
 of `slices` time slices of `window_ms / slices` each, rotated by the observation's (or scrape's)
 wall clock, so quantiles cover the last `window_ms` minus at most one slice, like a Prometheus
 summary's max_age/age_buckets. A slice leaving the window is folded into per-bucket all-time
 counts, so memory is bounded by the number of distinct keys, not by observations.
+
+Each Prometheus bucket also reports its slowest recent observation, with the transactional id and
+producer id it was about (rendered as an OpenMetrics exemplar). "Recent" is the quantiles' window:
+every slice keeps, per bucket, its slowest observation (the first of equals, so a bucket of equal
+values allocates nothing per observation), and a bucket reports the slowest of the slices in the
+window (the newest of equals), or nothing when none of them saw one. A spike thus stays the
+bucket's exemplar for a whole window unless a slower one comes, and a bucket's exemplar only ever
+moves to a later observation (Prometheus drops an exemplar older than the last one it stored).
 
 Not thread-safe: the model's writer and the collector share the model's lock.
 """
@@ -17,8 +26,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from exporter.metrics.hdr_layout import EXACT_BELOW_MS, HIGHEST_TRACKABLE_MS, HdrLayout
+
+
+class Observation(NamedTuple):
+    value_ms: int
+    observed_at_ms: int
+    transactional_id: str
+    producer_id: int
+
+
+# What a bucket without an observation holds: beaten by any (values are clamped to >= 0), never reported.
+_NONE = Observation(-1, 0, "", -1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +50,16 @@ class LatencySnapshot:
     # Quantiles over the window, in seconds, in the order asked for; NaN when the window is empty.
     quantiles: tuple[float, ...]
     window_count: int
+    # Per bucket (not cumulative; last = +Inf): its slowest observation of the window, or None.
+    exemplars: tuple[Observation | None, ...] = ()
 
 
 class LatencyRecorder:
     __slots__ = (
         "_layout",
+        "_exact_buckets",
+        "_slowest",
+        "_closed_slowest",
         "_slice_ms",
         "_slices",
         "_slice_id",
@@ -50,6 +76,10 @@ class LatencyRecorder:
         if slices < 1 or window_ms < slices:
             raise ValueError(f"window of {window_ms} ms in {slices} slices")
         self._layout = layout
+        self._exact_buckets = layout.exact_bucket_indexes
+        # Per bucket, the current slice's slowest observation; the closed slices' in the window.
+        self._slowest = [_NONE] * (len(layout.bounds_ms) + 1)
+        self._closed_slowest: deque[Sequence[Observation]] = deque()
         self._slice_ms = window_ms // slices
         self._slices = slices
         self._slice_id = now_ms // self._slice_ms
@@ -64,21 +94,30 @@ class LatencyRecorder:
         self._retired_sum_ms = 0
         self._coarse_excess_ms = 0
 
-    def record(self, value_ms: int, now_ms: int) -> None:
+    def record(self, value_ms: int, now_ms: int, transactional_id: str, producer_id: int) -> None:
         if now_ms >= self._slice_end_ms:
             self._advance(now_ms)
         if 0 <= value_ms < EXACT_BELOW_MS:
             current = self._current
             current[value_ms] = current.get(value_ms, 0) + 1
+            slowest = self._slowest
+            bucket = self._exact_buckets[value_ms]
+            if value_ms > slowest[bucket][0]:
+                slowest[bucket] = Observation(value_ms, now_ms, transactional_id, producer_id)
         else:
-            self._record_coarse(value_ms)
+            self._record_coarse(value_ms, now_ms, transactional_id, producer_id)
 
-    def _record_coarse(self, value_ms: int) -> None:
+    def _record_coarse(self, value_ms: int, now_ms: int, transactional_id: str, producer_id: int) -> None:
         # Negative (the exporter's clock is behind the broker's) or beyond the exact range.
-        value_ms = min(max(value_ms, 0), HIGHEST_TRACKABLE_MS)
-        key = self._layout.key(value_ms)
+        value_ms = max(value_ms, 0)
+        recorded_ms = min(value_ms, HIGHEST_TRACKABLE_MS)
+        key = self._layout.key(recorded_ms)
         self._current[key] = self._current.get(key, 0) + 1
-        self._coarse_excess_ms += value_ms - key
+        self._coarse_excess_ms += recorded_ms - key
+        # The exemplar keeps the value as observed, beyond the trackable range too (the +Inf bucket).
+        bucket = self._layout.bucket_index(key)
+        if value_ms > self._slowest[bucket][0]:
+            self._slowest[bucket] = Observation(value_ms, now_ms, transactional_id, producer_id)
 
     def snapshot(self, now_ms: int, quantiles: Sequence[float]) -> LatencySnapshot:
         if now_ms >= self._slice_end_ms:
@@ -106,7 +145,16 @@ class LatencyRecorder:
             sum_ms / 1000,
             tuple(self._quantile(keys, window, window_count, q) for q in quantiles),
             window_count,
+            self._exemplars(),
         )
+
+    def _exemplars(self) -> tuple[Observation | None, ...]:
+        slowest = list(self._slowest)
+        for closed in reversed(self._closed_slowest):  # newest first: equals keep the newest
+            for bucket, kept in enumerate(closed):
+                if kept[0] > slowest[bucket][0]:
+                    slowest[bucket] = kept
+        return tuple(None if kept is _NONE else kept for kept in slowest)
 
     def _quantile(self, keys: list[int], window: dict[int, int], total: int, q: float) -> float:
         # HdrHistogram's getValueAtPercentile: the highest equivalent value of the first key whose
@@ -125,22 +173,25 @@ class LatencyRecorder:
         slice_id = now_ms // self._slice_ms
         if slice_id <= self._slice_id:
             return  # the clock went back: keep filling the current slice
-        self._close(self._current)
+        self._close(self._current, self._slowest)
         self._current = {}
+        self._slowest = [_NONE] * len(self._slowest)
         # Slices passed without observations still age the window.
         for _ in range(min(slice_id - self._slice_id, self._slices) - 1):
-            self._close({})
+            self._close({}, ())
         self._slice_id = slice_id
         self._slice_end_ms = (slice_id + 1) * self._slice_ms
 
-    def _close(self, finished: dict[int, int]) -> None:
+    def _close(self, finished: dict[int, int], slowest: Sequence[Observation]) -> None:
         total = self._closed_total
         for key, count in finished.items():
             total[key] = total.get(key, 0) + count
         self._closed.append(finished)
+        self._closed_slowest.append(slowest)  # () for a slice without observations
         # The window is the current slice plus `slices - 1` closed ones.
         if len(self._closed) >= self._slices:
             leaving = self._closed.popleft()
+            self._closed_slowest.popleft()
             retired = self._retired_buckets
             bucket_index = self._layout.bucket_index
             for key, count in leaving.items():
