@@ -130,8 +130,9 @@ def rate(title: str, name: str, what: str, *, by: str = "", sel: str = SEL, kind
 
 # On a panel of the exporter's histograms: what the exemplar dots are (exporter.metrics.latency).
 EXEMPLARS_NOTE = (
-    " Dots: exemplars, each bucket's slowest observation of the exporter's window (5 minutes by default),"
-    " labelled with its transactional_id and producer_id (needs Prometheus' exemplar storage)."
+    " Dots: exemplars, each bucket's slowest observation of the exporter's latency window"
+    " (--latency-window-seconds, 5 minutes by default), labelled with its transactional_id and producer_id"
+    " (needs Prometheus' exemplar storage)."
 )
 
 
