@@ -30,7 +30,7 @@ HIGHEST_TRACKABLE_MS = 3_600_000
 class HdrLayout:
     """Maps a duration in ms to its key, and a key back to its Prometheus bucket and range."""
 
-    __slots__ = ("bounds_ms", "exact_bucket_indexes", "_split_at")
+    __slots__ = ("bounds_ms", "_split_at")
 
     def __init__(self, bucket_bounds_seconds: Sequence[float]) -> None:
         # `le` is inclusive and values are whole ms, so v <= 2.5 ms means v <= 2 ms.
@@ -43,8 +43,6 @@ class HdrLayout:
             low, high = _hdr_range(bound)
             if bound < high:
                 self._split_at[low] = bound + 1
-        # bucket_index of every exactly recorded value, looked up on the hot path instead of bisected.
-        self.exact_bucket_indexes: tuple[int, ...] = tuple(self.bucket_index(v) for v in range(EXACT_BELOW_MS))
 
     def key(self, value_ms: int) -> int:
         """Key of a value: the lowest value it is indistinguishable from. Clamps to [0, highest]."""

@@ -3,20 +3,20 @@
 - Prometheus histogram buckets, cumulative since start (Prometheus histograms are counters);
 - exact quantiles (HdrHistogram precision, exporter.metrics.hdr_layout) over a sliding window.
 
-Recording is one dict increment in the current time slice (and one comparison for the exemplar,
-below). The window is a ring
+Recording is one dict increment in the current time slice plus a running sum. The window is a ring
 of `slices` time slices of `window_ms / slices` each, rotated by the observation's (or scrape's)
 wall clock, so quantiles cover the last `window_ms` minus at most one slice, like a Prometheus
 summary's max_age/age_buckets. A slice leaving the window is folded into per-bucket all-time
 counts, so memory is bounded by the number of distinct keys, not by observations.
 
 Each Prometheus bucket also reports its slowest recent observation, with the transactional id and
-producer id it was about (rendered as an OpenMetrics exemplar). "Recent" is the quantiles' window:
-every slice keeps, per bucket, its slowest observation (the first of equals, so a bucket of equal
-values allocates nothing per observation), and a bucket reports the slowest of the slices in the
-window (the newest of equals), or nothing when none of them saw one. A spike thus stays the
-bucket's exemplar for a whole window unless a slower one comes, and a bucket's exemplar only ever
-moves to a later observation (Prometheus drops an exemplar older than the last one it stored).
+producer id it was about (rendered as an OpenMetrics exemplar). A slice keeps the first observation
+of each key beside its count (an allocation per new key per slice, none per observation); at scrape
+time a bucket reports, of its largest key in the window, the first observation of the newest slice
+that has it, or nothing when the window has none. So "recent" is the quantiles' window, and
+"slowest" is exact below 2,048 ms and within a key's 0.1% above. A spike stays its bucket's exemplar
+for a whole window unless a slower one comes, and a bucket's exemplar only ever moves to a later
+observation (Prometheus drops an exemplar older than the last one it stored for the series).
 
 Not thread-safe: the model's writer and the collector share the model's lock.
 """
@@ -38,10 +38,6 @@ class Observation(NamedTuple):
     producer_id: int
 
 
-# What a bucket without an observation holds: beaten by any (values are clamped to >= 0), never reported.
-_NONE = Observation(-1, 0, "", -1)
-
-
 @dataclass(frozen=True, slots=True)
 class LatencySnapshot:
     # Cumulative count per bucket bound, then the +Inf bucket (= count of all observations).
@@ -57,9 +53,8 @@ class LatencySnapshot:
 class LatencyRecorder:
     __slots__ = (
         "_layout",
-        "_exact_buckets",
-        "_slowest",
-        "_closed_slowest",
+        "_firsts",
+        "_closed_firsts",
         "_slice_ms",
         "_slices",
         "_slice_id",
@@ -76,10 +71,9 @@ class LatencyRecorder:
         if slices < 1 or window_ms < slices:
             raise ValueError(f"window of {window_ms} ms in {slices} slices")
         self._layout = layout
-        self._exact_buckets = layout.exact_bucket_indexes
-        # Per bucket, the current slice's slowest observation; the closed slices' in the window.
-        self._slowest = [_NONE] * (len(layout.bounds_ms) + 1)
-        self._closed_slowest: deque[Sequence[Observation]] = deque()
+        # The first observation of each key of the current slice; of the closed slices in the window.
+        self._firsts: dict[int, Observation] = {}
+        self._closed_firsts: deque[dict[int, Observation]] = deque()
         self._slice_ms = window_ms // slices
         self._slices = slices
         self._slice_id = now_ms // self._slice_ms
@@ -99,11 +93,12 @@ class LatencyRecorder:
             self._advance(now_ms)
         if 0 <= value_ms < EXACT_BELOW_MS:
             current = self._current
-            current[value_ms] = current.get(value_ms, 0) + 1
-            slowest = self._slowest
-            bucket = self._exact_buckets[value_ms]
-            if value_ms > slowest[bucket][0]:
-                slowest[bucket] = Observation(value_ms, now_ms, transactional_id, producer_id)
+            count = current.get(value_ms)
+            if count is None:
+                current[value_ms] = 1
+                self._firsts[value_ms] = Observation(value_ms, now_ms, transactional_id, producer_id)
+            else:
+                current[value_ms] = count + 1
         else:
             self._record_coarse(value_ms, now_ms, transactional_id, producer_id)
 
@@ -112,12 +107,14 @@ class LatencyRecorder:
         value_ms = max(value_ms, 0)
         recorded_ms = min(value_ms, HIGHEST_TRACKABLE_MS)
         key = self._layout.key(recorded_ms)
-        self._current[key] = self._current.get(key, 0) + 1
+        count = self._current.get(key)
+        if count is None:
+            self._current[key] = 1
+            # The exemplar keeps the value as observed, beyond the trackable range too (+Inf bucket).
+            self._firsts[key] = Observation(value_ms, now_ms, transactional_id, producer_id)
+        else:
+            self._current[key] = count + 1
         self._coarse_excess_ms += recorded_ms - key
-        # The exemplar keeps the value as observed, beyond the trackable range too (the +Inf bucket).
-        bucket = self._layout.bucket_index(key)
-        if value_ms > self._slowest[bucket][0]:
-            self._slowest[bucket] = Observation(value_ms, now_ms, transactional_id, producer_id)
 
     def snapshot(self, now_ms: int, quantiles: Sequence[float]) -> LatencySnapshot:
         if now_ms >= self._slice_end_ms:
@@ -129,8 +126,11 @@ class LatencyRecorder:
 
         layout = self._layout
         buckets = list(self._retired_buckets)
+        largest: dict[int, int] = {}  # bucket index -> its largest key in the window
         for key in keys:
-            buckets[layout.bucket_index(key)] += window[key]
+            bucket = layout.bucket_index(key)
+            buckets[bucket] += window[key]
+            largest[bucket] = key
         running = 0
         for i, count in enumerate(buckets):
             running += count
@@ -145,16 +145,19 @@ class LatencyRecorder:
             sum_ms / 1000,
             tuple(self._quantile(keys, window, window_count, q) for q in quantiles),
             window_count,
-            self._exemplars(),
+            tuple(self._first_of(largest[b]) if b in largest else None for b in range(len(buckets))),
         )
 
-    def _exemplars(self) -> tuple[Observation | None, ...]:
-        slowest = list(self._slowest)
-        for closed in reversed(self._closed_slowest):  # newest first: equals keep the newest
-            for bucket, kept in enumerate(closed):
-                if kept[0] > slowest[bucket][0]:
-                    slowest[bucket] = kept
-        return tuple(None if kept is _NONE else kept for kept in slowest)
+    def _first_of(self, key: int) -> Observation:
+        """The first observation of `key` in the newest slice of the window that has it."""
+        first = self._firsts.get(key)
+        if first is None:
+            for firsts in reversed(self._closed_firsts):
+                first = firsts.get(key)
+                if first is not None:
+                    break
+        assert first is not None, "a key in the window was observed in one of its slices"
+        return first
 
     def _quantile(self, keys: list[int], window: dict[int, int], total: int, q: float) -> float:
         # HdrHistogram's getValueAtPercentile: the highest equivalent value of the first key whose
@@ -173,25 +176,25 @@ class LatencyRecorder:
         slice_id = now_ms // self._slice_ms
         if slice_id <= self._slice_id:
             return  # the clock went back: keep filling the current slice
-        self._close(self._current, self._slowest)
+        self._close(self._current, self._firsts)
         self._current = {}
-        self._slowest = [_NONE] * len(self._slowest)
+        self._firsts = {}
         # Slices passed without observations still age the window.
         for _ in range(min(slice_id - self._slice_id, self._slices) - 1):
-            self._close({}, ())
+            self._close({}, {})
         self._slice_id = slice_id
         self._slice_end_ms = (slice_id + 1) * self._slice_ms
 
-    def _close(self, finished: dict[int, int], slowest: Sequence[Observation]) -> None:
+    def _close(self, finished: dict[int, int], firsts: dict[int, Observation]) -> None:
         total = self._closed_total
         for key, count in finished.items():
             total[key] = total.get(key, 0) + count
         self._closed.append(finished)
-        self._closed_slowest.append(slowest)  # () for a slice without observations
+        self._closed_firsts.append(firsts)
         # The window is the current slice plus `slices - 1` closed ones.
         if len(self._closed) >= self._slices:
             leaving = self._closed.popleft()
-            self._closed_slowest.popleft()
+            self._closed_firsts.popleft()
             retired = self._retired_buckets
             bucket_index = self._layout.bucket_index
             for key, count in leaving.items():
