@@ -10,11 +10,13 @@ observed. prometheus_client writes them in OpenMetrics only; the Prometheus text
 exemplars and stays as it was.
 
 Transactional ids are untrusted, and Prometheus rejects a whole scrape over one bad exemplar, so
-their labels are made safe for every parser: double quotes and control characters (C0, DEL, C1)
-are shown as U+FFFD (prometheus_client's parser misreads an escaped quote inside exemplar labels),
-and as OpenMetrics caps an exemplar's labels at 128 characters (names and values, in code points)
-a longer transactional id is cut to fit, its last kept character replaced by "…" so a cut id is
-never mistaken for a whole one.
+their labels are made safe for every parser: a character the text format would escape (double
+quote, backslash, newline) and the other control characters (C0, DEL, C1) are shown as U+FFFD.
+Escapes are not read back alike: prometheus_client's parser misreads an escaped quote in exemplar
+labels, and Prometheus 2.42 stores them escaped, counting the escapes against the 128 characters
+(a longer exemplar is dropped). As OpenMetrics caps an exemplar's labels at 128 characters (names
+and values, in code points), a longer transactional id is cut to fit, its last kept character
+replaced by "…" so a cut id is never mistaken for a whole one.
 
     recorders = LatencyRecorders(window_seconds=300)
     model = CoordinatorModel(recorders.sinks())
@@ -51,7 +53,7 @@ _QUANTILE_LABELS = tuple(floatToGoString(q) for q in c.QUANTILES)
 EXEMPLAR_LABELS_MAX = 128
 TRUNCATED = "…"
 REPLACED = "\ufffd"
-_UNSAFE = dict.fromkeys([*range(0x20), ord('"'), *range(0x7F, 0xA0)], REPLACED)
+_UNSAFE = dict.fromkeys([*range(0x20), ord('"'), ord("\\"), *range(0x7F, 0xA0)], REPLACED)
 _ID_BUDGET = EXEMPLAR_LABELS_MAX - len("transactional_id") - len("producer_id")
 
 

@@ -107,7 +107,8 @@ class Prometheus(_Process):
         """The stored exemplars of the series `expr`'s selectors select, between two Unix times, as
         /api/v1/query_exemplars returns them (Grafana's query for a panel with exemplars on): one
         {"seriesLabels", "exemplars": [{"labels", "value", "timestamp"}]} per series."""
-        url = f"{self.url}/api/v1/query_exemplars?" + urllib.parse.urlencode({"query": expr, "start": start, "end": end})
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end})
+        url = f"{self.url}/api/v1/query_exemplars?{query}"
         try:
             result = http(url)
         except urllib.error.HTTPError as e:

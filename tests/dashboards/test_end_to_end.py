@@ -6,7 +6,9 @@ pending, then firing, and resolves once the markers are released.
 Exemplars: Prometheus runs with exemplar storage; every panel that asks for exemplars gets some
 through /api/v1/query_exemplars, naming transactional ids of the workload, and once the held
 transaction completes its marker completion's exemplar names it with the producer id Kafka's own
-kafka-transactions.sh describe reported for it.
+kafka-transactions.sh describe reported for it. A transaction whose id no exemplar can carry as it
+is (quotes, a backslash, too long) stays open for seconds beside the workload: Prometheus stores it,
+cut to 128 characters with those characters shown as U+FFFD, and every scrape still parses.
 
 The rules are the real ones with every `for:` shortened to 5 s (alerts.generate.with_short_for);
 scrape and evaluation every second.
@@ -20,6 +22,7 @@ import threading
 import time
 
 import pytest
+from confluent_kafka import Producer
 
 from alerts import generate as alerts_generate
 from dashboards import generate
@@ -36,6 +39,8 @@ SHORT_FOR = "5s"
 WORKLOAD_IDS = {"e2e-a", "e2e-b"}
 HELD = "e2e-held"
 TRANSACTIONS_TOOL = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
+UNTRUSTED = 'e2e-"untrusted"\\id-🦀-' + "x" * 120
+SLOW_SECONDS = 12  # the untrusted transaction's duration: its own bucket, (10 s, 30 s]
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +118,29 @@ def _wait(what: str, condition, timeout: float, interval: float = 0.25):
         time.sleep(interval)
 
 
+def _slow_commit(bootstrap: str, transactional_id: str, seconds: float, errors: list[BaseException]) -> None:
+    """One transaction left open for `seconds` before its commit."""
+    try:
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce("orders", value=b"slow", partition=0)
+        producer.flush(30)
+        time.sleep(seconds)
+        producer.commit_transaction(30)
+    except BaseException as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+
+
+def _shown_untrusted(transactional_id: str, producer_id: str) -> bool:
+    """Whether an exemplar's transactional_id is UNTRUSTED as the exporter must show it: the quotes
+    and the backslash as U+FFFD, cut to OpenMetrics' 128 characters with the names and producer id,
+    marked by "…"."""
+    safe = UNTRUSTED.replace('"', "\ufffd").replace("\\", "\ufffd")
+    return (len("transactional_id") + len(transactional_id) + len("producer_id") + len(producer_id) == 128
+            and transactional_id.endswith("…") and safe.startswith(transactional_id[:-1]))
+
+
 def _producer_id(broker: KafkaBroker, transactional_id: str) -> str:
     """The producer id Kafka's kafka-transactions.sh describe reports for `transactional_id`."""
     proc = broker.run_tool(TRANSACTIONS_TOOL, "--bootstrap-server", broker.bootstrap_servers, "describe",
@@ -142,6 +170,8 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
     prometheus = None
     stop, errors = threading.Event(), []
     workload = threading.Thread(target=_workload, args=(first.bootstrap_servers, stop, errors), daemon=True)
+    slow = threading.Thread(target=_slow_commit, args=(first.bootstrap_servers, UNTRUSTED, SLOW_SECONDS, errors),
+                            daemon=True)
     try:
         exporter.wait_ready()
         instance = f"127.0.0.1:{exporter.port}"
@@ -156,11 +186,13 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
             }],
         }, tmp_path / "prometheus", features=("exemplar-storage",))
         workload.start()
+        slow.start()
         _wait("live records in Prometheus", lambda: _has_data(prometheus.query(
             'sum(rate(kafka_transaction_state_log_records_total{target_state="COMPLETE_ABORT"}[30s])) > 0'
         )), 90)
         assert _alert_state(prometheus, STUCK) is None
 
+        slow.join(SLOW_SECONDS + 60)  # before the hold: its coordinator may be the broker held back
         with held_commit(first.bootstrap_servers, second, "held", HELD):
             _wait("a pending transaction", lambda: _has_data(prometheus.query(
                 "kafka_transactions_with_pending_markers > 0")), 30)
@@ -184,6 +216,12 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
         ).get(HELD), 30)
         ((producer_id, seconds),) = held
         assert producer_id == held_producer_id and seconds > 5, held
+        untrusted = _wait("the untrusted transaction's exemplar", lambda: [
+            (tid, pairs) for tid, pairs in _exemplar_ids(
+                prometheus, 'kafka_transaction_duration_seconds_bucket{result="commit"}', started).items()
+            if any(_shown_untrusted(tid, producer_id) and value >= SLOW_SECONDS for producer_id, value in pairs)
+        ], 30)
+        assert len(untrusted) == 1, untrusted
         assert not errors, errors
         unhealthy = [r for r in prometheus.rule_health() if r[1] != "ok"]
         assert unhealthy == []
@@ -203,8 +241,10 @@ def _check_exemplar_queries(prometheus: Prometheus, instance: str, since: float)
         for query in panel.queries:
             ids = _wait(f"exemplars of {dashboard.uid} / {panel.title}",
                         lambda: _exemplar_ids(prometheus, _substitute(query.expr, instance), since), 30)
-            assert set(ids) <= WORKLOAD_IDS | {HELD}, ids
-            assert all(int(producer_id) >= 0 and value >= 0 for pairs in ids.values() for producer_id, value in pairs)
+            for tid, pairs in ids.items():
+                for producer_id, value in pairs:
+                    assert tid in WORKLOAD_IDS | {HELD} or _shown_untrusted(tid, producer_id), ids
+                    assert int(producer_id) >= 0 and value >= 0, ids
 
 
 def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> None:

@@ -162,8 +162,12 @@ def bucket_exemplars(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 
 UNTRUSTED_IDS = ['quote"back\\slash\nnewline', "nul\x00tab\tcr\rdel\x7f", "订单-7 🦀", "x" * 300]
-SHOWN_AS = ["quote" + REPLACED + "back\\slash" + REPLACED + "newline", "nul{0}tab{0}cr{0}del{0}".format(REPLACED),
-            "订单-7 🦀", "x" * 96 + TRUNCATED]  # 128 - len("transactional_id" "producer_id" "4000") = 97
+SHOWN_AS = [
+    "quote{0}back{0}slash{0}newline".format(REPLACED),
+    "nul{0}tab{0}cr{0}del{0}".format(REPLACED),
+    "订单-7 🦀",
+    "x" * 96 + TRUNCATED,  # 128 - len("transactional_id" "producer_id" "4000") = 97
+]
 
 
 def test_openmetrics_exemplars_parse_back_with_the_transaction_value_and_time():
