@@ -228,13 +228,16 @@ class CoordinatorModel:
                 self.tombstones += 1
                 continue
             timestamp_ms = record.timestamp_ms
-            record_append_latency[new](received_ms - timestamp_ms, received_ms)
+            record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
                 self.producer_id_rotations += 1
             if action & _COMPLETES:
-                # Prepare -> complete of the same kind, both appends seen live.
+                # Prepare -> complete of the same kind, both appends seen live. Under the prepare's
+                # producer id: the one its markers carry (a TV2 COMPLETE_* may carry the next one).
                 if prepared & 1:
-                    self._record_completion[(action >> 3) & 1](timestamp_ms - (prepared >> 1), received_ms)
+                    self._record_completion[(action >> 3) & 1](
+                        timestamp_ms - (prepared >> 1), received_ms, tid, old_packed >> PRODUCER_ID_SHIFT
+                    )
             elif action & _ENDS_TRANSACTION:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
@@ -245,7 +248,7 @@ class CoordinatorModel:
                     self.timeouts += 1
                     result = _TIMEOUT
                 if self._record_duration:
-                    self._record_duration[result](timestamp_ms - start_ms, received_ms)
+                    self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
 
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
