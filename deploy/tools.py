@@ -26,10 +26,10 @@ import yaml
 KUSTOMIZE = "sigs.k8s.io/kustomize/kustomize/v5@v5.5.0"  # as in kubectl 1.32
 KUBERNETES_VERSION = "1.32.0"
 PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
-PROMETHEUS_OPERATOR_CRDS = ("podmonitors", "servicemonitors", "prometheusrules")  # the kinds deploy/ uses
+PROMETHEUS_OPERATOR_CRDS = ("podmonitors", "prometheusrules")  # the kinds deploy/ uses
 STRIMZI_MODELS = "@kubernetes-models/strimzi-kafka-operator@1.0.1"
 STRIMZI_CRDS = "0.49.0"  # what STRIMZI_MODELS was generated from (its package.json)
-HOME = Path(os.environ.get("TXN_EXPORTER_CACHE", Path.home() / ".cache" / "kafka-txn-exporter"))
+HOME = Path(os.environ.get("TXN_EXPORTER_CACHE") or Path.home() / ".cache" / "kafka-txn-exporter")
 KUSTOMIZE_BIN = HOME / "tools" / ("kustomize-" + KUSTOMIZE.rsplit("@", 1)[1]) / "kustomize"
 CACHE = HOME / "schemas"
 CRD_DIR = CACHE / ("prometheus-operator-" + PROMETHEUS_OPERATOR.rsplit("@", 1)[1])
@@ -38,8 +38,8 @@ STRIMZI_PACKAGE = STRIMZI_DIR / "node_modules" / "@kubernetes-models" / "strimzi
 STRIMZI_VALIDATE = Path(__file__).parent / "validate_strimzi.mjs"
 
 
-class SchemaError(Exception):
-    """A manifest the real schema refuses, or no schema for its kind."""
+class CheckError(Exception):
+    """A manifest the real schema refuses, no schema or tool for it (setup not run), a kustomize failure."""
 
 
 # -- fetching (setup) ------------------------------------------------------------------------------
@@ -102,6 +102,9 @@ def fetch_strimzi() -> None:
     staging.mkdir(parents=True)
     subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
                     "--prefix", str(staging), STRIMZI_MODELS], check=True, stdout=subprocess.DEVNULL)
+    package = json.loads((staging / STRIMZI_PACKAGE.relative_to(STRIMZI_DIR) / "package.json").read_text())
+    if not any(f"/{STRIMZI_CRDS}/" in url for url in package["crd-generate"]["input"]):
+        raise CheckError(f"{STRIMZI_MODELS} is not generated from Strimzi {STRIMZI_CRDS}'s CRDs")
     staging.rename(STRIMZI_DIR)
 
 
@@ -118,9 +121,9 @@ def validate_kubernetes(document: dict) -> None:
     try:
         kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.ValidationError as e:
-        raise SchemaError(f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}") from None
+        raise CheckError(f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}") from None
     except kubernetes_validate.SchemaNotFoundError as e:
-        raise SchemaError(e.message) from None
+        raise CheckError(e.message) from None
 
 
 def validate_crd(document: dict) -> None:
@@ -129,17 +132,17 @@ def validate_crd(document: dict) -> None:
     version = document["apiVersion"].rpartition("/")[2]
     path = CRD_DIR / _api_group(document) / f"{document['kind']}_{version}.json"
     if not path.exists():
-        raise SchemaError(f"no schema for {document['apiVersion']} {document['kind']} (run scripts/setup)")
+        raise CheckError(f"no schema for {document['apiVersion']} {document['kind']} (run scripts/setup)")
     validator = jsonschema.Draft202012Validator(json.loads(path.read_text()))
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
-        raise SchemaError("; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors))
+        raise CheckError("; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors))
 
 
 def validate_strimzi(documents: list[dict]) -> list[str]:
     """One message per document: "" when valid."""
     if not STRIMZI_PACKAGE.is_dir():
-        raise SchemaError(f"no Strimzi validators in {STRIMZI_PACKAGE} (run scripts/setup)")
+        raise CheckError(f"no Strimzi validators in {STRIMZI_PACKAGE} (run scripts/setup)")
     done = subprocess.run(["node", str(STRIMZI_VALIDATE), str(STRIMZI_PACKAGE)], input=json.dumps(documents),
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
@@ -158,7 +161,7 @@ def validate_all(documents: list[dict]) -> dict[str, str]:
             continue
         try:
             (validate_crd if "." in group else validate_kubernetes)(document)
-        except SchemaError as e:
+        except CheckError as e:
             problems[f"{document['kind']}/{document['metadata']['name']}"] = str(e)
     return problems
 
@@ -166,10 +169,10 @@ def validate_all(documents: list[dict]) -> dict[str, str]:
 def kustomize(directory: Path) -> list[dict]:
     """The objects `kubectl apply -k directory` would apply."""
     if not KUSTOMIZE_BIN.exists():
-        raise SchemaError(f"no kustomize at {KUSTOMIZE_BIN} (run scripts/setup)")
+        raise CheckError(f"no kustomize at {KUSTOMIZE_BIN} (run scripts/setup)")
     done = subprocess.run([str(KUSTOMIZE_BIN), "build", str(directory)], capture_output=True, text=True)
     if done.returncode != 0:
-        raise SchemaError(f"kustomize build {directory}: {done.stderr.strip()}")
+        raise CheckError(f"kustomize build {directory}: {done.stderr.strip()}")
     return [d for d in yaml.safe_load_all(done.stdout) if d is not None]
 
 
