@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs, tools_version, uses_log4j2
 from exporter.harness.workload import alter_topic_config, create_internal_topics
+from exporter.logs import kafka_client_logger
 
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
@@ -285,7 +286,9 @@ class KafkaBroker:
         while not self._port_open():
             self._check_alive(deadline)
             time.sleep(0.2)
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(
+            {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_client_logger("librdkafka.harness")}
+        )
         while True:
             self._check_alive(deadline)
             try:
