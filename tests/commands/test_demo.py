@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _demo(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -54,3 +56,19 @@ def test_the_work_dir_is_removed_on_exit_unless_kept(tmp_path: Path, kafka_broke
     else:
         assert work_dirs == [], proc.stdout
         assert "removed on exit; --keep-work-dir keeps it" in proc.stdout
+
+
+def test_what_the_newcomer_reads_says_that_kafka_resends_markers_without_backoff(capsys) -> None:
+    """A hold counts hundreds of thousands of marker retries: the demo's glossary and the runbook say
+    why (TransactionMarkerRequestCompletionHandler re-enqueues at once), and the README's caption no
+    longer says the demo does not follow the broker log (it does: --broker-log on the coordinator)."""
+    from exporter.commands.demo import _explain
+
+    _explain("http://127.0.0.1:9464/metrics", "127.0.0.1:9092")
+    assert "Kafka retries markers without backoff" in capsys.readouterr().out
+    runbooks = (ROOT / "alerts" / "runbooks.md").read_text()
+    section = runbooks.split("## KafkaTransactionMarkerRetriesSustained", 1)[1].split("\n## ", 1)[0]
+    assert "with no backoff at all" in section and "TransactionMarkerRequestCompletionHandler" in section
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "the demo does not follow the broker's log" not in readme
+    assert "read from the coordinator's log that the demo follows with `--broker-log`" in readme
