@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     # The sources poll in a thread of their own, so this one waits on `stop` alone: a signal
     # wakes it at once even while a Kafka request is under way (a metadata request to a broker
     # that is down blocks its caller for up to 5 s).
-    failed: list[OwnershipError] = []
+    failed: list[Exception] = []
     serving = threading.Thread(target=_serve, args=(exporter, stop, failed), name="sources", daemon=True)
     serving.start()
     stop.wait()
@@ -82,16 +82,18 @@ def run(args: argparse.Namespace) -> int:
     serving.join(STOP_GRACE_SECONDS)
     exporter.stop()
     logs.flush()
-    if failed:
+    if failed and isinstance(failed[0], OwnershipError):
         print(f"txn-exporter run: {failed[0]}", file=sys.stderr)
         return 2
+    if failed:
+        raise failed[0]  # a bug: its traceback, from this thread
     return 0
 
 
-def _serve(exporter: Exporter, stop: threading.Event, failed: list[OwnershipError]) -> None:
+def _serve(exporter: Exporter, stop: threading.Event, failed: list[Exception]) -> None:
     try:
         exporter.serve(stop)
-    except OwnershipError as e:
+    except Exception as e:  # reported by run() once everything is stopped
         failed.append(e)
     finally:
         stop.set()
