@@ -3,7 +3,9 @@
 Two brokers from the harness (the second one makes it possible to hold markers back: see
 exporter.harness.workload.hold_markers), a workload that commits, aborts, lets producers time out
 and now and then holds a transaction's markers back, and the exporter serving /metrics. A summary
-of what the numbers say is printed every few seconds until Ctrl-C or --duration.
+of what the numbers say is printed every few seconds until Ctrl-C or --duration. The brokers' data
+and logs (server.log rolls over by size: a hold's marker retries write megabytes a second) live in
+a temporary directory, removed on exit unless --keep-work-dir.
 """
 
 from __future__ import annotations
