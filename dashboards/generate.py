@@ -65,6 +65,7 @@ class Panel:
     height: int = 8
     thresholds: tuple[tuple[float, str], ...] = ()
     stacked: bool = False
+    exemplars: bool = False  # ask Prometheus for the exemplars of the query's histogram buckets too
 
 
 @dataclass(frozen=True)
@@ -127,13 +128,21 @@ def rate(title: str, name: str, what: str, *, by: str = "", sel: str = SEL, kind
                  kind, **kw)
 
 
+# On a panel of the exporter's histograms: what the exemplar dots are (exporter.metrics.latency).
+EXEMPLARS_NOTE = (
+    " Dots: exemplars, each bucket's slowest observation of the exporter's latency window"
+    " (--latency-window-seconds, 5 minutes by default), labelled with its transactional_id and producer_id"
+    " (needs Prometheus' exemplar storage)."
+)
+
+
 def quantile(title: str, histogram: str, what: str, *, by: str, q: float = 0.99, sel: str = SEL,
              kind: str = "timeseries", legend: str = "", outer: str = "", **kw) -> Panel:
     inner = f"histogram_quantile({q}, sum by ({by}, le) (rate({ref(histogram + '_bucket')}{{{sel}}}[{RATE}])))"
     expr = f"{outer}({inner})" if outer else inner
     kw.setdefault("expected_empty", _empty_reason(histogram))
-    return Panel(title, (Query(expr, legend or _legend(by)),), _describe(histogram, what),
-                 grafana_unit(histogram), kind, **kw)
+    return Panel(title, (Query(expr, legend or _legend(by)),), _describe(histogram, what) + EXEMPLARS_NOTE,
+                 grafana_unit(histogram), kind, exemplars=True, **kw)
 
 
 def _legend(by: str) -> str:
@@ -176,6 +185,7 @@ LOG_SKIPPED = "txn_exporter_broker_log_skipped_lines_total"
 LOG_TRUNCATED = "txn_exporter_broker_log_truncated_lines_total"
 LOG_ROTATIONS = "txn_exporter_broker_log_rotations_total"
 HANGING_SCAN_ERRORS = "txn_exporter_hanging_scan_errors_total"
+HTTP_REJECTED = "txn_exporter_http_rejected_connections_total"
 # Counters whose series appear with their first event (labelled by error/reason, or --broker-log).
 FAULT_COUNTERS = frozenset({APPEND_ERRORS, MARKER_RETRIES, MARKER_FAILURES, COMPLETE_RETRIES, DECODE_ERRORS})
 
@@ -278,7 +288,10 @@ EXPORTER_ROW = Row("Exporter health", (
     rate("Decode errors by reason", DECODE_ERRORS, "Records skipped.", by="reason", width=6),
     rate("Hanging-transaction scan failures", HANGING_SCAN_ERRORS,
          "Failed DescribeProducers/ListTransactions/DescribeTransactions rounds, per exporter.", by="instance",
-         width=6),
+         width=12),
+    rate("HTTP connections shed", HTTP_REJECTED,
+         "Connections closed to stay within the HTTP server's limit, per exporter: a flood of idle or slow"
+         " clients (or too many scrapers) on the metrics port.", by="instance", width=12),
     rate("Broker log lines read", LOG_LINES, "Lines of the broker's server.log read (--broker-log).",
          by="instance", width=8, expected_empty=BROKER_LOG_ONLY),
     rate("Broker log lines skipped by reason", LOG_SKIPPED, "Lines not understood (--broker-log).",
@@ -398,10 +411,11 @@ def _panel(spec: Panel, panel_id: int):
     if spec.thresholds:
         builder = builder.thresholds(_thresholds(spec.thresholds))
     for i, query in enumerate(spec.queries):
-        builder = builder.with_target(
+        target = (
             prom_b.Dataquery().expr(query.expr).legend_format(query.legend).ref_id(chr(ord("A") + i))
             .datasource(DATASOURCE).range()
         )
+        builder = builder.with_target(target.exemplar(True) if spec.exemplars else target)
     return builder
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import ipaddress
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -53,7 +54,11 @@ _MASK = "***"
 
 
 class ConfigError(Exception):
-    """A setting is missing, unknown or invalid; the message names the setting and its source."""
+    """Settings missing, unknown or invalid: one line per problem, each naming the setting and its source."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
 
 
 @dataclass(frozen=True)
@@ -259,7 +264,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", metavar="FILE", default=argparse.SUPPRESS,
         help=f"YAML file of settings, keys as the option names with underscores "
-             f"(bootstrap_servers: ...) (env: {CONFIG_ENV})")
+             f"(bootstrap_servers: ...; kafka: a mapping, for --kafka-config) (env: {CONFIG_ENV})")
     for name, info in Settings.model_fields.items():
         cli = _cli(name)
         default = "required" if info.is_required() else f"default: {_show(info.default)}"
@@ -296,9 +301,10 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> S
     """Merge flags > environment > YAML file > defaults into Settings, or raise ConfigError."""
     values: dict[str, Any] = {}
     origin: dict[_Loc, str] = {}
+    problems: list[str] = []  # every one is reported, not only the first
     flags = vars(args)
     config_path = flags.get("config") or environ.get(CONFIG_ENV)
-    layers = [_from_yaml(config_path)] if config_path else []
+    layers = [_from_yaml(config_path, problems)] if config_path else []
     layers += [_from_env(environ), _from_flags(flags)]
     for layer in layers:  # lowest precedence first, so later layers overwrite
         for loc, value, where in layer:
@@ -307,20 +313,44 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> S
             else:
                 values[loc[0]] = value
             origin[loc] = where
+    settings = None
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except ValidationError as e:
-        raise ConfigError(_explain(e.errors()[0], origin)) from None
+        problems += [_explain(error, origin) for error in e.errors()]
+    problems += _client_problems(_checked_kafka(settings, values.get("kafka", {})), origin)
+    if problems or settings is None:
+        raise ConfigError(*problems)
+    return settings
+
+
+def _checked_kafka(settings: Settings | None, raw: Mapping[str, object]) -> dict[str, str]:
+    """The kafka settings librdkafka is to check: all of them when the rest validated, else those
+    that are strings already (the others have their own error)."""
+    if settings is not None:
+        return settings.kafka
+    checked = {}
+    for key, value in raw.items():
+        try:
+            value = _scalar_to_str(value)
+        except ValueError:
+            continue
+        if isinstance(value, str) and key not in RESERVED_KAFKA_KEYS:
+            checked[key] = value
+    return checked
 
 
 _Entry = tuple[_Loc, object, str]  # (location, raw value, source label)
 
 
-def _from_yaml(path_text: str) -> list[_Entry]:
+def _from_yaml(path_text: str, problems: list[str]) -> list[_Entry]:
+    """The file's entries; unknown keys are added to `problems`, a file that does not parse raises."""
     try:
         document = yaml.safe_load(Path(path_text).read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError(f"{path_text}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path_text}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -334,16 +364,22 @@ def _from_yaml(path_text: str) -> list[_Entry]:
     entries: list[_Entry] = []
     for key, value in document.items():
         if key not in Settings.model_fields:
-            close = difflib.get_close_matches(str(key), Settings.model_fields, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"{path_text}: unknown key '{key}'{hint}")
-        if key != "kafka":
+            problems.append(f"{path_text}: unknown key '{key}'{_hint(str(key))}")
+        elif key != "kafka":
             entries.append(((key,), value, f"{path_text}: {key}"))
         elif not isinstance(value, dict):
-            raise ConfigError(f"{path_text}: kafka: expected a mapping of client settings")
+            problems.append(f"{path_text}: kafka: expected a mapping of client settings")
         else:
             entries += [(("kafka", str(k)), v, f"{path_text}: kafka") for k, v in value.items()]
     return entries
+
+
+def _hint(key: str) -> str:
+    field = next((f for f in Settings.model_fields if flag_name(f)[2:].replace("-", "_") == key), None)
+    if field is not None:  # kafka_config, from --kafka-config: its YAML key is another name
+        return f" (the key of {flag_name(field)} is '{field}', a mapping: {field}: {{security.protocol: ...}})"
+    close = difflib.get_close_matches(key, Settings.model_fields, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _from_env(environ: Mapping[str, str]) -> list[_Entry]:
@@ -387,12 +423,17 @@ def _parse_pairs(pairs: list[str], where: str) -> list[tuple[str, str]]:
     return parsed
 
 
-# Plainer words than pydantic's for the errors a mistyped setting usually meets.
+# Plainer words than pydantic's for every error the fields can meet (others: "invalid value").
 _MESSAGES = {
     "int_parsing": "expected an integer, got {input!r}",
     "int_from_float": "expected an integer, got {input!r}",
+    "int_type": "expected an integer, got {input!r}",
     "float_parsing": "expected a number, got {input!r}",
+    "float_type": "expected a number, got {input!r}",
     "bool_parsing": "expected true or false, got {input!r}",
+    "bool_type": "expected true or false, got {input!r}",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping",
     "greater_than": "must be > {gt}",
     "greater_than_equal": "must be >= {ge}",
     "finite_number": "must be a finite number",
@@ -411,12 +452,63 @@ def _explain(error: Mapping[str, Any], origin: Mapping[_Loc, str]) -> str:
                 f"or '{name}' in the config file")
     if isinstance(ctx.get("error"), _Conflict):
         conflict = ctx["error"]
-        return " and ".join(origin.get((f,), f) for f in conflict.fields) + f": {conflict}"
+        # Each source once: "f.yml: broker_id and all_partitions ...", "--broker-id and TXN_...: ...".
+        sources = dict.fromkeys(origin.get((f,), f).removesuffix(f": {f}") for f in conflict.fields)
+        return " and ".join(sources) + f": {conflict}"
     if error["type"] == "value_error":
         message = str(ctx["error"])
     else:
-        message = _MESSAGES.get(error["type"], error["msg"]).format(input=error["input"], **ctx)
+        message = _MESSAGES.get(error["type"], "invalid value").format(input=error["input"], **ctx)
     if loc[0] == "kafka" and len(loc) > 1:
         # No message above echoes a kafka value (they may be passwords): only the key is named.
         return f"{origin[loc[:2]]}: '{loc[1]}': {message}"
     return f"{origin.get(loc[:1], loc[0])}: {message}"
+
+
+def _client_problems(kafka: Mapping[str, str], origin: Mapping[_Loc, str]) -> list[str]:
+    """librdkafka's own verdict on the client settings. Each key alone first, for what it checks as a
+    property is set (unknown name, bad value: each bad key is named); then all together, for what it
+    checks as the client is created (settings that need each other, files that do not load). The
+    consumer built has no bootstrap servers, so nothing is contacted. Values of secret-looking keys
+    never reach the message."""
+    problems = []
+    for key, value in kafka.items():
+        if key.endswith(".location") and value not in ("", "probe") and not os.path.exists(value):
+            # librdkafka would say "BIO lib"; the path is not echoed (ssl.key.location looks secret).
+            problems.append(f"{origin[('kafka', key)]}: '{key}': no such file on this host")
+            continue
+        refused = _librdkafka_refusal({key: value})
+        if refused is None or refused.startswith(_AT_CREATION):
+            continue  # creation-time checks may need the other settings: judged together below
+        if refused.startswith("No such configuration property"):
+            message = "unknown client setting (librdkafka has no such property)"
+        else:
+            message = "invalid value" if _is_secret(key) else f"invalid value ({refused})"
+        problems.append(f"{origin[('kafka', key)]}: '{key}': {message}")
+    if not problems and kafka:
+        refused = _librdkafka_refusal(kafka)
+        if refused is not None:
+            for key, value in kafka.items():
+                if _is_secret(key) and value:
+                    refused = refused.replace(value, _MASK)
+            sources = " and ".join(dict.fromkeys(origin[("kafka", key)] for key in kafka))
+            problems.append(f"{sources}: client settings refused: {refused.removeprefix(_AT_CREATION)}")
+    return problems
+
+
+_AT_CREATION = "Failed to create consumer: "
+_SILENT = logging.getLogger("txn_exporter.config.librdkafka")  # its CONFWARN lines; run logs them itself
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+
+def _librdkafka_refusal(settings: Mapping[str, str]) -> str | None:
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        Consumer({"group.id": "txn-exporter", **settings, "logger": _SILENT}).close()
+    except KafkaException as e:
+        return str(e.args[0].str()).strip()
+    except (ValueError, TypeError) as e:
+        return str(e).strip()
+    return None

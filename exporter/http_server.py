@@ -1,4 +1,4 @@
-"""The exporter's HTTP endpoints: /metrics, /healthz, /readyz.
+"""The exporter's HTTP endpoints: /metrics, /healthz, /readyz, and the pages it is given (`routes`).
 
 A stdlib threaded server rather than prometheus_client.start_http_server because the probes need
 their own routes and the bind error must reach the caller instead of dying in a thread.
@@ -9,6 +9,15 @@ deploy/README.md for probes). The files are re-read when they change (certificat
 users added), checked at most once a second; a change that does not load is logged and the last
 good configuration stays. The TLS handshake runs in the request's thread, so a client that stalls
 it holds only that thread, for at most the handler timeout.
+
+Clients are untrusted, so what they do is bounded: at most `max_connections` connections hold a
+thread each (64 by default); when all are taken, the one idle longest (connected, or in its TLS
+handshake, but without a complete request yet: slowloris, a port scan, a stuck client) is closed to
+make room, and when none is idle the new connection is closed at once; both are counted
+(txn_exporter_http_rejected_connections_total). So a flood of idle or slow connections cannot use up
+threads or memory (a request head is read up to 64 KiB, then the connection is dropped), and
+scrapes, which send their request as soon as they connect, go on being answered. A peer resetting or dropping its connection mid-request is logged at DEBUG, never printed
+to stderr as socketserver does.
 """
 
 from __future__ import annotations
@@ -22,9 +31,10 @@ import logging
 import os
 import socket
 import ssl
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -37,6 +47,13 @@ from exporter import web_config
 log = logging.getLogger(__name__)
 
 _TEXT = "text/plain; charset=utf-8"
+# Request line and headers of one connection, in all: a scrape's are well under 1 KiB. (The stdlib
+# alone allows 100 headers of 64 KiB each, 6.4 MiB a connection.)
+_MAX_REQUEST_HEAD = 64 * 1024
+
+
+# A page: (query string, Accept header) -> (status, headers, body).
+Route = Callable[[str, str], tuple[int, dict[str, str], bytes]]
 
 
 class ListenError(OSError):
@@ -53,6 +70,8 @@ class MetricsServer:
         ready: Callable[[], bool],
         readiness_detail: Callable[[], str] | None = None,
         web_config_file: str | None = None,
+        max_connections: int = 64,
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         """WebConfigError if `web_config_file` does not load."""
         self._host = host
@@ -61,7 +80,10 @@ class MetricsServer:
         self.healthy = healthy
         self.ready = ready
         self.readiness_detail = readiness_detail
+        self.routes = dict(routes or {})
         self.web = _WebConfigSource(web_config_file) if web_config_file else None
+        self.max_connections = max_connections
+        self._rejected_before = 0  # of servers stopped earlier, so the counter never goes back
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -76,6 +98,7 @@ class MetricsServer:
             reason = "address already in use" if in_use else (e.strerror or str(e))
             address = _hostport(self._host, self._requested_port)
             raise ListenError(f"cannot listen on {address}: {reason}") from e
+        self._server.max_connections = self.max_connections
         # serve_forever checks for shutdown once per poll: 0.1 s keeps stop() quick at no real cost.
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,),
                                         name="metrics-http", daemon=True)
@@ -87,6 +110,12 @@ class MetricsServer:
         if self._server is None:
             raise RuntimeError("MetricsServer not started")
         return self._server.server_address[1]
+
+    @property
+    def rejected_connections(self) -> int:
+        """Connections closed to stay within max_connections (txn_exporter_http_rejected_connections_total)."""
+        server = self._server
+        return self._rejected_before + (server.rejected_connections if server is not None else 0)
 
     @property
     def url(self) -> str:
@@ -101,6 +130,7 @@ class MetricsServer:
         self._server.server_close()
         assert self._thread is not None
         self._thread.join()
+        self._rejected_before += self._server.rejected_connections
         self._server = self._thread = None
 
 
@@ -191,12 +221,72 @@ class _WebConfigSource:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a stuck scrape must not keep the process alive
     handshake_timeout = 10.0
+    # The listen backlog: a burst of connections waits to be accepted (and judged) instead of
+    # having its SYNs dropped, which would delay a scrape by a retransmission (1 s and more).
+    request_queue_size = 128
+    max_connections = 64
 
     def __init__(self, address: tuple[str, int], app: MetricsServer) -> None:
         # TCPServer reads address_family during __init__, so it is chosen before binding.
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.app = app
+        # Open connections -> since when they wait for a request (monotonic), None while one is answered.
+        self._connections: dict[socket.socket, float | None] = {}
+        self._connections_lock = threading.Lock()
+        self.rejected_connections = 0
         super().__init__(address, _Handler)
+
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        # In the accepting thread: bookkeeping only, nothing that waits on a client.
+        with self._connections_lock:
+            admitted = len(self._connections) < self.max_connections or self._close_longest_idle()
+            if admitted:
+                self._connections[request] = time.monotonic()
+            else:
+                self.rejected_connections += 1
+        if not admitted:
+            log.debug("connection from %s refused: all %d connections are answering requests",
+                      client_address, self.max_connections)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def _close_longest_idle(self) -> bool:
+        idle = [(since, conn) for conn, since in self._connections.items() if since is not None]
+        if not idle:
+            return False
+        _, conn = min(idle, key=lambda item: item[0])
+        del self._connections[conn]
+        self.rejected_connections += 1
+        try:
+            # The plain socket's shutdown, also for a TLS one (whose own would drop its SSL state under
+            # the thread using it): the thread's read returns at once and the thread ends.
+            socket.socket.shutdown(conn, socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone
+        log.debug("closed the longest idle connection to make room (limit %d)", self.max_connections)
+        return True
+
+    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._connections_lock:
+                self._connections.pop(request, None)
+
+    def answering(self, connection: socket.socket, busy: bool) -> None:
+        """The handler has a complete request to answer (busy), or waits for the next one."""
+        with self._connections_lock:
+            if connection in self._connections:
+                self._connections[connection] = None if busy else time.monotonic()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # socketserver would print the traceback to stderr, outside logging and its format.
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):  # reset, broken pipe, timeout, TLS alert: the peer's doing
+            log.debug("connection from %s ended: %s", client_address, error)
+        else:
+            log.error("answering %s failed", client_address, exc_info=True)
 
     def get_request(self) -> tuple[socket.socket, object]:
         sock, address = super().get_request()
@@ -217,9 +307,46 @@ class _Server(ThreadingHTTPServer):
         super().finish_request(request, client_address)
 
 
+class _RequestHeadTooLarge(OSError):
+    """More than _MAX_REQUEST_HEAD bytes read from one connection (an OSError: the peer's doing)."""
+
+
+class _BoundedReader:
+    """The connection's reader, with a budget of bytes in all; the handler reads only the head."""
+
+    def __init__(self, raw: object, budget: int) -> None:
+        self._raw = raw
+        self._left = budget
+
+    def readline(self, size: int = -1) -> bytes:
+        limit = self._left + 1 if size < 0 else min(size, self._left + 1)
+        line = self._raw.readline(limit)  # type: ignore[attr-defined]
+        self._left -= len(line)
+        if self._left < 0:
+            raise _RequestHeadTooLarge(f"request head over {_MAX_REQUEST_HEAD} bytes")
+        return line
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._raw, name)  # close, closed, ...
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 30  # seconds a silent client may hold a thread
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = _BoundedReader(self.rfile, _MAX_REQUEST_HEAD)  # type: ignore[assignment]
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:
+            self.server.answering(self.connection, busy=True)
+        return parsed
+
+    def handle_one_request(self) -> None:
+        super().handle_one_request()
+        self.server.answering(self.connection, busy=False)  # a keep-alive connection idles again
 
     def do_GET(self) -> None:
         self._respond(send_body=True)
@@ -229,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, send_body: bool) -> None:
         app = self.server.app
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         headers: dict[str, str] = {"Content-Type": _TEXT}
         if app.web is not None and not app.web.authorized(self.headers.get("Authorization")):
             status, body = HTTPStatus.UNAUTHORIZED, b"Unauthorized\n"
@@ -250,6 +377,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 detail = _detail(app.readiness_detail)
                 status, body = HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: {detail}\n".encode()
+        elif path in app.routes:
+            try:
+                status, headers, body = app.routes[path](query, self.headers.get("Accept", ""))
+            except Exception:
+                log.exception("%s failed", path)
+                status, body = HTTPStatus.INTERNAL_SERVER_ERROR, f"{path} failed\n".encode()
         else:
             status, body = HTTPStatus.NOT_FOUND, b"not found; try /metrics, /healthz or /readyz\n"
         self.send_response(status)

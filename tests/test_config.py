@@ -130,7 +130,11 @@ def test_missing_bootstrap_servers_says_how_to_set_it() -> None:
 
 def test_yaml_errors_name_file_and_key(yaml_file, tmp_path: Path) -> None:
     path = yaml_file("bootstrap_server: k:1\n")
-    assert _error(["--config", path]) == f"{path}: unknown key 'bootstrap_server' (did you mean 'bootstrap_servers'?)"
+    assert _error(["--config", path]).split("\n") == [
+        f"{path}: unknown key 'bootstrap_server' (did you mean 'bootstrap_servers'?)",
+        "bootstrap_servers: required; set --bootstrap-servers, TXN_EXPORTER_BOOTSTRAP_SERVERS or "
+        "'bootstrap_servers' in the config file",
+    ]
     path = yaml_file("bootstrap_servers: k:1\nlisten: 0.0.0.0:abc\n")
     assert _error(["--config", path]) == f"{path}: listen: invalid port 'abc'"
     path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security:\n    protocol: SSL\n")
@@ -237,3 +241,80 @@ def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
     assert _load(["--config", str(path)]).broker_log == ["/y/server.log"]
     path = yaml_file("bootstrap_servers: k:9092\nbroker_log: [/y/1.log, /y/2.log]\n")
     assert _load(["--config", str(path)]).broker_log == ["/y/1.log", "/y/2.log"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kafka:\n  sasl.pasword: x\n", "kafka: 'sasl.pasword': unknown client setting"),
+    ("kafka:\n  security.protocol: SASL_SSLL\n",
+     "kafka: 'security.protocol': invalid value (Invalid value \"SASL_SSLL\" for configuration property"),
+    ("kafka:\n  socket.timeout.ms: -1\n", "kafka: 'socket.timeout.ms': invalid value (Configuration property"),
+    ("kafka:\n  ssl.ca.location: /nonexistent/ca.crt\n", "kafka: 'ssl.ca.location': no such file on this host"),
+])
+def test_client_settings_checked_by_librdkafka_naming_the_key(yaml_file, text: str, message: str) -> None:
+    path = yaml_file("bootstrap_servers: k:1\n" + text)
+    assert _error(["--config", path]).startswith(f"{path}: {message}")
+    key, value = text.split("\n")[1].strip().split(": ")
+    assert _error(["--bootstrap-servers", "k:1", "--kafka-config", f"{key}={value}"]) \
+        .startswith(f"--kafka-config: '{key}': ")
+    assert _error(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_KAFKA": f"{key}={value}"}) \
+        .startswith(f"TXN_EXPORTER_KAFKA: '{key}': ")
+
+
+def test_client_settings_that_need_each_other_are_checked_together_without_echoing_secrets(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n"
+                     "  sasl.mechanism: SCRAM-SHA-512\n  sasl.password: hunter2-pw\n")
+    message = _error(["--config", path])
+    assert message == f"{path}: kafka: client settings refused: sasl.username and sasl.password must be set"
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SSL\n  ssl.key.pem: hunter2-pem\n")
+    message = _error(["--config", path])
+    assert message.startswith(f"{path}: kafka: client settings refused: ssl.key.pem failed")
+    assert "hunter2" not in message
+
+
+def test_a_secret_with_a_bad_value_is_named_not_shown(monkeypatch) -> None:
+    # No secret-named librdkafka property has a value it checks as set: a checked one is made secret.
+    monkeypatch.setattr("exporter.config._SECRET_MARKERS", ("oauthbearer.method",))
+    message = _error(["--bootstrap-servers", "k:1", "--kafka-config", "sasl.oauthbearer.method=hunter2"])
+    assert message == "--kafka-config: 'sasl.oauthbearer.method': invalid value"
+
+
+def test_valid_client_settings_pass(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n  sasl.mechanism: PLAIN\n"
+                     "  sasl.username: u\n  sasl.password: p\n  enable.idempotence: true\n  socket.timeout.ms: 1000\n")
+    assert _load(["--config", path]).kafka["socket.timeout.ms"] == "1000"
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("bootstrap_servers: k:1\n# caf\u00e9\n".encode("latin-1"))
+    assert _error(["--config", str(path)]) == f"{path}: not UTF-8 text (byte 0xe9 at offset 28)"
+
+
+def test_broker_id_with_all_partitions_in_one_file_names_it_once(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nbroker_id: 1\nall_partitions: true\n")
+    assert _error(["--config", path]) == f"{path}: broker_id and all_partitions are mutually exclusive"
+    assert _error(["--config", path, "--no-all-partitions", "--all-partitions"]) \
+        == f"{path} and --all-partitions: broker_id and all_partitions are mutually exclusive"
+
+
+def test_kafka_config_key_points_to_kafka(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nkafka_config:\n  security.protocol: SSL\n")
+    assert _error(["--config", path]) == (f"{path}: unknown key 'kafka_config' (the key of --kafka-config is "
+                                          "'kafka', a mapping: kafka: {security.protocol: ...})")
+
+
+def test_every_error_is_reported_in_the_projects_words(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nbroker_id: [1]\nlog_fromat: json\nlisten: 9464\n"
+                     "broker_log: 5\nall_partitions: [true]\nlatency_window_seconds: [1]\nkafka:\n  nope.nope: 1\n")
+    with pytest.raises(ConfigError) as caught:
+        _load(["--config", path])
+    assert caught.value.problems == [
+        f"{path}: unknown key 'log_fromat' (did you mean 'log_format'?)",
+        f"{path}: broker_id: expected an integer, got [1]",
+        f"{path}: all_partitions: expected true or false, got [True]",
+        f"{path}: listen: expected a string",
+        f"{path}: latency_window_seconds: expected a number, got [1]",
+        f"{path}: broker_log: expected a list",
+        f"{path}: kafka: 'nope.nope': unknown client setting (librdkafka has no such property)",
+    ]
+    assert str(caught.value) == "\n".join(caught.value.problems)

@@ -4,7 +4,10 @@ import gzip
 import http.client
 import logging
 import socket
-from collections.abc import Iterator
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter
@@ -193,3 +196,101 @@ def test_requests_are_logged_at_debug_only(server: MetricsServer, caplog: pytest
     [record] = [r for r in caplog.records if r.name == "exporter.http_server"]
     assert record.levelno == logging.DEBUG
     assert '"GET /healthz HTTP/1.1" 200' in record.getMessage()
+
+
+def _reset(connection: socket.socket) -> None:
+    """Close with a TCP reset, as a client that crashes or gives up does."""
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    connection.close()
+
+
+def _wait_for(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_a_client_leaving_mid_request_is_logged_at_debug_not_printed(
+        server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="exporter.http_server"):
+        for partial in (b"GE", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"):
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            connection.sendall(partial)
+            _wait_for(lambda: server._server._connections, "the server to take the connection")  # type: ignore[union-attr]
+            time.sleep(0.2)  # the server's read is waiting on the rest
+            _reset(connection)
+        _wait_for(lambda: sum("reset" in r.getMessage() for r in caplog.records) == 2, "two DEBUG lines")
+        assert _request(server, "/healthz")[0] == 200
+    assert capfd.readouterr().err == ""
+    assert all(r.levelno == logging.DEBUG for r in caplog.records if r.name == "exporter.http_server")
+
+
+def test_a_flood_of_idle_and_slow_connections_leaves_threads_bounded_and_scrapes_answered(
+        registry: CollectorRegistry, capfd: pytest.CaptureFixture[str]) -> None:
+    limit = 16
+    server = MetricsServer("127.0.0.1", 0, registry, healthy=lambda: True, ready=lambda: True, max_connections=limit)
+    server.start()
+    threads_before = threading.active_count()
+    flood: list[socket.socket] = []
+    try:
+        for n in range(400):
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            if n % 2:  # slowloris: headers started, never finished
+                connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            flood.append(connection)
+        for _ in range(3):
+            status, _, body = _request(server, "/metrics")
+            assert status == 200 and b"txn_test_commits_total 3.0" in body
+        _wait_for(lambda: server.rejected_connections >= 400 - limit, "the idle connections to be shed")
+        _wait_for(lambda: threading.active_count() <= threads_before + limit, "the handler threads to end")
+    finally:
+        for connection in flood:
+            connection.close()
+        server.stop()
+    assert capfd.readouterr().err == ""
+
+
+def test_new_connections_are_refused_and_counted_while_every_slot_answers_a_request(
+        registry: CollectorRegistry) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_probe() -> bool:
+        entered.set()
+        release.wait(30)
+        return True
+
+    server = MetricsServer("127.0.0.1", 0, registry, healthy=slow_probe, ready=lambda: True, max_connections=1)
+    server.start()
+    try:
+        busy = threading.Thread(target=_request, args=(server, "/healthz"))
+        busy.start()
+        assert entered.wait(30)
+        with pytest.raises((ConnectionError, http.client.RemoteDisconnected)):
+            _request(server, "/readyz")
+        assert server.rejected_connections == 1
+        release.set()
+        busy.join(30)
+        assert _request(server, "/readyz")[0] == 200
+    finally:
+        release.set()
+        server.stop()
+
+
+def test_a_request_head_over_64_kib_is_dropped_without_a_traceback(
+        server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="exporter.http_server"), \
+            socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(b"GET /metrics HTTP/1.1\r\n")
+        try:
+            for n in range(100):  # 100 headers of 2 KiB: the stdlib's limits allow them
+                connection.sendall(f"X-{n}: {'a' * 2048}\r\n".encode())
+        except ConnectionError:
+            pass  # dropped before the end: the point
+        try:
+            assert connection.recv(1024) == b""  # closed, no answer
+        except ConnectionError:
+            pass  # closed with our bytes unread: a reset
+    _wait_for(lambda: any("request head over 65536 bytes" in r.getMessage() for r in caplog.records), "the DEBUG line")
+    assert _request(server, "/metrics")[0] == 200
+    assert capfd.readouterr().err == ""

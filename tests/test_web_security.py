@@ -8,6 +8,7 @@ import http.client
 import ipaddress
 import os
 import re
+import socket
 import ssl
 import time
 import urllib.error
@@ -238,3 +239,24 @@ def test_basic_auth_without_tls(tmp_path: Path) -> None:
         connection.close()
     finally:
         server.stop()
+
+
+def test_connections_that_never_finish_the_tls_handshake_are_shed_and_scrapes_answered(
+        web_yml: Path, pki: dict[str, Path], capfd: pytest.CaptureFixture[str]) -> None:
+    server = MetricsServer("127.0.0.1", 0, _registry(), healthy=lambda: True, ready=lambda: True,
+                           web_config_file=str(web_yml), max_connections=8)
+    server.start()
+    flood = []
+    try:
+        for n in range(100):
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            if n % 2:
+                connection.sendall(b"\x16\x03\x01")  # the first bytes of a ClientHello, then nothing
+            flood.append(connection)
+        assert _get(server, "/metrics", _client_context(pki))[0] == 200
+        assert server.rejected_connections >= 100 - 8
+    finally:
+        for connection in flood:
+            connection.close()
+        server.stop()
+    assert capfd.readouterr().err == ""

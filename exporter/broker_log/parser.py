@@ -6,18 +6,28 @@ read here: kafka.* up to 4.x, org.apache.kafka.* for the classes 4.x moved) or, 
 line, `Received fatal error`.
 
 - A coordinator line repeated with only its time changed (a held partition's marker retry, thousands
-  a second) is parsed once: results are cached by the text after the time (CACHE_SIZE entries).
+  a second) is parsed once: results are cached by the text after the time (at most CACHE_SIZE
+  entries and CACHE_BYTES of text: lines reach 64 KiB, so entries alone would allow 64 MiB).
+  Marker errors are then stamped with the time they were read (`feed`'s `now_ms`: the line's own
+  time has no zone), which the transactions view shows as "last seen".
 - A line that does not start with `[` continues the previous entry (stack traces); only the one
-  exception line of a fatal marker error is read from continuations.
+  exception line of a fatal marker error is read from continuations. A coordinator line that
+  neither starts with `[` nor looks like a stack trace line is in another layout: malformed.
+- What the log shows it cannot carry is recorded for the follower to warn about (pure: no logging
+  here): the first malformed line, the first unrecognized line of each logger, whether the first
+  LAYOUT_SAMPLE lines hold any in Kafka's default layout and which levels they hold, and failed
+  appends seen at INFO only (the raw error needs the DEBUG line).
 - A failed append writes a DEBUG line (raw error) and an INFO line (mapped error). With DEBUG on,
   the DEBUG line comes first: it is held until the INFO line of the same transactional id, and the
   pair counts once with the raw error. An INFO line alone counts with the mapped error. A DEBUG line
-  whose INFO line never comes is counted when more than MAX_UNPAIRED are waiting, oldest first.
+  whose INFO line never comes is counted when more than MAX_UNPAIRED are waiting, or their
+  transactional ids (chosen by clients, up to 32 KiB each) exceed MAX_UNPAIRED_BYTES, oldest first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Sequence
 
 from exporter.broker_log.lines import (
     MALFORMED,
@@ -41,7 +51,16 @@ BrokerLogEvent = (
 _NEEDLE = b"coordinator.transaction."
 _FATAL_NEEDLE = b"Received fatal error"
 MAX_UNPAIRED = 1024
+MAX_UNPAIRED_BYTES = 1 << 20
 CACHE_SIZE = 1024
+CACHE_BYTES = 1 << 20
+LAYOUT_SAMPLE = 200
+SAMPLE_CHARS = 300
+_MAX_SAMPLED_LOGGERS = 16
+# Stack-trace lines: `\tat ...`, `\t... 12 more`, `Caused by: ...`, `java.lang.SomeException: ...`.
+_TRACE_LINE = re.compile(rb"[ \t]|Caused by|Suppressed|[\w$.]+(Exception|Error|Throwable)\b")
+# `[%d] %p %m (%c)`: the time in brackets, the level, and the logger in parentheses at the end.
+_FRAMED = re.compile(rb"\[[^\]]+\] ([A-Z]+) .* \([\w$.]+\)\r?$")
 _NOT_CACHED = object()
 
 
@@ -49,26 +68,43 @@ class BrokerLogParser:
     def __init__(self) -> None:
         # transactional id -> its DEBUG line, waiting for the INFO line (insertion order = age).
         self._unpaired: dict[str, AppendFailureLine] = {}
+        self._unpaired_bytes = 0  # of their transactional ids
         # Line text after the time -> parse result (events are frozen, so they can be shared).
         self._cache: dict[bytes, object] = {}
+        self._cache_bytes = 0  # of its keys
         self.lines = 0
         self.malformed = 0
         self.unrecognized = 0
+        # What the log cannot carry (see the module's docstring).
+        self.malformed_sample: str | None = None
+        self.unrecognized_samples: dict[str, str] = {}  # logger -> its first unrecognized line
+        self.layout_sampled = 0  # of the first LAYOUT_SAMPLE lines
+        self.layout_framed = 0  # of those, in Kafka's default layout
+        self.layout_first_line = ""
+        self.levels: set[str] = set()  # of the framed ones
+        self.append_failures_raw = 0  # DEBUG lines of failed appends
+        self.append_failures_info_only = 0  # INFO lines of failed appends without their DEBUG line
+        self._now_ms = 0  # when the lines being fed were read
 
-    def feed(self, lines: Iterable[bytes]) -> list[BrokerLogEvent]:
-        """Parses complete lines (bytes, without their newline) in file order."""
+    def feed(self, lines: Sequence[bytes], now_ms: int = 0) -> list[BrokerLogEvent]:
+        """Parses complete lines (bytes, without their newline) in file order, read at `now_ms`."""
+        self._now_ms = now_ms
         events: list[BrokerLogEvent] = []
+        if self.layout_sampled < LAYOUT_SAMPLE:
+            self._sample_layout(lines[: LAYOUT_SAMPLE - self.layout_sampled])
         count = 0
         needle, fatal = _NEEDLE, _FATAL_NEEDLE
         for line in lines:
             count += 1
             if needle in line:
-                if line[:1] == b"[":  # else a stack-trace frame of a coordinator class
+                if line[:1] == b"[":
                     self._entry(line, events)
+                elif not _TRACE_LINE.match(line):  # not a stack-trace frame of a coordinator class
+                    self._malformed(line)
             elif fatal in line and line[:1] != b"[":
                 event = parse_fatal_continuation(line.decode("utf-8", "replace"))
                 if event is not None:
-                    events.append(event)
+                    events.append(_stamped(event, now_ms))
         self.lines += count
         return events
 
@@ -78,17 +114,26 @@ class BrokerLogParser:
         parsed = cache.get(body, _NOT_CACHED)
         if parsed is _NOT_CACHED:
             parsed = parse_entry(line.decode("utf-8", "replace").rstrip("\r"))
-            if len(cache) >= CACHE_SIZE:
+            if len(cache) >= CACHE_SIZE or self._cache_bytes + len(body) > CACHE_BYTES:
                 cache.clear()
-            cache[body] = parsed
+                self._cache_bytes = 0
+            if len(body) <= CACHE_BYTES:
+                cache[body] = parsed
+                self._cache_bytes += len(body)
         if parsed is None:
             return
         if type(parsed) is AppendFailureLine:
             self._append_failure(parsed, events)
         elif parsed is MALFORMED:
-            self.malformed += 1
+            self._malformed(line)
         elif parsed is UNRECOGNIZED:
             self.unrecognized += 1
+            samples = self.unrecognized_samples
+            if len(samples) < _MAX_SAMPLED_LOGGERS:
+                logger = line[line.rfind(b" (") + 2 :].rstrip(b"\r)").decode("utf-8", "replace")
+                samples.setdefault(logger, _sample(line))
+        elif type(parsed) in _MARKER_ERRORS:
+            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]
         else:
             events.append(parsed)  # type: ignore[arg-type]
 
@@ -96,14 +141,52 @@ class BrokerLogParser:
         unpaired = self._unpaired
         tid = line.transactional_id
         if line.raw:
-            previous = unpaired.pop(tid, None)
+            self.append_failures_raw += 1
+            previous = self._pop_unpaired(tid)
             if previous is not None:  # its INFO line never came: count it on its own
                 events.append(TransactionLogAppendFailed(previous.target_state, previous.error))
             unpaired[tid] = line
-            if len(unpaired) > MAX_UNPAIRED:
-                oldest = unpaired.pop(next(iter(unpaired)))
+            self._unpaired_bytes += len(tid)
+            while len(unpaired) > MAX_UNPAIRED or self._unpaired_bytes > MAX_UNPAIRED_BYTES:
+                oldest = self._pop_unpaired(next(iter(unpaired)))
+                assert oldest is not None
                 events.append(TransactionLogAppendFailed(oldest.target_state, oldest.error))
             return
-        debug = unpaired.pop(tid, None)
+        debug = self._pop_unpaired(tid)
+        if debug is None:
+            self.append_failures_info_only += 1
         error = line.error if debug is None else debug.error
         events.append(TransactionLogAppendFailed(line.target_state, error))
+
+    def _pop_unpaired(self, tid: str) -> AppendFailureLine | None:
+        line = self._unpaired.pop(tid, None)
+        if line is not None:
+            self._unpaired_bytes -= len(tid)
+        return line
+
+    def _malformed(self, line: bytes) -> None:
+        self.malformed += 1
+        if self.malformed_sample is None:
+            self.malformed_sample = _sample(line)
+
+    def _sample_layout(self, lines: Sequence[bytes]) -> None:
+        for line in lines:
+            framed = _FRAMED.match(line)
+            if framed is not None:
+                self.layout_framed += 1
+                self.levels.add(framed[1].decode())
+            elif not self.layout_sampled:
+                self.layout_first_line = _sample(line)
+            self.layout_sampled += 1
+
+
+def _sample(line: bytes) -> str:
+    return line[:SAMPLE_CHARS].decode("utf-8", "replace").rstrip("\r")
+
+
+_MARKER_ERRORS = (MarkerWriteRetried, MarkerWriteFailed)
+
+
+def _stamped(event: MarkerWriteRetried | MarkerWriteFailed, now_ms: int) -> MarkerWriteRetried | MarkerWriteFailed:
+    # A new event per line: the cached one is shared by every repeat of the line.
+    return type(event)(event.error, event.transactional_id, event.partition, now_ms)

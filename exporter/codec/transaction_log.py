@@ -22,7 +22,7 @@ PARTITIONS_SKIPPED. What that walk cannot see is invalid UTF-8 inside a topic na
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
@@ -94,6 +94,9 @@ class TransactionLogRecord:
     timestamp_ms: int
     transactional_id: str
     value: TransactionLogValue | None  # None: a tombstone (the transactional id expired)
+    # The value's bytes, as decode_record got them: the model keeps them for in-flight transactions,
+    # whose partitions the transactions view decodes when it shows them (PARTITIONS_SKIPPED above).
+    raw_value: bytes | None = field(default=None, compare=False, repr=False)
 
 
 def decode_record(
@@ -110,7 +113,7 @@ def decode_record(
     else:
         tid = decode_key(key)
     return TransactionLogRecord(
-        offset, timestamp_ms, tid, None if value is None else decode_value(value, partitions)
+        offset, timestamp_ms, tid, None if value is None else decode_value(value, partitions), value
     )
 
 

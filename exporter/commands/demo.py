@@ -188,6 +188,7 @@ def _explain(url: str, bootstrap: str) -> None:
         f"""
 kafka-txn-exporter demo
   metrics:  {url}   (readiness: {url.removesuffix('/metrics')}/readyz)
+  transactions: {url.removesuffix('/metrics')}/transactions   (which ones are in flight or stuck; a page in a browser)
   kafka:    {bootstrap}
 
 What to look at:

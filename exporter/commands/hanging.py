@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
-from exporter.model.hanging import HANGING, Finding, abort_command
+from exporter.model.hanging import HANGING, abort_command, finding_row
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -53,26 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _row(finding: Finding) -> dict[str, object]:
-    t = finding.transaction
-    return {
-        "topic": t.topic,
-        "partition": t.partition,
-        "producer_id": t.producer_id,
-        "epoch": t.producer_epoch,
-        "start_offset": t.start_offset,
-        "transactional_id": finding.transactional_id,
-        "coordinator": finding.coordinator_id,
-        "age_seconds": round(finding.age_ms / 1000, 3),
-        "verdict": finding.verdict,
-        "reason": finding.reason,
-        "last_timestamp_ms": t.last_timestamp_ms,
-        "coordinator_epoch": t.coordinator_epoch,
-    }
-
-
 def run(args: argparse.Namespace) -> int:
-    from exporter.sources.hanging import HangingScanner
+    from exporter.sources.hanging import HangingScanner, ScanAccessError
 
     settings = {}
     for pair in args.kafka_config:
@@ -100,12 +82,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"txn-exporter hanging: Kafka at {args.bootstrap_servers} did not answer within {args.timeout:g} s "
               "(--timeout)", file=sys.stderr)
         return 2
+    except ScanAccessError as e:  # names the ACL to grant
+        print(f"txn-exporter hanging: {e}", file=sys.stderr)
+        return 2
     except Exception as e:  # kafka-python's errors: not reachable, unauthorized...
         text = str(e)  # kafka-python's errors start with their class name already
         print(f"txn-exporter hanging: {text if text.startswith(type(e).__name__) else f'{type(e).__name__}: {text}'}",
               file=sys.stderr)
         return 2
-    rows = [_row(f) for f in result.findings]
+    rows = [finding_row(f) for f in result.findings]
     hanging = [f for f in result.findings if f.verdict == HANGING]
     if args.json:
         for row, finding in zip(rows, result.findings):

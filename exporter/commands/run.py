@@ -25,6 +25,7 @@ from exporter.model import CoordinatorModel
 from exporter.sources.broker_log import BrokerLogFollower
 from exporter.sources.events import CoordinatorChanged, HangingScanCompleted
 from exporter.sources.kafka_topic import OwnershipError, TransactionLogTail
+from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
 BROKER_LOG_POLL_SECONDS = 0.1
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = config.load(args)
     except config.ConfigError as e:
-        print(f"txn-exporter run: {e}", file=sys.stderr)
+        for problem in e.problems:
+            print(f"txn-exporter run: {problem}", file=sys.stderr)
         return 2
     logs.configure(settings.log_level, settings.log_format, settings.log_repeat_seconds)
     stop = threading.Event()
@@ -131,7 +133,8 @@ class Exporter:
         self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
         self.registry = CollectorRegistry(auto_describe=True)
         collector = TransactionCollector(
-            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds
+            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds,
+            http_rejected_connections=lambda: self.server.rejected_connections,
         )
         self.registry.register(collector)
         self.pusher = (
@@ -150,9 +153,12 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
+        transactions = endpoint.TransactionsEndpoint(
+            self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
+        )
         self.server = MetricsServer(
             host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness,
-            web_config_file=settings.web_config_file,
+            web_config_file=settings.web_config_file, routes={endpoint.PATH: transactions},
         )
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
@@ -210,7 +216,7 @@ class Exporter:
                         if stop.wait(1.0):
                             break
                         continue
-                self.model.apply_batch([scanner.scan().event])
+                self.model.apply_batch(scanner.scan().events)
                 failing = False
             except Exception as e:  # a failed round is counted; the next one tries again
                 if not failing:

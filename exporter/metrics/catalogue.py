@@ -279,6 +279,13 @@ BROKER_LOG_ROTATIONS = MetricSpec(
     MetricType.COUNTER,
     "Rotations of the broker log files seen (renamed, or truncated in place by copytruncate).",
 )
+HTTP_REJECTED_CONNECTIONS = MetricSpec(
+    "txn_exporter_http_rejected_connections_total",
+    MetricType.COUNTER,
+    "HTTP connections the exporter closed to stay within its connection limit (64): the one idle"
+    " longest (no complete request yet: slow or idle clients) when all were taken, or a new one when"
+    " every connection was answering a request.",
+)
 BUILD_INFO = MetricSpec(
     "txn_exporter_build_info",
     MetricType.INFO,
@@ -316,5 +323,6 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     BROKER_LOG_SKIPPED_LINES,
     BROKER_LOG_TRUNCATED_LINES,
     BROKER_LOG_ROTATIONS,
+    HTTP_REJECTED_CONNECTIONS,
     BUILD_INFO,
 )

@@ -1,7 +1,8 @@
 """The data-partition view: KIP-664's find-hanging, done continuously and bounded in cost.
 
 Each round (HangingScanner.scan):
-1. Metadata: the data partitions this broker leads (`broker_id`; all partitions when None).
+1. Metadata: the data partitions this broker leads (`broker_id`; all partitions when None); internal
+   topics are not data partitions (kafka-transactions.sh find-hanging skips them too).
 2. DescribeProducers on at most `max_partitions` of them, sent to their leader; a cursor walks the
    list round after round, so a large broker is covered over several rounds. The last answer of
    each partition is kept, and forgotten when the broker stops leading it.
@@ -9,6 +10,16 @@ Each round (HangingScanner.scan):
 4. ListTransactions filtered on their producer ids (every broker: each coordinator lists its own),
    then DescribeTransactions of those transactional ids at their coordinators.
 5. exporter.model.hanging.judge: hanging or late.
+
+Rights (kafka-acls.sh terms; from Kafka's KafkaApis, the same from 3.6 to 4.x): Metadata lists only the
+topics the principal may Describe; DescribeProducers needs Read on the topic (Read implies Describe);
+ListTransactions needs nothing but silently leaves out the transactional ids the principal may not
+Describe, and FindCoordinator and DescribeTransactions need Describe on the transactional id. No
+cluster right is needed. Without Describe on the transactional ids every late transaction would look
+hanging (no transactional id for its producer id), so each round first asks DescribeTransactions about
+an id nobody uses: refused, the round fails with ScanAccessError naming the missing ACL. A topic the
+principal sees but may not Read is left out of the scan, named once in a warning, and counted as a
+failed round (ScanResult.events).
 
 Why kafka-python: confluent-kafka (librdkafka) has no DescribeProducers, ListTransactions or
 DescribeTransactions admin API; kafka-python >= 3.0 has all three (describe_producers,
@@ -19,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.model.hanging import (
@@ -33,6 +44,14 @@ from exporter.model.hanging import (
 from exporter.sources.events import HangingScanCompleted
 
 log = logging.getLogger("txn_exporter.hanging")
+
+_TRANSACTION_STATE = "__transaction_state"
+# DescribeTransactions of this id tells whether the principal may Describe transactional ids.
+_PROBE_TRANSACTIONAL_ID = "txn-exporter-acl-probe"
+
+
+class ScanAccessError(Exception):
+    """The scan lacks a right it cannot work without; the message names the ACL to grant."""
 
 # librdkafka setting names (Settings.kafka) -> kafka-python's KafkaAdminClient arguments.
 _KAFKA_PYTHON_SETTINGS = {
@@ -63,6 +82,12 @@ def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> d
 class ScanResult:
     event: HangingScanCompleted
     findings: list[Finding]
+    unreadable_topics: tuple[str, ...] = ()  # seen, but without Read: not scanned
+
+    @property
+    def events(self) -> list[HangingScanCompleted]:
+        """For the model: the round, and a failed one too when topics were left out for lack of Read."""
+        return [self.event, HangingScanCompleted(0, 0, 0, ok=False)] if self.unreadable_topics else [self.event]
 
 
 class HangingScanner:
@@ -92,27 +117,69 @@ class HangingScanner:
         self._cursor = 0
         # (topic, partition) -> open transactions at its last DescribeProducers.
         self._open: dict[tuple[str, int], list[OpenTransaction]] = {}
+        self._unreadable: tuple[str, ...] = ()
+        self._warned_unreadable: set[str] = set()
 
     def close(self) -> None:
         self._admin.close()
 
     def led_partitions(self) -> list[tuple[str, int]]:
-        topics = self._admin.describe_topics([self._topic] if self._topic else None)
-        led = []
+        return self._metadata()[0]
+
+    def _metadata(self) -> tuple[list[tuple[str, int]], bool]:
+        """The data partitions led (internal topics are not data; topics without Read are left out,
+        in self._unreadable) and whether __transaction_state exists."""
+        topics = self._admin.describe_topics([self._topic, _TRANSACTION_STATE] if self._topic else None)
+        led, unreadable, transaction_state = [], [], False
         for topic in topics:
             if topic.get("error_code"):
+                continue
+            transaction_state |= topic["name"] == _TRANSACTION_STATE
+            if topic.get("is_internal"):
+                continue
+            # Listed at all means Describe; an empty list means the broker did not say.
+            operations = topic.get("authorized_operations")
+            if operations and "READ" not in operations:
+                unreadable.append(topic["name"])
                 continue
             for partition in topic["partitions"]:
                 leader = partition["leader_id"]
                 if leader >= 0 and (self.broker_id is None or leader == self.broker_id):
                     led.append((topic["name"], partition["partition_index"]))
-        return sorted(led)
+        self._unreadable = tuple(sorted(unreadable))
+        new = [t for t in self._unreadable if t not in self._warned_unreadable]
+        if new:
+            self._warned_unreadable.update(new)
+            log.warning(
+                "hanging-transaction scan: no Read on topic(s) %s, which DescribeProducers needs: their transactions "
+                "are not scanned (each round counts as failed) until it is granted: kafka-acls.sh --add "
+                "--allow-principal User:<the exporter's> --operation Read --topic <topic>", ", ".join(new))
+        return sorted(led), transaction_state
+
+    def _check_transactional_id_rights(self) -> None:
+        from kafka.errors import TransactionalIdAuthorizationFailedError, TransactionalIdNotFoundError
+
+        self._forget_coordinators([_PROBE_TRANSACTIONAL_ID])
+        try:
+            self._admin.describe_transactions([_PROBE_TRANSACTIONAL_ID])
+        except TransactionalIdNotFoundError:
+            pass  # allowed to ask, and nobody uses the id
+        except TransactionalIdAuthorizationFailedError:
+            raise ScanAccessError(
+                "no Describe on transactional ids: without it ListTransactions hides them all and every late "
+                "transaction would look hanging, so the scan is off (the rest of the exporter works) until it is "
+                "granted: kafka-acls.sh --add --allow-principal User:<the exporter's> --operation Describe "
+                "--transactional-id '*'"
+            ) from None
 
     def scan(self) -> ScanResult:
-        """One bounded round; raises on a failed request (the caller counts it)."""
+        """One bounded round; raises on a failed request (the caller counts it), ScanAccessError when
+        a right it cannot work without is missing."""
         from kafka import TopicPartition
 
-        led = self.led_partitions()
+        led, transaction_state = self._metadata()
+        if transaction_state:  # else no transaction exists yet (and asking would create the topic)
+            self._check_transactional_id_rights()
         led_set = set(led)
         for key in [k for k in self._open if k not in led_set]:
             del self._open[key]
@@ -143,8 +210,9 @@ class HangingScanner:
             partitions_scanned=len(batch),
             partitions_with_late_transactions=partitions_with_late_transactions(late),
             hanging_transactions=sum(1 for f in findings if f.verdict == "hanging"),
+            findings=tuple(findings),
         )
-        return ScanResult(event, findings)
+        return ScanResult(event, findings, self._unreadable)
 
     def _transactional_ids(self, producer_ids: set[int]) -> dict[int, str]:
         by_broker = self._admin.list_transactions(producer_id_filters=sorted(producer_ids))
@@ -158,6 +226,7 @@ class HangingScanner:
     def _describe(self, transactional_ids: set[str]) -> dict[str, CoordinatorTransaction | None]:
         from kafka.errors import TransactionalIdNotFoundError
 
+        self._forget_coordinators(transactional_ids)
         try:
             described = self._admin.describe_transactions(sorted(transactional_ids))
         except TransactionalIdNotFoundError:
@@ -176,6 +245,17 @@ class HangingScanner:
             )  # fmt: skip
         return result
 
+    def _forget_coordinators(self, transactional_ids: Iterable[str]) -> None:
+        # kafka-python (3.0) caches each id's coordinator for good, never dropped on NOT_COORDINATOR:
+        # once a coordinator moved, every later round would fail. Asked afresh each round instead.
+        from kafka.protocol.metadata import CoordinatorType
+
+        manager = getattr(self._admin, "_manager", None)
+        cached = getattr(getattr(manager, "cluster", None), "_coordinators", None)
+        if isinstance(cached, dict):
+            for tid in transactional_ids:
+                cached.pop((CoordinatorType.TRANSACTION, tid), None)
+
     def scan_all(self) -> ScanResult:
         """Rounds until every led partition was described once (for the `hanging` command)."""
         total = len(self.led_partitions())
@@ -187,6 +267,6 @@ class HangingScanner:
             if scanned >= total or result.event.partitions_scanned == 0:
                 return ScanResult(
                     HangingScanCompleted(scanned, result.event.partitions_with_late_transactions,
-                                         result.event.hanging_transactions),
-                    result.findings,
+                                         result.event.hanging_transactions, findings=result.event.findings),
+                    result.findings, result.unreadable_topics,
                 )  # fmt: skip

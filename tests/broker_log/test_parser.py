@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from exporter.broker_log.parser import MAX_UNPAIRED, BrokerLogParser
+from exporter.broker_log.parser import CACHE_BYTES, MAX_UNPAIRED, MAX_UNPAIRED_BYTES, BrokerLogParser
 from exporter.codec.states import TransactionState as S
-from exporter.sources.events import MarkerWriteFailed, TransactionLogAppendFailed
+from exporter.sources.events import MarkerWriteFailed, MarkerWriteRetried, TransactionLogAppendFailed
 from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
 
 NOISE = b"[2026-11-21 07:23:25,279] INFO [ReplicaManager broker=1] Something else (kafka.server.ReplicaManager)"
@@ -56,7 +56,7 @@ def test_continuations_and_the_fatal_marker_error():
         "\tat kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler.onComplete(X.scala:12)",
         "\tat org.apache.kafka.clients.NetworkClient.poll(NetworkClient.java:1)",
     )
-    assert events == [MarkerWriteFailed("MESSAGE_TOO_LARGE")]
+    assert events == [MarkerWriteFailed("MESSAGE_TOO_LARGE", "t-1")]
     assert (parser.lines, parser.malformed, parser.unrecognized) == (4, 0, 0)
 
 
@@ -64,4 +64,38 @@ def test_non_utf8_and_crlf_lines_do_not_break_parsing():
     meta = META_3.format("PrepareCommit")
     parser, events = feed(b"\xff\xfe garbage coordinator.transaction. [", info_line(meta, tid="\u00e9t\u00e9").encode() + b"\r")
     assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
-    assert parser.malformed == 0  # the first is a continuation (it does not start with "[")
+    assert parser.malformed == 1  # the first: neither Kafka's layout nor a stack-trace line
+
+
+def test_the_cache_of_parsed_lines_is_bounded_in_bytes():
+    """Distinct long coordinator lines (a transaction over thousands of partitions prints them all,
+    up to the follower's 64 KiB line limit): the cache never holds more than CACHE_BYTES of text."""
+    parser = BrokerLogParser()
+    meta = META_41.format("PREPARE_COMMIT").replace("topicPartitions=[", "topicPartitions=[" + "orders-1, " * 6000)
+    for n in range(200):
+        events = parser.feed([info_line(meta, tid=f"t{n}").encode()])
+        assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
+        assert sum(map(len, parser._cache)) <= CACHE_BYTES
+    assert len(parser._cache) >= 2  # still caching
+
+
+def test_debug_lines_waiting_for_their_info_line_are_bounded_in_bytes():
+    """Transactional ids are the clients' (up to 32 KiB): the waiting DEBUG lines keep within
+    MAX_UNPAIRED_BYTES of them, the oldest counted on its own when more come."""
+    meta = META_3.format("Ongoing")
+    count = 2 * MAX_UNPAIRED_BYTES // 30000
+    _, events = feed(*(debug_line(meta, tid=f"{n:05d}" + "x" * 30000) for n in range(count)))
+    assert len(events) >= count - MAX_UNPAIRED_BYTES // 30000
+    assert all(e == TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS") for e in events)
+
+
+def test_marker_errors_are_stamped_with_the_time_they_were_read():
+    retry = ("[2026-11-21 07:23:25,{}] INFO [Transaction Marker Request Completion Handler 1]: Sending t-1's"
+             " transaction marker for partition orders-3 has failed with error"
+             " org.apache.kafka.common.errors.NotEnoughReplicasException, retrying with current coordinator epoch 4"
+             " (kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler)")
+    parser = BrokerLogParser()
+    first = parser.feed([retry.format(100).encode()], now_ms=1_000)
+    again = parser.feed([retry.format(200).encode(), retry.format(300).encode()], now_ms=2_000)  # cached: same body
+    assert first == again[:1] == [MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "t-1", "orders-3")]
+    assert [e.seen_ms for e in first + again] == [1_000, 2_000, 2_000]

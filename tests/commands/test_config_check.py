@@ -60,3 +60,30 @@ def test_web_config_errors_name_file_and_key(tmp_path: Path, capsys) -> None:
     write(tmp_path, "basic_auth_user:\n  prometheus: x\n", "web.yml")
     assert main(["config", "check", "--no-env", str(path)]) == 2
     assert "unknown key 'basic_auth_user'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["config check --no-env", "run --config"])
+def test_bad_client_settings_exit_2_in_check_and_run_one_line_per_error(tmp_path: Path, capsys, command: str) -> None:
+    path = write(tmp_path, "bootstrap_servers: k:9092\nlisten: 127.0.0.1:1\nkafka:\n  sasl.pasword: s3cr3t-pw\n"
+                           "  security.protocol: SASL_SSLL\n  sasl.password: s3cr3t-pw\n")
+    assert main([*command.split(), str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    prefix = f"txn-exporter {command.split()[0] if command.startswith('run') else 'config check'}: {path}: kafka: "
+    assert lines == [prefix + "'sasl.pasword': unknown client setting (librdkafka has no such property)",
+                     prefix + "'security.protocol': invalid value (Invalid value \"SASL_SSLL\" for configuration "
+                              "property \"security.protocol\")"]
+
+
+def test_every_error_of_a_file_is_reported(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, "bootstrap_servers: k:9092\nbroker_id: x\nlog_fromat: json\nkafka_config: {a: b}\n")
+    assert main(["config", "check", "--no-env", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"txn-exporter config check: {path}: ") for line in lines)
+    assert "unknown key 'kafka_config' (the key of --kafka-config is 'kafka'" in lines[1]
+
+
+def test_a_file_that_is_not_utf8_exits_2_in_one_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "exporter.yml"
+    path.write_bytes(b"bootstrap_servers: k:9092\nlisten: \xff\n")
+    assert main(["config", "check", "--no-env", str(path)]) == 2
+    assert capsys.readouterr().err == f"txn-exporter config check: {path}: not UTF-8 text (byte 0xff at offset 34)\n"

@@ -130,3 +130,11 @@ def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, v
     assert [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in kafka_hanging] == [
         ("unregistered", 0, row["producer_id"], row["epoch"])
     ]
+    # The exporter's transactions view lists it too, with the same abort command.
+    status, body = process.get("/transactions?state=HANGING")
+    assert status == 200, body
+    (listed,) = json.loads(body)["hanging"]
+    assert (listed["transactional_id"], listed["producer_id"], listed["start_offset"]) == (
+        "ghost", row["producer_id"], row["start_offset"])
+    assert listed["abort_command"] == (f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic unregistered"
+                                       f" --partition 0 --start-offset {row['start_offset']}")

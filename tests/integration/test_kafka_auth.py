@@ -1,10 +1,13 @@
 """The exporter against a broker with SASL/SCRAM and ACLs on (harness: sasl_users): it works with
 only Describe and Read on __transaction_state, never logs its password, and with rights missing
-stays up (liveness 200) and not ready (readiness 503) instead of crash-looping."""
+stays up (liveness 200) and not ready (readiness 503) instead of crash-looping. The hanging scan works
+with the rights deploy/README.md lists for it, and says once which ACL is missing otherwise."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,16 +22,17 @@ from confluent_kafka.admin import (
 )
 
 from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import commit_transactions, create_internal_topics, create_topic
+from exporter.harness.workload import commit_transactions, create_internal_topics, create_topic, timed_out_producer
 from tests.integration.exporter_process import ExporterProcess
 
 PASSWORD = "Scram-pw-4d1f9a"
 OTHER_PASSWORD = "Scram-pw-other-77c2"
 
 
-def _grant(bootstrap: str, user: str, *operations: AclOperation) -> None:
+def _grant(bootstrap: str, user: str, *operations: AclOperation, resource: ResourceType = ResourceType.TOPIC,
+           name: str = "__transaction_state") -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    bindings = [AclBinding(ResourceType.TOPIC, "__transaction_state", ResourcePatternType.LITERAL,
+    bindings = [AclBinding(resource, name, ResourcePatternType.LITERAL,
                            f"User:{user}", "*", operation, AclPermissionType.ALLOW) for operation in operations]
     for future in admin.create_acls(bindings).values():
         future.result(30)
@@ -46,7 +50,8 @@ def secured(request, kafka_broker_factory, tmp_path_factory):
     # One broker per version for the module (as conftest's own_broker does, but shared by the tests).
     version, transaction_version = request.param
     broker = KafkaBroker(version=version, transaction_version=transaction_version, transaction_state_partitions=3,
-                         sasl_users={"txn-exporter": PASSWORD, "describe-only": OTHER_PASSWORD},
+                         sasl_users={"txn-exporter": PASSWORD, "describe-only": OTHER_PASSWORD,
+                                     "hanging-scan": OTHER_PASSWORD, "no-read": OTHER_PASSWORD},
                          workdir=tmp_path_factory.mktemp("kafka-sasl"))
     kafka_broker_factory.make_room()
     kafka_broker_factory.own.append(broker)
@@ -55,6 +60,11 @@ def secured(request, kafka_broker_factory, tmp_path_factory):
         create_internal_topics(broker.bootstrap_servers)
         _grant(broker.bootstrap_servers, "txn-exporter", AclOperation.DESCRIBE, AclOperation.READ)
         _grant(broker.bootstrap_servers, "describe-only", AclOperation.DESCRIBE)
+        # The hanging scan's rights as deploy/README.md lists them; and the same with Describe, not Read, on a topic.
+        for user, topic_right in (("hanging-scan", AclOperation.READ), ("no-read", AclOperation.DESCRIBE)):
+            _grant(broker.bootstrap_servers, user, AclOperation.DESCRIBE, AclOperation.READ)
+            _grant(broker.bootstrap_servers, user, topic_right, name="*")
+            _grant(broker.bootstrap_servers, user, AclOperation.DESCRIBE, resource=ResourceType.TRANSACTIONAL_ID, name="*")
         yield broker
     finally:
         broker.stop()
@@ -68,7 +78,7 @@ def _stop(process: ExporterProcess) -> None:
 def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp_path: Path) -> None:
     log = tmp_path / "exporter.log"
     process = ExporterProcess(secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "txn-exporter", PASSWORD)),
-                              log=log)
+                              "--hanging-scan-interval-seconds", "0.5", log=log)
     try:
         process.wait_ready(90)
         create_topic(secured.bootstrap_servers, "auth-orders", partitions=2)
@@ -76,12 +86,21 @@ def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp
         process.wait_for(lambda: process.value("kafka_transactions", state="COMPLETE_COMMIT") == 1, 60,
                          "the committed transaction")
         assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == 20
+        # The hanging scan (on by default) lacks its rights: every round fails and is counted.
+        process.wait_for(lambda: (process.value("txn_exporter_hanging_scan_errors_total") or 0) >= 3, 60,
+                         "failed hanging-scan rounds")
+        assert process.value("kafka_hanging_transactions") is None
+        assert process.value("txn_exporter_http_rejected_connections_total") == 0
     finally:
         _stop(process)
     text = log.read_text()
     assert PASSWORD not in text
     lines = [json.loads(line) for line in text.splitlines()]
     assert any("sasl.password" in line["message"] and "***" in line["message"] for line in lines)
+    # ... and says so once, naming the missing ACL.
+    scan = [line for line in lines if "hanging-transaction scan" in line["message"]]
+    assert len(scan) == 1 and scan[0]["level"] == "WARNING", scan
+    assert "no Describe on transactional ids" in scan[0]["message"] and "--transactional-id '*'" in scan[0]["message"]
     # Nothing per record at INFO: 20 transactions (~100 records) and a handful of lines.
     assert len(lines) < 20, text
 
@@ -124,3 +143,34 @@ def test_wrong_password_keeps_the_process_up_and_not_ready(secured, tmp_path: Pa
     text = log.read_text()
     assert PASSWORD not in text
     assert "authentication" in text.lower(), text[-2000:]
+
+
+def _hanging(secured, user: str, password: str) -> subprocess.CompletedProcess[str]:
+    settings = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=SCRAM-SHA-512", f"sasl.username={user}",
+                f"sasl.password={password}"]
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", "hanging", "--bootstrap-servers", secured.sasl_bootstrap_servers,
+         "--topic", "auth-open", "--max-transaction-timeout-seconds", "0", "--padding-seconds", "0", "--json",
+         *(arg for setting in settings for arg in ("--kafka-config", setting))],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_hanging_scan_works_with_the_documented_rights_and_names_a_missing_one(secured) -> None:
+    create_topic(secured.bootstrap_servers, "auth-open", partitions=1)
+    # An open transaction (its producer killed mid-transaction, the timeout far off): late, not hanging.
+    timed_out_producer(secured.bootstrap_servers, "auth-open-1", "auth-open", transaction_timeout_ms=600_000,
+                       messages=1, wait=False)
+    documented = _hanging(secured, "hanging-scan", OTHER_PASSWORD)
+    assert documented.returncode == 0, documented.stderr
+    [row] = [json.loads(line) for line in documented.stdout.splitlines()]
+    assert (row["topic"], row["transactional_id"], row["verdict"]) == ("auth-open", "auth-open-1", "late"), row
+    # Without Describe on transactional ids the transaction would look hanging: refused, naming the ACL.
+    least = _hanging(secured, "txn-exporter", PASSWORD)
+    assert least.returncode == 2 and least.stdout == ""
+    assert least.stderr.count("\n") == 1 and "no Describe on transactional ids" in least.stderr, least.stderr
+    assert "--operation Describe --transactional-id '*'" in least.stderr and PASSWORD not in least.stderr
+    # Describe without Read on the topic: left out of the scan, named once.
+    no_read = _hanging(secured, "no-read", OTHER_PASSWORD)
+    assert no_read.returncode == 0 and no_read.stdout == "", no_read.stderr
+    assert no_read.stderr.count("no Read on topic(s) auth-open,") == 1, no_read.stderr

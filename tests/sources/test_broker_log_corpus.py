@@ -28,6 +28,7 @@ def _expected(version: str) -> dict:
 
 def _as_json(event, line: int) -> dict:
     fields = asdict(event)
+    fields.pop("seen_ms", None)  # when the line was read, not what it says
     if "target_state" in fields:
         fields["target_state"] = TransactionState(fields["target_state"]).name
     return {"line": line, "event": type(event).__name__, **fields}
