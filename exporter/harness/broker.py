@@ -21,8 +21,13 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs, tools_version, uses_log4j2
 from exporter.harness.workload import alter_topic_config, create_internal_topics
+from exporter.logs import kafka_client_logger
 
 _START_TIMEOUT_S = 60.0
+# server.log rolls over at this size, keeping this many older files (server.log.1, .2...): a
+# coordinator at DEBUG writes ~17 MB/s during a marker hold (workload.hold_markers).
+SERVER_LOG_MAX_BYTES = 64 * 1024 * 1024
+SERVER_LOG_BACKUPS = 2
 _STOP_TIMEOUT_S = 30.0
 # Modest heap: CI has 2 cores and may run two brokers at once.
 _JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
@@ -85,7 +90,10 @@ class KafkaBroker:
     (``sasl_bootstrap_servers``), the users' SCRAM credentials written at format time, and ACLs on
     (StandardAuthorizer). The PLAINTEXT listener, the controller and inter-broker traffic stay
     unauthenticated as the super user User:ANONYMOUS, so the harness (readiness, admin, workloads)
-    works as before while clients of the SASL listener get only what ACLs grant them."""
+    works as before while clients of the SASL listener get only what ACLs grant them.
+
+    ``server.log`` rolls over at ``server_log_max_bytes`` to ``server.log.1`` and so on, keeping
+    ``server_log_backups`` older files (log4j's size-based rolling, in 3.x and 4.x alike)."""
 
     def __init__(
         self,
@@ -98,6 +106,8 @@ class KafkaBroker:
         join: KafkaBroker | None = None,
         node_id: int = 1,
         sasl_users: Mapping[str, str] | None = None,
+        server_log_max_bytes: int = SERVER_LOG_MAX_BYTES,
+        server_log_backups: int = SERVER_LOG_BACKUPS,
     ) -> None:
         if transaction_version is not None and not uses_log4j2(version):
             raise ValueError("transaction_version is a Kafka 4.x feature")
@@ -105,6 +115,8 @@ class KafkaBroker:
             raise ValueError("a joining broker needs its own node_id")
         if sasl_users and join is not None:
             raise ValueError("sasl_users is for a single-node cluster")
+        if server_log_backups < 1:
+            raise ValueError("server_log_backups must be at least 1 (0 would truncate server.log in place)")
         if transaction_version not in (None, 0, 1, 2):
             raise ValueError(f"transaction_version must be 0, 1 or 2, not {transaction_version}")
         self.version = version
@@ -115,6 +127,8 @@ class KafkaBroker:
         self.transaction_state_partitions = transaction_state_partitions
         self.broker_properties = dict(broker_properties or {})
         self.sasl_users = dict(sasl_users or {})
+        self.server_log_max_bytes = server_log_max_bytes
+        self.server_log_backups = server_log_backups
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
@@ -180,6 +194,8 @@ class KafkaBroker:
         logging_opts = [
             f"-Dkafka.logs.dir={self.logs_dir}",
             f"-Dtxn.coordinator.log.level={self.coordinator_log_level}",
+            f"-Dtxn.log.max.bytes={self.server_log_max_bytes}",
+            f"-Dtxn.log.backups={self.server_log_backups}",
             f"-Dlog4j2.configurationFile={resources.files(__package__) / 'log4j2.properties'}"
             if uses_log4j2(self.version)
             else f"-Dlog4j.configuration=file:{resources.files(__package__) / 'log4j.properties'}",
@@ -285,7 +301,9 @@ class KafkaBroker:
         while not self._port_open():
             self._check_alive(deadline)
             time.sleep(0.2)
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(
+            {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_client_logger("librdkafka.harness")}
+        )
         while True:
             self._check_alive(deadline)
             try:

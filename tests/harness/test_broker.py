@@ -57,10 +57,17 @@ def _states(broker: KafkaBroker, tid: str) -> Counter[str]:
     return states
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:  # between a rollover's renames and the new file
+        return ""
+
+
 def _wait_for_line(path: Path, pattern: str, timeout: float = 30) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        m = re.search(pattern, path.read_text(), re.MULTILINE)
+        m = re.search(pattern, _read(path), re.MULTILINE)
         if m:
             return m.group(0)
         time.sleep(0.2)
@@ -102,19 +109,39 @@ def test_workload_counts(broker: KafkaBroker) -> None:
     )
 
 
+def _rolled_logs(broker: KafkaBroker) -> list[Path]:
+    """server.log and the files it rolled over to, oldest first (server.log.2, server.log.1, server.log)."""
+    rolled = sorted(broker.logs_dir.glob("server.log.*"), key=lambda p: int(p.suffix[1:]), reverse=True)
+    return [*rolled, broker.server_log]
+
+
 @pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
-def test_debug_coordinator_logging(own_broker: Callable[..., KafkaBroker], version: str) -> None:
-    broker = own_broker(version=version, coordinator_log_level="DEBUG")
+def test_debug_coordinator_logging_rolls_over_by_size(own_broker: Callable[..., KafkaBroker], version: str) -> None:
+    """The DEBUG lines are there, and server.log rolls over at its size cap under log4j's names
+    (server.log.1, server.log.2: what the exporter's broker-log follower reads), keeping two: a
+    broker's start and one transaction at DEBUG write more than three times 64 KiB."""
+    cap = 64 * 1024
+    broker = own_broker(version=version, coordinator_log_level="DEBUG", server_log_max_bytes=cap, server_log_backups=2)
     topic, tid = _names()
     create_topic(broker.bootstrap_servers, topic, partitions=2)
     commit_transactions(broker.bootstrap_servers, tid, topic, count=1)
 
     state = "COMPLETE_COMMIT" if version.startswith("4.") else "CompleteCommit"
-    _wait_for_line(
-        broker.server_log,
+    pattern = (
         rf"^\[[^\]]+\] DEBUG \[Transaction State Manager 1\]: Updating {tid}'s transaction state to "
-        rf"TxnTransitMetadata.*txnState={state}.* succeeded \(kafka\.coordinator\.transaction\.TransactionStateManager\)$",
+        rf"TxnTransitMetadata.*txnState={state}.* succeeded \(kafka\.coordinator\.transaction\.TransactionStateManager\)$"
     )
+    deadline = time.monotonic() + 30
+    while not re.search(pattern, "".join(_read(p) for p in _rolled_logs(broker)), re.MULTILINE):
+        assert time.monotonic() < deadline, f"no line matching {pattern!r} in {broker.logs_dir}"
+        time.sleep(0.2)
+
+    files = _rolled_logs(broker)
+    assert [p.name for p in files] == ["server.log.2", "server.log.1", "server.log"]
+    for path in files:
+        # Rolled between log events: a file may pass the cap by one event (the config dump is ~15 KiB).
+        assert path.stat().st_size <= 2 * cap, path
+        assert LOG_LINE.match(path.read_text().splitlines()[0]), path
 
 
 def test_stop_and_restart_leave_no_jvm(own_broker: Callable[..., KafkaBroker]) -> None:
@@ -138,7 +165,9 @@ def test_stop_and_restart_leave_no_jvm(own_broker: Callable[..., KafkaBroker]) -
 
 
 def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., KafkaBroker]) -> None:
-    first = own_broker()
+    """Markers held back are retried (a line each, thousands a second): server.log stays capped."""
+    cap = 1024 * 1024
+    first = own_broker(server_log_max_bytes=cap, server_log_backups=2)
     follower = own_broker(join=first, node_id=2)
     bootstrap = first.bootstrap_servers
     topic, tid = _names()
@@ -157,12 +186,20 @@ def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., Kafk
             r"\S*NotEnoughReplicasException, retrying with current coordinator epoch \d+.*$",
         )
         assert count_messages(bootstrap, topic, read_committed=True, timeout=5) == 0
+        deadline = time.monotonic() + 60
+        while not (first.logs_dir / "server.log.2").exists():  # rolled over twice, 1 MiB each
+            assert time.monotonic() < deadline, "server.log did not roll over during the hold"
+            time.sleep(0.2)
 
     # Released: the retried markers land and the transaction completes.
     deadline = time.monotonic() + 30
     while count_messages(bootstrap, topic, read_committed=True) != 1:
         assert time.monotonic() < deadline, "transaction did not complete after the hold"
         time.sleep(0.5)
+    # Looked at once the retries stopped, so not in the middle of a rollover's renames.
+    files = _rolled_logs(first)
+    assert [p.name for p in files] == ["server.log.2", "server.log.1", "server.log"]
+    assert all(p.stat().st_size <= cap + 64 * 1024 for p in files)
 
 
 def test_cluster_ids_never_start_with_a_dash():
