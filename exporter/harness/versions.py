@@ -37,7 +37,7 @@ class KafkaVersion:
     # display names (`PrepareCommit`) up to 4.0, the enum's names (`PREPARE_COMMIT`) from 4.1.
     log_state_names: Literal["display", "enum"] = "display"
     # The final-append retry line: `PendingCompleteTxn(transactionalId=...` (a Scala case class) up
-    # to 4.0, `PendingCompleteTxn[transactionalId=...` (a Java record) from 4.1.
+    # to 4.3, `PendingCompleteTxn[transactionalId=...` (a Java record) from 4.4.
     pending_complete_txn_bracket: Literal["(", "["] = "("
     # DumpLogSegments --transaction-log-decoder prints a record's value as `state=CompleteCommit,...`
     # text up to 3.x, as the generated message's JSON (`"transactionStatus":4`) from 4.0.
@@ -60,7 +60,7 @@ _3X = dict(log4j=1)
 _4X = dict(
     log4j=2, transaction_versions=(0, 1, 2), share_group_state_topic=True, transaction_log_dump="json",
 )
-_4_1 = dict(_4X, log_state_names="enum", pending_complete_txn_bracket="[")
+_4_1 = dict(_4X, log_state_names="enum")
 
 # Newest first. The newest patch of each minor that Maven Central serves (2026-11).
 VERSIONS: tuple[KafkaVersion, ...] = (
@@ -69,7 +69,7 @@ VERSIONS: tuple[KafkaVersion, ...] = (
     # excludes it). kafka-tools 4.3.1 on 4.4.0's kafka-clients fails with NoSuchMethodError: tools
     # run from the complete 4.3.1 classpath, whose decoders know every record version 4.4 writes.
     KafkaVersion("4.4.0", "4.3.1", dump_log_segments_class="org.apache.kafka.tools.DumpLogSegments",
-                 full_suite=True, **_4_1),
+                 pending_complete_txn_bracket="[", full_suite=True, **_4_1),
     # DumpLogSegments moved from core (Scala) to the tools module in 4.3.
     KafkaVersion("4.3.1", "4.3.1", dump_log_segments_class="org.apache.kafka.tools.DumpLogSegments", **_4_1),
     # kafka_2.13 4.2.2 is served, kafka-tools 4.2.2 is not: tools from 4.2.1, as for 4.4.0.
