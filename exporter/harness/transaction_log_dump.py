@@ -4,8 +4,8 @@ prints (KafkaBroker.dump_transaction_log), as (partition, offset, transactional 
 The tests compare the exporter with these: truth from Kafka's decoder, never from the exporter's own.
 Its two output styles (versions.KafkaVersion.transaction_log_dump):
 
-- text (3.x): `key: transaction_metadata::transactionalId=<tid> payload: ...,state=CompleteCommit,...`
-- json (4.x): `key: {"type":"0","data":{"transactionalId":"<tid>"}} payload: {... "transactionStatus":4 ...}`
+- text (up to 4.0): `key: transaction_metadata::transactionalId=<tid> payload: ...,state=CompleteCommit,...`
+- json (from 4.1): `key: {"type":"0","data":{"transactionalId":"<tid>"}} payload: {... "transactionStatus":4 ...}`
 
 A tombstone's payload is `<DELETE>` (its state None).
 """

@@ -39,8 +39,9 @@ class KafkaVersion:
     # The final-append retry line: `PendingCompleteTxn(transactionalId=...` (a Scala case class) up
     # to 4.3, `PendingCompleteTxn[transactionalId=...` (a Java record) from 4.4.
     pending_complete_txn_bracket: Literal["(", "["] = "("
-    # DumpLogSegments --transaction-log-decoder prints a record's value as `state=CompleteCommit,...`
-    # text up to 3.x, as the generated message's JSON (`"transactionStatus":4`) from 4.0.
+    # DumpLogSegments --transaction-log-decoder prints a record's key and value as text
+    # (`transaction_metadata::transactionalId=...`, `state=CompleteCommit,...`) up to 4.0, as the
+    # generated messages' JSON (`"transactionStatus":4`) from 4.1.
     transaction_log_dump: Literal["text", "json"] = "text"
     # Runs the whole test suite (the newest 3.x and the newest 4.x); every version runs the
     # per-version checks (tests/versions).
@@ -57,10 +58,8 @@ class KafkaVersion:
 
 
 _3X = dict(log4j=1)
-_4X = dict(
-    log4j=2, transaction_versions=(0, 1, 2), share_group_state_topic=True, transaction_log_dump="json",
-)
-_4_1 = dict(_4X, log_state_names="enum")
+_4X = dict(log4j=2, transaction_versions=(0, 1, 2), share_group_state_topic=True)
+_4_1 = dict(_4X, log_state_names="enum", transaction_log_dump="json")
 
 # Newest first. The newest patch of each minor that Maven Central serves (2026-11).
 VERSIONS: tuple[KafkaVersion, ...] = (
