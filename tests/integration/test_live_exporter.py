@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from exporter.harness.versions import FULL_SUITE_VERSIONS
+from exporter.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
 from exporter.harness.workload import create_internal_topics, create_topic, held_commit, run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
 
@@ -73,7 +73,7 @@ def test_restart_rebuilds_the_same_gauges_without_replayed_latency(broker, expor
 
 
 def test_broker_restart_reports_the_source_down_then_recovers(own_broker, exporter, tmp_path):
-    broker = own_broker(version="4.4.0")
+    broker = own_broker(version=DEFAULT_KAFKA_VERSION)
     create_topic(broker.bootstrap_servers, "orders", partitions=1)
     run_mix(broker.bootstrap_servers, "orders", ["before"], commits=1, aborts=0)
     process = exporter(broker.bootstrap_servers)
