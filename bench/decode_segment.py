@@ -202,8 +202,8 @@ def main() -> None:
     parser.add_argument("--skip-kafka", action="store_true", help="skip DumpLogSegments (a)")
     args = parser.parse_args()
 
-    from exporter.harness.broker import dump_log_segments_class
     from exporter.harness.jars import tools_libs, tools_version
+    from exporter.harness.versions import kafka_version
 
     # DumpLogSegments reads the base offset from the file name: keep Kafka's name, one dir per variant.
     segment = DATA / f"transaction_state-{args.kafka}-{args.records}" / "00000000000000000000.log"
@@ -222,7 +222,7 @@ def main() -> None:
     if not args.skip_kafka:
         java = [
             "java", *KAFKA_RUN_CLASS_OPTS, "-cp", f"{tools_libs(args.kafka)}/*",
-            dump_log_segments_class(tools_version(args.kafka)), "--transaction-log-decoder", "--files", str(segment),
+            kafka_version(args.kafka).dump_log_segments_class, "--transaction-log-decoder", "--files", str(segment),
         ]
         wall, cpu, rss = best_of(args.runs, java)
         rows.append((f"(a) Kafka {tools_version(args.kafka)} DumpLogSegments, JVM start incl.", wall, cpu, rss))

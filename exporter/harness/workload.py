@@ -9,6 +9,8 @@ Child-process entry point (used by :func:`timed_out_producer`)::
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import random
 import select
 import struct
@@ -18,6 +20,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -434,6 +437,34 @@ def held_commit(bootstrap: str, follower: KafkaBroker, topic: str, transactional
         producer.commit_transaction(30)  # returns once PREPARE_COMMIT is written; markers are retried
         yield
 
+
+
+# -- cluster changes through Kafka's own tools (their class names differ between versions) -------
+
+
+def reassign_partitions(broker: KafkaBroker, replicas: Mapping[tuple[str, int], Sequence[int]], plan: Path) -> None:
+    """Starts moving each (topic, partition) onto ``replicas`` (the first is the preferred leader)
+    with Kafka's ReassignPartitionsCommand; ``plan`` is where its JSON plan is written."""
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": partition, "replicas": list(ids)} for (topic, partition), ids in replicas.items()]}))
+    result = broker.run_tool(
+        broker.kafka.reassign_partitions_class,
+        "--bootstrap-server", broker.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"ReassignPartitionsCommand failed: {result.stdout}{result.stderr}")
+
+
+def set_logger_level(broker: KafkaBroker, logger: str, level: str | None) -> None:
+    """Sets a log4j logger's level on the running ``broker`` (ConfigCommand, broker-loggers);
+    None restores the configured level."""
+    change = ["--add-config", f"{logger}={level}"] if level else ["--delete-config", logger]
+    result = broker.run_tool(
+        broker.kafka.config_command_class, "--bootstrap-server", broker.bootstrap_servers,
+        "--entity-type", "broker-loggers", "--entity-name", str(broker.node_id), "--alter", *change,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"ConfigCommand failed: {result.stdout}{result.stderr}")
 
 if __name__ == "__main__":
     main()

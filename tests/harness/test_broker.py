@@ -15,13 +15,13 @@ import pytest
 from confluent_kafka import Producer
 
 from exporter.harness.broker import KafkaBroker
+from exporter.harness.versions import FULL_SUITE_VERSIONS
 from exporter.harness.workload import (
     commit_transactions,
     count_messages,
     create_topic,
     hold_markers,
     run_mix,
-    transaction_state_partition,
 )
 
 pytestmark = pytest.mark.kafka
@@ -40,21 +40,9 @@ def _coordinator_lines(broker: KafkaBroker) -> list[re.Match[str]]:
     return [m for m in matches if m and "coordinator.transaction" in m.group(2)]
 
 
-STATE_NAMES = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"]
-
-
 def _states(broker: KafkaBroker, tid: str) -> Counter[str]:
     """Records of ``tid`` per state, from DumpLogSegments' decoded output."""
-    partition = transaction_state_partition(tid, broker.transaction_state_partitions)
-    segments = [p for p in broker.transaction_state_segments() if p.parent.name == f"__transaction_state-{partition}"]
-    states: Counter[str] = Counter()
-    for line in broker.dump_transaction_log(*segments).splitlines():
-        if f"transactionalId={tid} " in line or f'"transactionalId":"{tid}"' in line:
-            # 3.9: `state=CompleteCommit`; 4.x (JSON of the generated message): `"transactionStatus":4`
-            m = re.search(r'state=(\w+)|"transactionStatus":(\d)', line)
-            assert m, line
-            states[m.group(1) or STATE_NAMES[int(m.group(2))]] += 1
-    return states
+    return Counter(r.state for r in broker.transaction_log_records() if r.transactional_id == tid)
 
 
 def _read(path: Path) -> str:
@@ -103,7 +91,7 @@ def test_workload_counts(broker: KafkaBroker) -> None:
     for t in tids:
         counts = result.per_id[t]
         states = _states(broker, t)
-        assert (states["CompleteCommit"], states["CompleteAbort"]) == (counts.commits, counts.aborts + counts.timeouts)
+        assert (states["COMPLETE_COMMIT"], states["COMPLETE_ABORT"]) == (counts.commits, counts.aborts + counts.timeouts)
     assert f"Completed rollback of ongoing transaction for transactionalId {tids[0]} due to timeout" in (
         broker.server_log.read_text()
     )
@@ -115,7 +103,7 @@ def _rolled_logs(broker: KafkaBroker) -> list[Path]:
     return [*rolled, broker.server_log]
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+@pytest.mark.parametrize("version", FULL_SUITE_VERSIONS)
 def test_debug_coordinator_logging_rolls_over_by_size(own_broker: Callable[..., KafkaBroker], version: str) -> None:
     """The DEBUG lines are there, and server.log rolls over at its size cap under log4j's names
     (server.log.1, server.log.2: what the exporter's broker-log follower reads), keeping two: a
@@ -126,7 +114,7 @@ def test_debug_coordinator_logging_rolls_over_by_size(own_broker: Callable[..., 
     create_topic(broker.bootstrap_servers, topic, partitions=2)
     commit_transactions(broker.bootstrap_servers, tid, topic, count=1)
 
-    state = "COMPLETE_COMMIT" if version.startswith("4.") else "CompleteCommit"
+    state = "COMPLETE_COMMIT" if broker.kafka.log_state_names == "enum" else "CompleteCommit"
     pattern = (
         rf"^\[[^\]]+\] DEBUG \[Transaction State Manager 1\]: Updating {tid}'s transaction state to "
         rf"TxnTransitMetadata.*txnState={state}.* succeeded \(kafka\.coordinator\.transaction\.TransactionStateManager\)$"
