@@ -8,6 +8,8 @@ import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from inspect import GEN_CLOSED, getgeneratorstate
+from itertools import islice
 from pathlib import Path
 
 from exporter.codec.record_batch import Decoded, decode_batches
@@ -53,9 +55,21 @@ def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
 
 def read_segment(path: Path) -> Iterator[Decoded]:
     """Decodes one segment file. Raises NotARegularFile or OSError if it cannot be read; bad bytes
-    come as errors."""
+    come as errors.
+
+    The pages read are dropped from the process every _RELEASE_EVERY items (they stay in the page
+    cache): else a mapped file's pages count in the process's resident memory until it ends."""
     with mapped(path) as data:
-        yield from decode_batches(data)
+        items = decode_batches(data)
+        if type(data) is bytes:
+            yield from items
+            return
+        while getgeneratorstate(items) != GEN_CLOSED:
+            yield from islice(items, _RELEASE_EVERY)
+            data.madvise(mmap.MADV_DONTNEED)
+
+
+_RELEASE_EVERY = 1 << 16  # records: about 10 MiB of a segment
 
 
 def partition_of(path: Path) -> int | None:
