@@ -210,9 +210,14 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
         count = r.int(">i")
         if count == -1:
             partitions = None
-        for _ in range(count):  # (a negative count other than -1: none read, and decode_value refuses it)
+        elif count < 0:
+            raise DecodeError("bad_length", "reference reader: array length")
+        for _ in range(count):
             name = r.take(r.int(">h")).decode()
-            partitions[name] = [r.int(">i") for _ in range(r.int(">i"))]
+            ids = r.int(">i")
+            if ids < 0:
+                raise DecodeError("bad_length", "reference reader: ids length")
+            partitions[name] = [r.int(">i") for _ in range(ids)]
     else:
         count = r.uvarint()
         partitions = None if count == 0 else {}
