@@ -85,7 +85,9 @@ class KafkaBroker:
     (``sasl_bootstrap_servers``), the users' SCRAM credentials written at format time, and ACLs on
     (StandardAuthorizer). The PLAINTEXT listener, the controller and inter-broker traffic stay
     unauthenticated as the super user User:ANONYMOUS, so the harness (readiness, admin, workloads)
-    works as before while clients of the SASL listener get only what ACLs grant them."""
+    works as before while clients of the SASL listener get only what ACLs grant them.
+
+    With ``jmx``, remote JMX on a loopback port (``jmx_url``), for Kafka's own JmxTool (harness.jmx)."""
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class KafkaBroker:
         join: KafkaBroker | None = None,
         node_id: int = 1,
         sasl_users: Mapping[str, str] | None = None,
+        jmx: bool = False,
     ) -> None:
         if transaction_version is not None and not uses_log4j2(version):
             raise ValueError("transaction_version is a Kafka 4.x feature")
@@ -115,6 +118,7 @@ class KafkaBroker:
         self.transaction_state_partitions = transaction_state_partitions
         self.broker_properties = dict(broker_properties or {})
         self.sasl_users = dict(sasl_users or {})
+        self.jmx = jmx
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
@@ -123,6 +127,7 @@ class KafkaBroker:
         self._port = 0
         self._controller_port = 0
         self._sasl_port = 0
+        self._jmx_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -139,6 +144,15 @@ class KafkaBroker:
         if not self._sasl_port:
             raise KafkaBrokerError("broker was never started")
         return f"127.0.0.1:{self._sasl_port}"
+
+    @property
+    def jmx_url(self) -> str:
+        """The JMX connector (remote JMX on loopback, no auth, no SSL); only with ``jmx``."""
+        if not self.jmx:
+            raise KafkaBrokerError("broker has no JMX connector (jmx)")
+        if not self._jmx_port:
+            raise KafkaBrokerError("broker was never started")
+        return f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self._jmx_port}/jmxrmi"
 
     @property
     def running(self) -> bool:
@@ -172,6 +186,8 @@ class KafkaBroker:
             self._port, self._controller_port = _free_port(), _free_port()
             if self.sasl_users:
                 self._sasl_port = _free_port()
+            if self.jmx:
+                self._jmx_port = _free_port()
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         props = self._write_server_properties()
         if not (self.log_dirs / "meta.properties").exists():
@@ -186,7 +202,7 @@ class KafkaBroker:
         ]
         with self.stdout_log.open("ab") as out:
             self._proc = subprocess.Popen(
-                ["java", *_JVM_OPTS, *logging_opts, "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
+                ["java", *_JVM_OPTS, *logging_opts, *self._jmx_opts(), "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=self.workdir, preexec_fn=_die_with_parent,
                 # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
@@ -217,6 +233,20 @@ class KafkaBroker:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def _jmx_opts(self) -> list[str]:
+        # What kafka-run-class.sh sets from JMX_PORT, on loopback; the RMI port equal to the registry's
+        # so one known port serves JmxTool (exporter.harness.jmx).
+        if not self.jmx:
+            return []
+        return [
+            f"-Dcom.sun.management.jmxremote.port={self._jmx_port}",
+            f"-Dcom.sun.management.jmxremote.rmi.port={self._jmx_port}",
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+            "-Djava.rmi.server.hostname=127.0.0.1",
+            "-Dcom.sun.management.jmxremote.authenticate=false",
+            "-Dcom.sun.management.jmxremote.ssl=false",
+        ]
 
     def _server_properties(self) -> dict[str, str]:
         controller = self.join or self
