@@ -1,8 +1,8 @@
 """The README's "Tested on" table: per pinned Kafka version (exporter/harness/versions.py), the
 checks a run of the tests passed on a real broker of it. Produced by the run, never typed.
 
-- A per-version test declares its check, `@pytest.mark.tested_on("<check>")` with a key of CHECKS,
-  and gets its Kafka version as the parameter `version` (a fixture or a parametrize argument).
+- A per-version test declares its checks, `@pytest.mark.tested_on("<check>")` (one mark per check)
+  with keys of CHECKS, and gets its Kafka version as the parameter `version` (a fixture or a parametrize argument).
 - tests/conftest.py records each such test's outcome. A (version, check) cell is ✓ when every test
   of it passed, ✗ when one failed, was skipped or xfailed: a red or skipped check never shows ✓.
 - At the end of a run that collected every cell, the run writes its table to
@@ -32,9 +32,13 @@ CHECKS: dict[str, str] = {
     "errors, the final-append retry queue, election and resignation) parse as expected "
     "(tests/sources/test_broker_log_corpus.py)",
     "counts": "commits, aborts and a timeout abort: the exporter's record counts and current states equal "
-    "Kafka's DumpLogSegments of `__transaction_state` (tests/integration/test_every_version.py)",
+    "Kafka's DumpLogSegments of `__transaction_state` (tests/integration/test_broker_truth.py)",
     "held markers": "markers held back: pending 1 with a growing oldest age, 0 after the release "
-    "(tests/integration/test_every_version.py)",
+    "(tests/integration/test_broker_truth.py)",
+    "marker retries": "`kafka_transaction_marker_retries_total` by error equals the WriteTxnMarkers errors the data "
+    "broker counted (its RequestMetrics over JMX, Kafka's JmxTool) (tests/integration/test_broker_truth.py)",
+    "append errors": "failed `__transaction_state` appends by target state and error, at INFO and DEBUG, equal the "
+    "EndTxn errors the coordinator counted (JMX) (tests/integration/test_broker_truth.py)",
 }
 PASSED, FAILED = "✓", "✗"
 
@@ -71,7 +75,7 @@ class Recorder:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.cells: dict[str, tuple[str, str]] = {}  # node id -> (version, check)
+        self.cells: dict[str, list[tuple[str, str]]] = {}  # node id -> its (version, check) cells
         self.passed: set[str] = set()  # node ids whose call passed
         self.failed: set[str] = set()  # node ids with a phase failed, skipped or xfailed
         self.deselected = False
@@ -81,16 +85,15 @@ class Recorder:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
-            marker = item.get_closest_marker("tested_on")
-            if marker is None:
+            checks = [marker.args[0] if marker.args else None for marker in item.iter_markers("tested_on")]
+            if not checks:
                 continue
-            check = marker.args[0] if marker.args else None
             callspec = getattr(item, "callspec", None)
             version = callspec.params.get("version") if callspec else None
-            if check not in CHECKS or version not in KAFKA_VERSIONS:
+            if any(check not in CHECKS for check in checks) or version not in KAFKA_VERSIONS:
                 raise pytest.UsageError(
                     f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter")
-            self.cells[item.nodeid] = (version, check)
+            self.cells[item.nodeid] = [(version, check) for check in checks]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.nodeid not in self.cells:
@@ -102,16 +105,16 @@ class Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         every = {(version, check) for version in KAFKA_VERSIONS for check in CHECKS}
-        covered = set(self.cells.values())
+        covered = {cell for cells in self.cells.values() for cell in cells}
         # The README's command (`pytest`, no arguments: testpaths) with nothing deselected: every
         # cell must be there, so a check or version that lost its tests shows as failed too.
         whole_suite = self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected
         if covered != every and not whole_suite:
             return  # a run of some tests only: it says nothing about the table
         outcomes = {cell: True for cell in covered}
-        for nodeid, cell in self.cells.items():  # a test that never ran (-x, Ctrl-C) did not pass
+        for nodeid, cells in self.cells.items():  # a test that never ran (-x, Ctrl-C) did not pass
             if nodeid in self.failed or nodeid not in self.passed:
-                outcomes[cell] = False
+                outcomes.update(dict.fromkeys(cells, False))
         generated = table(outcomes)
         LAST_RUN.parent.mkdir(exist_ok=True)
         LAST_RUN.write_text(generated)

@@ -89,7 +89,9 @@ class KafkaBroker:
     works as before while clients of the SASL listener get only what ACLs grant them.
 
     ``server.log`` rolls over at ``server_log_max_bytes`` to ``server.log.1`` and so on, keeping
-    ``server_log_backups`` older files (log4j's size-based rolling, in 3.x and 4.x alike)."""
+    ``server_log_backups`` older files (log4j's size-based rolling, in 3.x and 4.x alike).
+
+    With ``jmx``, remote JMX on a loopback port (``jmx_url``), for Kafka's own JmxTool (harness.jmx)."""
 
     def __init__(
         self,
@@ -104,6 +106,7 @@ class KafkaBroker:
         sasl_users: Mapping[str, str] | None = None,
         server_log_max_bytes: int = SERVER_LOG_MAX_BYTES,
         server_log_backups: int = SERVER_LOG_BACKUPS,
+        jmx: bool = False,
     ) -> None:
         self.kafka = kafka_version(version)  # what differs between versions
         if transaction_version is not None and transaction_version not in self.kafka.transaction_versions:
@@ -126,6 +129,7 @@ class KafkaBroker:
         self.sasl_users = dict(sasl_users or {})
         self.server_log_max_bytes = server_log_max_bytes
         self.server_log_backups = server_log_backups
+        self.jmx = jmx
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
@@ -134,6 +138,7 @@ class KafkaBroker:
         self._port = 0
         self._controller_port = 0
         self._sasl_port = 0
+        self._jmx_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -150,6 +155,15 @@ class KafkaBroker:
         if not self._sasl_port:
             raise KafkaBrokerError("broker was never started")
         return f"127.0.0.1:{self._sasl_port}"
+
+    @property
+    def jmx_url(self) -> str:
+        """The JMX connector (remote JMX on loopback, no auth, no SSL); only with ``jmx``."""
+        if not self.jmx:
+            raise KafkaBrokerError("broker has no JMX connector (jmx)")
+        if not self._jmx_port:
+            raise KafkaBrokerError("broker was never started")
+        return f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self._jmx_port}/jmxrmi"
 
     @property
     def running(self) -> bool:
@@ -183,6 +197,8 @@ class KafkaBroker:
             self._port, self._controller_port = _free_port(), _free_port()
             if self.sasl_users:
                 self._sasl_port = _free_port()
+            if self.jmx:
+                self._jmx_port = _free_port()
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         props = self._write_server_properties()
         if not (self.log_dirs / "meta.properties").exists():
@@ -199,7 +215,7 @@ class KafkaBroker:
         ]
         with self.stdout_log.open("ab") as out:
             self._proc = subprocess.Popen(
-                ["java", *_JVM_OPTS, *logging_opts, "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
+                ["java", *_JVM_OPTS, *logging_opts, *self._jmx_opts(), "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=self.workdir, preexec_fn=_die_with_parent,
                 # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
@@ -230,6 +246,20 @@ class KafkaBroker:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def _jmx_opts(self) -> list[str]:
+        # What kafka-run-class.sh sets from JMX_PORT, on loopback; the RMI port equal to the registry's
+        # so one known port serves JmxTool (exporter.harness.jmx).
+        if not self.jmx:
+            return []
+        return [
+            f"-Dcom.sun.management.jmxremote.port={self._jmx_port}",
+            f"-Dcom.sun.management.jmxremote.rmi.port={self._jmx_port}",
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+            "-Djava.rmi.server.hostname=127.0.0.1",
+            "-Dcom.sun.management.jmxremote.authenticate=false",
+            "-Dcom.sun.management.jmxremote.ssl=false",
+        ]
 
     def _server_properties(self) -> dict[str, str]:
         controller = self.join or self

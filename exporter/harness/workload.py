@@ -9,6 +9,7 @@ Child-process entry point (used by :func:`timed_out_producer`)::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import random
@@ -16,7 +17,9 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +54,16 @@ class TxnCounts:
     commits: int = 0
     aborts: int = 0  # aborted by the producer
     timeouts: int = 0  # aborted by the coordinator after the transaction timeout (KIP-588)
+
+
+@dataclass
+class RunningCounts:
+    """What the clients of :func:`transactions_running` saw: transactions committed and aborted
+    (``aborts`` includes those aborted after an abortable error), and their errors by Kafka name."""
+
+    commits: int = 0
+    aborts: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -263,6 +276,71 @@ def count_messages(bootstrap: str, topic: str, read_committed: bool, timeout: fl
     finally:
         consumer.close()
     return count
+
+
+@contextmanager
+def transactions_running(
+    bootstrap: str, topic: str, transactional_ids: Sequence[str], pause_s: float = 0.05
+) -> Iterator[RunningCounts]:
+    """Transactions back to back (two in three committed, one aborted) on one thread per id until
+    exit, riding out broker restarts and coordinator moves as an application would: an abortable
+    error aborts the transaction, any other error drops the producer and inits a new one (which
+    fences and aborts what the old one left open). On exit every id is settled: a last
+    init_transactions returns only once no transaction of it is open or has markers pending."""
+    counts = RunningCounts()
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def error(exc: KafkaException) -> KafkaError:
+        with lock:
+            counts.errors[exc.args[0].name()] += 1
+        return exc.args[0]
+
+    def run(transactional_id: str) -> None:
+        partitions = _partition_count(bootstrap, topic)
+        producer: Producer | None = None
+        for n in itertools.count():
+            if stop.is_set():
+                return
+            try:
+                if producer is None:
+                    producer = _producer(bootstrap, transactional_id)
+                    producer.init_transactions(60)
+                producer.begin_transaction()
+                _produce(producer, topic, partitions, 2, f"{transactional_id}-{n}")
+                commit = n % 3 != 2
+                if commit:
+                    producer.commit_transaction(60)
+                else:
+                    producer.flush(60)  # else the abort stays in the client: nothing was sent
+                    producer.abort_transaction(60)
+                with lock:
+                    counts.commits += commit
+                    counts.aborts += not commit
+            except KafkaException as exc:
+                if not error(exc).txn_requires_abort():
+                    producer = None
+                    continue
+                try:
+                    producer.abort_transaction(60)  # type: ignore[union-attr]
+                    with lock:
+                        counts.aborts += 1
+                except KafkaException as abort_exc:
+                    error(abort_exc)
+                    producer = None
+            stop.wait(pause_s)
+
+    threads = [threading.Thread(target=run, args=(tid,), daemon=True) for tid in transactional_ids]
+    for thread in threads:
+        thread.start()
+    try:
+        yield counts
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(300)
+        for tid in transactional_ids:
+            _producer(bootstrap, tid).init_transactions(120)
 
 
 # -- timed-out transactions ----------------------------------------------------------------------

@@ -1,0 +1,207 @@
+"""The broker-log half of KIP-1344 held to Kafka's own counters, on a two-broker cluster of every
+pinned version: `txn-exporter run --broker-log` against what the brokers themselves counted.
+
+- Marker retries: the data broker's RequestMetrics ErrorsPerSec{request=WriteTxnMarkers} meters,
+  which count every partition-level error of every response it sent (WriteTxnMarkersResponse.
+  errorCounts, marked in RequestChannel.sendResponse), read with Kafka's JmxTool before and after.
+- Failed `__transaction_state` appends: the coordinator's ErrorsPerSec{request=EndTxn} meters (one
+  error per response), i.e. what it answered the client for each failed PREPARE_COMMIT append.
+- Commits, aborts and a timeout abort: the records Kafka's DumpLogSegments decodes; markers held
+  back: pending 1, the oldest ageing.
+
+This is the per-version scenario: each test declares its check of the README's "Tested on" table
+(tests/tested_on.py).
+
+Topology (why the data broker is the coordinator): a retriable marker error needs a data partition
+whose in-sync replicas are fewer than its min.insync.replicas, and brokers cap that at the
+replication factor, so the follower must really leave the ISR. A replication throttle cannot do
+that (ReplicaFetcherThread.shouldFollowerThrottle spares in-sync replicas: tried, the ISR never
+shrank), so the follower is stopped. On two brokers the follower of a partition not led by the
+coordinator would be the coordinator itself: the data partition is led by broker 1, the
+coordinator, whose WriteTxnMarkers go through its own request channel like any other broker's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+from confluent_kafka import Producer
+
+from exporter.harness import jmx
+from exporter.harness.broker import KafkaBroker
+from exporter.harness.jars import KAFKA_VERSIONS
+from exporter.harness.workload import TRANSACTION_STATE_TOPIC, create_topic, held_commit, hold_markers, run_mix
+from tests.integration.exporter_process import ExporterProcess
+from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger
+from tests.integration.test_decode_matches_kafka import _kafkas
+
+PARTITIONS = 8
+RETRIES = "kafka_transaction_marker_retries_total"
+FAILURES = "kafka_transaction_marker_failures_total"
+APPEND_ERRORS = "kafka_transaction_state_log_append_errors_total"
+RECORDS = "kafka_transaction_state_log_records_total"
+PENDING = "kafka_transactions_with_pending_markers"
+OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"
+DURATION = "kafka_transaction_duration_seconds_count"
+TARGET_STATES = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT")
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def version(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def cluster(version, kafka_broker_factory, tmp_path_factory):
+    """Broker 1 (controller, coordinator, data leader, JMX on) and broker 2, the follower of
+    `held` and of every `__transaction_state` partition."""
+    root = tmp_path_factory.mktemp(f"truth-{version}")
+    with kafka_broker_factory.joined_pair(root, version, transaction_state_partitions=PARTITIONS, jmx=True) as pair:
+        first = pair[0]
+        create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
+        create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=2)
+        _replicate_transaction_state(first, root / "plan.json")
+        yield pair
+
+
+@pytest.fixture
+def following_the_log(cluster, exporter):
+    """An exporter of every partition, reading broker 1's log from now on."""
+    first, _ = cluster
+    return exporter(first.bootstrap_servers, "--all-partitions", "--broker-log", str(first.server_log))
+
+
+def _labelled(process: ExporterProcess, name: str, label: str) -> dict[str, float]:
+    return {dict(labels)[label]: v for (n, labels), v in process.samples().items() if n == name}
+
+
+def _errors_since(broker: KafkaBroker, request: str, before: dict[str, int]) -> dict[str, int]:
+    """The error counts of ``request`` the broker returned since ``before``, NONE and zeros left out."""
+    after = jmx.request_errors(broker, request)
+    return {e: n - before.get(e, 0) for e, n in after.items() if e != "NONE" and n != before.get(e, 0)}
+
+
+def _wait_equal(process: ExporterProcess, read, expected, what: str) -> None:
+    """The exporter reads the log a little after Kafka wrote it: wait for the value, then hold it
+    (nothing more may come)."""
+    process.wait_for(lambda: read() == expected, 60, f"{what} == {expected}")
+    time.sleep(2)
+    assert read() == expected, what
+
+
+@pytest.mark.tested_on("held markers")
+@pytest.mark.tested_on("marker retries")
+def test_marker_retries_equal_the_write_txn_markers_errors_the_data_broker_returned(cluster, following_the_log):
+    first, second = cluster
+    process = following_the_log
+    before = jmx.request_errors(first, "WriteTxnMarkers")
+    with held_commit(first.bootstrap_servers, second, "held", "truth-held"):
+        process.wait_for(lambda: process.value(PENDING) == 1, 60, "a pending transaction")
+        process.wait_for(lambda: (process.value(RETRIES, error="NOT_ENOUGH_REPLICAS") or 0) > 0, 60, "retries")
+        age = process.value(OLDEST)
+        time.sleep(2)
+        assert process.value(OLDEST) >= age + 1.5  # the oldest pending one keeps ageing
+        assert process.value(PENDING) == 1
+    process.wait_for(lambda: process.value(PENDING) == 0, 60, "markers written after the release")
+    assert process.value(OLDEST) == 0
+    assert process.value(RECORDS, target_state="COMPLETE_COMMIT") == 1
+
+    returned = _errors_since(first, "WriteTxnMarkers", before)
+    assert set(returned) == {"NOT_ENOUGH_REPLICAS"} and returned["NOT_ENOUGH_REPLICAS"] > 0, returned
+    _wait_equal(process, lambda: _labelled(process, RETRIES, "error"), returned, "marker retries by error")
+    assert _labelled(process, FAILURES, "error") == {}
+
+
+def _commit_while_appends_fail(cluster, prepare_commit_errors, tid: str, failures: int) -> None:
+    """A commit whose PREPARE_COMMIT appends fail (NOT_ENOUGH_REPLICAS: `__transaction_state`'s
+    min.insync.replicas 2, its follower stopped) until the exporter counted ``failures`` of them;
+    the client retries its EndTxn meanwhile, and commits once appends succeed again."""
+    first, second = cluster
+    producer = Producer({"bootstrap.servers": first.bootstrap_servers, "transactional.id": tid,
+                         "transaction.timeout.ms": 120000})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce("plain", b"x", partition=0)
+    producer.produce("plain", b"y", partition=1)
+    producer.flush(30)
+    before = sum(prepare_commit_errors().values())
+    outcome: list[BaseException | None] = []
+
+    def commit() -> None:
+        try:
+            producer.commit_transaction(90)
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcome.append(e)
+
+    committer = threading.Thread(target=commit)
+    with hold_markers(second, TRANSACTION_STATE_TOPIC):
+        committer.start()
+        deadline = time.monotonic() + 60
+        while sum(prepare_commit_errors().values()) < before + failures:
+            assert time.monotonic() < deadline, f"fewer than {failures} failed appends counted"
+            time.sleep(0.2)
+    committer.join(120)
+    assert outcome == [None], outcome
+
+
+@pytest.mark.tested_on("append errors")
+def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluster, following_the_log):
+    """At INFO the exporter counts the error the coordinator returned, at DEBUG the raw append
+    error it mapped (NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE, TransactionStateManager):
+    either way one count per EndTxn answered with that error."""
+    first, _ = cluster
+    process = following_the_log
+
+    def prepare_commit_errors() -> dict[str, float]:
+        return {dict(k)["error"]: v for (n, k), v in process.samples().items()
+                if n == APPEND_ERRORS and dict(k)["target_state"] == "PREPARE_COMMIT"}
+
+    before = jmx.request_errors(first, "EndTxn")
+    _commit_while_appends_fail(cluster, prepare_commit_errors, "truth-append-info", 3)
+    at_info = _errors_since(first, "EndTxn", before)
+    assert set(at_info) == {"COORDINATOR_NOT_AVAILABLE"}, at_info
+    _wait_equal(process, prepare_commit_errors, at_info, "PREPARE_COMMIT append errors at INFO")
+
+    before = jmx.request_errors(first, "EndTxn")
+    _set_logger(first, "DEBUG")
+    try:
+        _commit_while_appends_fail(cluster, prepare_commit_errors, "truth-append-debug", 3)
+    finally:
+        _set_logger(first, None)
+    at_debug = _errors_since(first, "EndTxn", before)
+    assert set(at_debug) == {"COORDINATOR_NOT_AVAILABLE"}, at_debug
+    expected = {**at_info, "NOT_ENOUGH_REPLICAS": at_debug["COORDINATOR_NOT_AVAILABLE"]}
+    _wait_equal(process, prepare_commit_errors, expected, "PREPARE_COMMIT append errors at DEBUG")
+    assert {dict(k)["target_state"] for (n, k) in process.samples() if n == APPEND_ERRORS} == {"PREPARE_COMMIT"}
+
+
+@pytest.mark.tested_on("counts")
+def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, following_the_log):
+    first, _ = cluster
+    process = following_the_log
+    tid = "truth-mix"
+    result = run_mix(first.bootstrap_servers, "plain", [tid], commits=3, aborts=2, timeouts=1)
+    process.wait_for(lambda: process.value(RECORDS, target_state="COMPLETE_ABORT") == result.aborts + 1, 60,
+                     "every complete record")
+    process.wait_for(lambda: process.value(PENDING) == 0, 60, "no pending markers")
+
+    # Every record of the id was written after the exporter started: live, so each one is counted.
+    dumped = Counter(r["value"]["state"] for r in _kafkas(first).values()
+                     if r["transactional_id"] == tid and r["value"] is not None)
+    assert dumped["PREPARE_COMMIT"] == result.commits and dumped["PREPARE_ABORT"] == result.aborts + 1
+    assert {s: process.value(RECORDS, target_state=s) for s in TARGET_STATES} == {s: dumped[s] for s in TARGET_STATES}
+    assert process.value("kafka_transaction_timeouts_total") == 1
+    assert {r: process.value(DURATION, result=r) for r in ("commit", "abort", "timeout")} == {
+        "commit": result.commits, "abort": result.aborts, "timeout": 1}
+    assert _labelled(process, APPEND_ERRORS, "error") == {}
+    assert process.value("txn_exporter_broker_log_skipped_lines_total", reason="unrecognized") == 0
+    # Every transactional id's current state (replayed history included) as its last record says.
+    records = sorted(first.transaction_log_records(), key=lambda r: (r.partition, r.offset))
+    last = {r.transactional_id: r.state for r in records}
+    current = Counter(state for state in last.values() if state is not None)
+    assert {s: process.value("kafka_transactions", state=s) or 0 for s in TARGET_STATES} == {
+        s: current[s] for s in TARGET_STATES}
