@@ -7,7 +7,8 @@ TransactionPartitions, which the model never reads (exporter.codec.PARTITIONS_SK
 partition's records in runs (TransactionLogRecords), as a consumer fetches them. `--run-length` is
 the run size: the default 20 is the source's 1,000 records per poll spread evenly over 50 busy
 partitions, the least a saturated exporter sees; 1 (every record from another partition than the
-one before) is printed too, as the floor. The full decode is printed for scale.
+one before) is printed too, as the floor. The full decode is printed for scale. Each figure is for
+the realistic mix of bench/synthetic.py, with the old uniform shape on the line below it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import PARTITIONS, RawRecord, transaction_cycles  # noqa: E402
+from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles  # noqa: E402
 from exporter.codec import decode_record  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
@@ -72,22 +73,41 @@ def main() -> None:
     args = parser.parse_args()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
-    records = list(transaction_cycles(args.tids, args.transactions))
+    # The realistic mix first; the old uniform shape as each figure's second line (bench/synthetic.py).
+    figures = {shape: measure(args, shape) for shape in SHAPES}
+    n = figures["mix"]["records"]
+    print(f"{n} records ({args.transactions} transactions over {args.tids} transactional ids, {PARTITIONS} partitions), one core, best of {args.runs}")
+    for label, key, unit in (
+        ("decode_record, partitions built: ", "decode_all", "records/s    "),
+        ("decode_record as the source does:", "decode", "records/s    "),
+        ("decode + event + model + metrics:", "full", "transitions/s"),
+        ("  the same, runs of 1:           ", "single", "transitions/s"),
+    ):
+        for shape in SHAPES:
+            f = figures[shape]
+            seconds, count = f[key], f["records"]
+            print(f"{label if shape == 'mix' else '':<34} {count / seconds:>10,.0f} {unit}  ({seconds / count * 1e6:.2f} us/record)  {shape}")
+    for shape in SHAPES:
+        f = figures[shape]
+        print(f"model + metrics share, {shape}: {(f['full'] - f['decode']) / f['records'] * 1e6:.2f} us/record (runs of {args.run_length})")
+
+
+def measure(args: argparse.Namespace, shape: str) -> dict[str, float]:
+    records = list(transaction_cycles(args.tids, args.transactions, shape=shape))
     fetched = as_fetched(records, args.run_length)
     one_by_one = as_fetched(records, 1)
     # A live source streams records; keep the pre-built input out of the garbage collector's way.
     gc.freeze()
-    n = len(records)
-    print(f"{n} records ({args.transactions} transactions over {args.tids} transactional ids, {PARTITIONS} partitions), one core, best of {args.runs}")
-    decode_all = min(run_decode_only(records, True) for _ in range(args.runs))
-    decode = min(run_decode_only(records, False) for _ in range(args.runs))
-    full = min(run_full(fetched) for _ in range(args.runs))
-    single = min(run_full(one_by_one) for _ in range(args.runs))
-    print(f"decode_record, partitions built:  {n / decode_all:>10,.0f} records/s  ({decode_all / n * 1e6:.2f} us/record)")
-    print(f"decode_record as the source does: {n / decode:>10,.0f} records/s  ({decode / n * 1e6:.2f} us/record)")
-    print(f"decode + event + model + metrics: {n / full:>10,.0f} transitions/s  ({full / n * 1e6:.2f} us/record), runs of {args.run_length}")
-    print(f"  the same, runs of 1:            {n / single:>10,.0f} transitions/s  ({single / n * 1e6:.2f} us/record)")
-    print(f"model + metrics share:            {(full - decode) / n * 1e6:.2f} us/record (runs of {args.run_length})")
+    try:
+        return {
+            "records": len(records),
+            "decode_all": min(run_decode_only(records, True) for _ in range(args.runs)),
+            "decode": min(run_decode_only(records, False) for _ in range(args.runs)),
+            "full": min(run_full(fetched) for _ in range(args.runs)),
+            "single": min(run_full(one_by_one) for _ in range(args.runs)),
+        }
+    finally:
+        gc.unfreeze()
 
 
 if __name__ == "__main__":

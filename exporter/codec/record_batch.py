@@ -10,12 +10,20 @@ keyLength varint, key, valueLength varint (-1: null), value, headerCount varint,
 A batch that fails its checks (length, magic, CRC, compression) is reported with its byte position
 and skipped. Unless its CRC verified, its length cannot be trusted either, so decoding resumes at the
 next position holding a batch whose CRC verifies: one bad batch never costs the rest of the file.
+
+That search stays linear in the input whatever its bytes. A candidate position must first pass the
+header checks every real batch passes (magic 2, a length within the input, known attribute bits,
+a record count its length can hold) before its CRC is taken, and the bytes of CRCs that fail are
+capped per input (RESYNC_CRC_FACTOR x its size, plus RESYNC_CRC_SLACK): bytes crafted so that every
+position looks like a batch spanning the rest of the input would otherwise cost a CRC of the rest
+at every position. Past the cap the rest of the input is reported as one error and skipped.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -60,10 +68,12 @@ class RecordError:
 Decoded = TransactionLogRecord | RecordError | BatchError
 
 
-def decode_batches(buf: bytes) -> Iterator[Decoded]:
-    """Yields every record of every batch in `buf`, in order, with errors in their place."""
+def decode_batches(buf: bytes | mmap.mmap) -> Iterator[Decoded]:
+    """Yields every record of every batch in `buf` (bytes, or a read-only mmap of a file), in order,
+    with errors in their place."""
     pos = 0
     end = len(buf)
+    budget = [RESYNC_CRC_FACTOR * end + RESYNC_CRC_SLACK]  # CRC bytes resynchronisation may still spend
     while pos < end:
         if end - pos < HEADER_SIZE:
             yield BatchError(pos, DecodeError("truncated", f"{end - pos} bytes left, less than a batch header"))
@@ -73,14 +83,16 @@ def decode_batches(buf: bytes) -> Iterator[Decoded]:
         if batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
             reason = "truncated" if batch_length >= HEADER_SIZE - LOG_OVERHEAD else "bad_length"
             yield BatchError(pos, DecodeError(reason, f"batch length {batch_length} at offset {base_offset}"))
-            pos = _next_valid_batch(buf, pos + 1)
+            pos = yield from _resync(buf, pos, budget)
             continue
         next_pos = pos + size
-        if magic != 2 or crc32c(buf[pos + _CRC_START : next_pos]) != crc:
+        if magic != 2 or _crc(buf, pos + _CRC_START, next_pos) != crc:
             reason = "crc_mismatch" if magic == 2 else "unsupported_batch"
             yield BatchError(pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
+            if magic == 2:  # a failed CRC: the budget pays for it (it may overdraw it, once)
+                budget[0] -= size - _CRC_START
             # Its length is as unverified as the rest of it: look for the next batch that verifies.
-            pos = _next_valid_batch(buf, pos + 1)
+            pos = yield from _resync(buf, pos, budget)
             continue
         if attributes & _COMPRESSION_MASK:
             # The coordinator always writes uncompressed batches to this topic.
@@ -244,21 +256,69 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise DecodeError("bad_length", "varint longer than 10 bytes")
 
 
-def _next_valid_batch(buf: bytes, pos: int) -> int:
-    """The next position from `pos` holding a whole batch with a valid CRC, else the end."""
+def _resync(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> Generator[BatchError, None, int]:
+    """Where decoding resumes after the bad batch at `pos`; yields one more error if the CRC budget
+    ran out first (then the rest of the input is skipped)."""
+    resume, gave_up_at = _next_valid_batch(buf, pos + 1, budget)
+    if gave_up_at is not None:
+        yield BatchError(gave_up_at, DecodeError(
+            "crc_mismatch",
+            f"resynchronisation gave up after {RESYNC_CRC_FACTOR}x the input's size in failed CRCs: "
+            f"the last {len(buf) - gave_up_at} bytes are skipped",
+        ))  # fmt: skip
+    return resume
+
+
+def _next_valid_batch(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> tuple[int, int | None]:
+    """The next position from `pos` holding a whole batch with a valid CRC, else the end; and the
+    position where the CRC budget (`budget[0]`, spent here) ran out, if it did."""
     end = len(buf)
     while True:
         magic_at = buf.find(b"\x02", pos + _MAGIC_POSITION)
-        if magic_at < 0:
-            return end
+        if magic_at < 0 or magic_at + HEADER_SIZE - _MAGIC_POSITION > end:
+            return end, None
         candidate = magic_at - _MAGIC_POSITION
-        batch_length = _LENGTH.unpack_from(buf, candidate)[1] if candidate + LOG_OVERHEAD <= end else -1
+        batch_length, crc, attributes, last_offset_delta, count = _CANDIDATE.unpack_from(buf, candidate)
         candidate_end = candidate + LOG_OVERHEAD + batch_length
-        if HEADER_SIZE - LOG_OVERHEAD <= batch_length and candidate_end <= end:
-            crc = struct.unpack_from(">I", buf, candidate + 17)[0]
-            if crc32c(buf[candidate + _CRC_START : candidate_end]) == crc:
-                return candidate
+        # Checks every batch Kafka writes passes, in order of cost: most garbage fails the first.
+        if (
+            HEADER_SIZE - LOG_OVERHEAD <= batch_length
+            and candidate_end <= end
+            and not attributes & _UNKNOWN_ATTRIBUTES
+            and attributes & _COMPRESSION_MASK <= _MAX_COMPRESSION
+            and last_offset_delta >= 0
+            and count >= 0
+            # Uncompressed records take 7 bytes at least (7 one-byte varints and the attributes).
+            and (attributes & _COMPRESSION_MASK or count * _MIN_RECORD_SIZE <= batch_length - (HEADER_SIZE - LOG_OVERHEAD))
+        ):
+            span = candidate_end - candidate - _CRC_START
+            if span > budget[0]:
+                return end, candidate
+            if _crc(buf, candidate + _CRC_START, candidate_end) == crc:
+                return candidate, None
+            budget[0] -= span
         pos = candidate + 1
+
+
+def _crc(buf: bytes | mmap.mmap, start: int, stop: int) -> int:
+    """CRC32C of buf[start:stop]; a span that is not small is read through a view, not copied (an
+    mmap'd file's bytes stay in the file whatever a batch's length)."""
+    if stop - start < _COPIED_BELOW:
+        return crc32c(buf[start:stop])
+    with memoryview(buf) as view, view[start:stop] as span:
+        return crc32c(span)
+
+
+_COPIED_BELOW = 1 << 16
+# Resynchronisation's cap on the bytes of CRCs that fail, per input: RESYNC_CRC_FACTOR x its size,
+# plus RESYNC_CRC_SLACK so that a small file is never cut short by a few false candidates.
+RESYNC_CRC_FACTOR = 4
+RESYNC_CRC_SLACK = 1 << 20
+# A resynchronisation candidate's batch length, CRC, attributes, lastOffsetDelta and record count.
+_CANDIDATE = struct.Struct(">8xi5xIhi30xi")
+_UNKNOWN_ATTRIBUTES = ~0x7F  # bits 7 to 15 are unused in magic v2
+_MAX_COMPRESSION = 4  # zstd
+_MIN_RECORD_SIZE = 7
 
 
 # --- Encoding: the inverse, used to build test vectors and benchmark data. ---

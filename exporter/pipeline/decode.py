@@ -14,9 +14,11 @@ take and yield pyarrow RecordBatches, and are tested and benchmarked without a J
 from __future__ import annotations
 
 import gc
+import mmap
 import re
 from operator import attrgetter
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +27,7 @@ import pyarrow.compute as pc
 from exporter.codec import DecodeError, TransactionLogRecord, decode_key, decode_value
 from exporter.codec.record_batch import BatchError, RecordError, decode_batches
 from exporter.codec.states import TransactionState
+from exporter.sources.segment_files import mapped
 
 # One row per record. Tombstones have state null; undecodable records (or batches) have `error`.
 TRANSITIONS_SCHEMA = pa.schema(
@@ -162,7 +165,7 @@ def _state_names(ids: list[int | None]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(ids, pa.int8()), _STATE_DICTIONARY).cast(pa.string())
 
 
-def decode_segment(cluster: str, partition: int, data: bytes, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+def decode_segment(cluster: str, partition: int, data: bytes | mmap.mmap, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """Transition batches of one segment file's bytes, through the codec's decode_batches."""
     records: list[TransactionLogRecord] = []
     errors: list[tuple[int | None, str]] = []
@@ -201,12 +204,11 @@ def decode_segment_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     """mapInArrow function: rows (cluster, path, partition) of segment files -> transitions.
 
     The path must be readable where the task runs (a local disk in local mode, a shared mount on a
-    cluster). A segment is read whole (at most segment.bytes, 100 MiB by default for the topic)."""
+    cluster). A segment is mapped, not read whole: a task's memory does not grow with its size."""
     for batch in batches:
         for cluster, path, partition in zip(*(c.to_pylist() for c in batch.columns)):
-            with open(path, "rb") as f:
-                data = f.read()
-            yield from decode_segment(cluster, partition, data)
+            with mapped(Path(path)) as data:
+                yield from decode_segment(cluster, partition, data)
 
 
 def _tids(keys: pa.Array) -> tuple[list[str | None], list[int]]:

@@ -3,6 +3,7 @@ import pytest
 from exporter.codec import TransactionState, encode_key, encode_value
 from exporter.codec.record_batch import BatchError, RecordError, decode_batches, encode_batch
 from exporter.codec.transaction_log import TransactionLogValue
+from tests.codec.crafted import fake_headers, good_then_bad
 
 VALUE = TransactionLogValue(0, 7, 0, 1000, TransactionState.ONGOING, {"t": [0]}, 1005, 1000)
 
@@ -62,3 +63,54 @@ def test_bad_record_key_is_a_record_error_and_the_next_record_decodes():
     items = list(decode_batches(raw))
     assert isinstance(items[0], RecordError) and items[0].offset == 0
     assert items[1].transactional_id == "ok"
+
+
+class _CountingCrc:
+    """Stands in for the codec's crc32c and counts the bytes it is given: the work, deterministically."""
+
+    def __init__(self):
+        from exporter.codec import record_batch
+
+        self.real = record_batch.crc32c
+        self.bytes = 0
+
+    def __call__(self, data):
+        self.bytes += len(data)
+        return self.real(data)
+
+
+@pytest.mark.parametrize("craft", [fake_headers, good_then_bad])
+def test_resynchronisation_work_is_linear_in_the_input_whatever_its_bytes(craft, monkeypatch):
+    """Bytes crafted so that every candidate claims the rest of the file used to cost a CRC of the
+    rest at every candidate: quadratic (~9 GB of CRC for 1 MiB). Now the CRC'd bytes are bounded
+    by a constant times the input's size, at every size."""
+    from exporter.codec import record_batch
+
+    for size in (1 << 18, 1 << 20, 1 << 22):
+        counting = _CountingCrc()
+        monkeypatch.setattr(record_batch, "crc32c", counting)
+        items = list(decode_batches(craft(size)))
+        assert isinstance(items[-1], BatchError)
+        bound = (record_batch.RESYNC_CRC_FACTOR + 3) * size + record_batch.RESYNC_CRC_SLACK
+        assert counting.bytes <= bound, (size, counting.bytes)
+
+
+def test_past_the_crc_budget_the_rest_is_one_error_and_what_came_before_is_kept():
+    data = batch(0) + batch(1) + fake_headers(1 << 22)
+    items = list(decode_batches(data))
+    assert [i.offset for i in items[:2]] == [0, 1]
+    assert [type(i) for i in items[2:]] == [BatchError, BatchError]
+    assert items[2].position == len(batch(0)) * 2
+    assert "resynchronisation gave up" in str(items[3].error) and items[3].error.reason == "crc_mismatch"
+
+
+def test_a_corrupt_batch_among_many_still_resyncs_on_the_next_one():
+    """The header checks before a candidate's CRC let real batches through: a damaged region
+    costs only itself."""
+    batches = [batch(i, f"t{i}") for i in range(200)]
+    damaged = bytearray(b"".join(batches))
+    start = sum(map(len, batches[:50]))
+    damaged[start + 3 : start + 400] = bytes(range(256)) + bytes(141)  # garbage over several batches
+    offsets = [i.offset for i in decode_batches(bytes(damaged)) if not isinstance(i, BatchError)]
+    lost = set(range(200)) - set(offsets)
+    assert lost and max(lost) < 60 and offsets[-1] == 199

@@ -77,3 +77,143 @@ def test_a_log_dir_decodes_its_transaction_state_partitions_in_order(tmp_path, c
     (tmp_path / "orders-0").mkdir()
     assert main(["decode", str(tmp_path)]) == 0
     assert [json.loads(line)["transactional_id"] for line in capsys.readouterr().out.splitlines()] == ["p2", "p10"]
+
+
+def test_a_file_that_is_not_a_segment_is_said_so_in_one_line(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("# kafka-txn-exporter\n\nKafka's transaction coordinator gives operators...\n" * 20)
+    good = segment(tmp_path, encode_batch(0, [(encode_key("a"), None, 5)]))
+    assert main(["decode", str(readme), str(good)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"txn-exporter decode: {readme}: not a __transaction_state segment")
+    assert [json.loads(line)["transactional_id"] for line in captured.out.splitlines()] == ["a"]
+
+
+def test_a_damaged_segment_is_still_decoded_not_called_a_non_segment(tmp_path, capsys):
+    raw = bytearray(encode_batch(0, [(encode_key("a"), None, 5)]) + encode_batch(1, [(encode_key("b"), None, 6)]))
+    raw[30] ^= 1  # the first batch's CRC fails; the second still decodes
+    path = segment(tmp_path, bytes(raw))
+    assert main(["decode", str(path)]) == 1
+    captured = capsys.readouterr()
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    assert lines[0]["position"] == 0 and lines[1]["transactional_id"] == "b" and captured.err == ""
+
+
+def _log_dir(tmp_path, records_per_partition=1):
+    for partition in (10, 2):
+        d = tmp_path / f"__transaction_state-{partition}"
+        d.mkdir()
+        segment(d, *(encode_batch(i, [(encode_key(f"p{partition}-{i}"), encode_value(ONGOING), 5)])
+                     for i in range(records_per_partition)))
+    return tmp_path
+
+
+def test_several_files_name_the_partition_and_file_of_every_line(tmp_path, capsys):
+    log_dir = _log_dir(tmp_path, 2)
+    assert main(["decode", str(log_dir)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    files = {p: str(log_dir / f"__transaction_state-{p}" / "00000000000000000000.log") for p in (2, 10)}
+    assert [(r["partition"], r["offset"], r["file"]) for r in lines] == [
+        (2, 0, files[2]), (2, 1, files[2]), (10, 0, files[10]), (10, 1, files[10]),
+    ]
+    # The record's own fields come first, as with one file; the names end the line.
+    assert list(lines[0]) == ["offset", "timestamp_ms", "transactional_id", "value", "partition", "file"]
+    # One file: the lines stay exactly as they were.
+    assert main(["decode", files[2]]) == 0
+    assert list(json.loads(capsys.readouterr().out.splitlines()[0])) == ["offset", "timestamp_ms", "transactional_id", "value"]
+    # Two files outside a partition directory: partition null; errors are named too.
+    whole = encode_batch(0, [(encode_key("c"), None, 5)])
+    other = segment(tmp_path, whole + b"\x00" * 70, name="copy.log")
+    assert main(["decode", files[2], str(other)]) == 1
+    error = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (error["position"], error["partition"], error["file"]) == (len(whole), None, str(other))
+
+
+def test_a_reader_that_goes_away_stops_decode_quietly(tmp_path):
+    log_dir = _log_dir(tmp_path, 3000)  # about 2 MB of lines: more than a pipe holds
+    proc = subprocess.Popen([sys.executable, "-m", "exporter", "decode", str(log_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert json.loads(proc.stdout.readline())["offset"] == 0  # as `| head -1` does
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141  # 128 + SIGPIPE, as the shell reports a Unix tool's
+    assert stderr == ""
+
+
+def _refused(path):
+    result = subprocess.run([sys.executable, "-m", "exporter", "decode", str(path)],
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result
+    assert result.stdout == "" and result.stderr.count("\n") == 1
+    return result.stderr
+
+
+def test_non_regular_files_are_refused_with_exit_2_and_one_line(tmp_path):
+    import os
+    import socket
+
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)  # reading it would block until a writer came
+    assert _refused(fifo) == f"txn-exporter decode: {fifo}: not a regular file (a FIFO), so not a segment\n"
+    assert "(a character device)" in _refused("/dev/zero")  # reading it would never end
+    sock_path = tmp_path / "s.log"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        assert "(a socket)" in _refused(sock_path)
+
+
+class _Discard:
+    def write(self, text):
+        return len(text)
+
+
+def _peak_bytes(path) -> int:
+    import gc
+    import tracemalloc
+
+    from exporter.commands.decode import decode_file
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        decode_file(path, _Discard())
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_stays_flat_in_the_file_size(tmp_path):
+    """A segment is mapped, not read whole: decoding 16 MiB peaks where decoding 1 MiB does."""
+    one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
+    small = segment(tmp_path, one * ((1 << 20) // len(one)), name="small.log")
+    large = segment(tmp_path, one * ((16 << 20) // len(one)), name="large.log")
+    small_peak, large_peak = _peak_bytes(small), _peak_bytes(large)
+    assert large_peak < small_peak + (2 << 20), (small_peak, large_peak)
+
+
+def _peak_rss_kib(path) -> int:
+    """The decode's peak resident memory (VmHWM), read by its own process: a child's ru_maxrss
+    would start from the parent's (pytest's) high-water mark, taken at fork."""
+    script = (
+        "import sys\n"
+        "from exporter.cli import main\n"
+        "status = main(['decode', sys.argv[1]])\n"
+        "hwm = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
+        "print(status, hwm, file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=True)
+    status, hwm = result.stderr.split()
+    assert status == "0"
+    return int(hwm)
+
+
+def test_resident_memory_stays_flat_in_the_file_size(tmp_path):
+    """The mapped pages are let go as decoding moves on: 64 MiB of segment peak within a few MiB
+    of 4 MiB (reading it whole, or keeping its pages mapped, costs the 60 MiB between them)."""
+    one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
+    small = segment(tmp_path, one * ((4 << 20) // len(one)), name="small.log")
+    large = segment(tmp_path, one * ((64 << 20) // len(one)), name="large.log")
+    small_rss, large_rss = _peak_rss_kib(small), _peak_rss_kib(large)
+    assert large_rss < small_rss + 24 * 1024, (small_rss, large_rss)

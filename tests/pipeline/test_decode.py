@@ -4,7 +4,8 @@ import pyarrow as pa
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
 from exporter.codec.record_batch import encode_batch
-from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, decode_segment
+from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, decode_segment, decode_segment_files
+from tests.codec.crafted import fake_headers
 
 V = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], "b": [1]}, 1010, 1000,
                         previous_producer_id=41, client_transaction_version=2)
@@ -59,3 +60,33 @@ def test_corrupt_batch_is_an_error_row_and_decoding_goes_on():
     got = rows(decode_segment("c", 0, bytes(bad) + encode_batch(2, [RECORDS[0]]) + good))
     assert [r["offset"] for r in got if r["error"] is None] == [2, 0]
     assert [r["error"] for r in got if r["error"]][0].startswith("batch at byte 0")
+
+
+def test_segment_files_are_mapped_and_read_as_their_bytes(tmp_path):
+    data = b"".join(encode_batch(7 + i, [r]) for i, r in enumerate(RECORDS))
+    path = tmp_path / "__transaction_state-5" / "00000000000000000007.log"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    (tmp_path / "empty.log").write_bytes(b"")
+    inputs = pa.RecordBatch.from_pydict({"cluster": ["c1", "c1"], "path": [str(path), str(tmp_path / "empty.log")],
+                                         "partition": [5, 6]})
+    assert rows(decode_segment_files([inputs])) == rows(decode_segment("c1", 5, data))
+
+
+def test_crafted_segment_costs_linear_work(monkeypatch):
+    """The pipeline's segment reader resynchronises through the codec: bytes crafted so that every
+    position claims the rest of the file cost CRCs bounded by a constant times the size."""
+    from exporter.codec import record_batch
+
+    crc_bytes = [0]
+    real = record_batch.crc32c
+
+    def counting(data):
+        crc_bytes[0] += len(data)
+        return real(data)
+
+    monkeypatch.setattr(record_batch, "crc32c", counting)
+    size = 1 << 21
+    got = rows(decode_segment("c", 0, encode_batch(0, [RECORDS[0]]) + fake_headers(size)))
+    assert got[0]["offset"] == 0 and all(r["error"] for r in got[1:])
+    assert crc_bytes[0] <= (record_batch.RESYNC_CRC_FACTOR + 3) * size + record_batch.RESYNC_CRC_SLACK
