@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.harness.spark_cluster import SparkStandalone
+from exporter.harness.spark_cluster import SparkStandalone, spark_class
 from exporter.harness.workload import create_topic, hold_markers, run_mix, _producer
 from exporter.lifecycle import pending_at
 from exporter.pipeline import tables
@@ -158,6 +158,26 @@ def test_a_standalone_cluster_gives_the_local_tables(spark, built, built_on_clus
     assert [a["name"] for a in apps] == ["txn-exporter pipeline"]
     for i in range(standalone.workers):
         assert list(standalone.worker_dir(i).glob("app-*/*/stderr")), f"no executor ran on worker {i}"
+
+
+def test_spark_submit_without_the_connector_says_what_to_add(workload, tmp_path):
+    """Under spark-submit the driver's JVM is up before the pipeline runs: without --jars, a Kafka
+    input gets one line naming the fix, at once, instead of Spark's KAFKA_DATA_SOURCE_NOT_ENABLED."""
+    broker, _ = workload
+    import exporter
+
+    main = Path(exporter.__file__).with_name("__main__.py")
+    done = subprocess.run(
+        [str(spark_class().with_name("spark-submit")), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         "--driver-memory", "512m", str(main), "pipeline", "build", "--quiet", "--out", str(tmp_path / "out"),
+         "--kafka", f"k={broker.bootstrap_servers}"],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"),
+    )  # fmt: skip
+    output = done.stdout + done.stderr  # spark-submit passes the Python driver's stderr to its stdout
+    assert done.returncode == 2, output[-3000:]
+    assert "Spark's Kafka connector is not on this spark-submit's classpath: add --jars" in output
+    assert "Traceback" not in output
 
 
 def test_stream_keeps_open_transactions_across_micro_batches(spark, built, workload, tmp_path):
