@@ -4,11 +4,14 @@
     python -m alerts.generate --check    # exit 1 if the committed file differs
     python -m alerts.generate --grafana-url https://grafana.example.org \
         --runbook-url https://git.example.org/kafka-txn-exporter/blob/main/alerts/runbooks.md \
+        --exporter-url 'https://{{ $labels.instance }}' \
         --output my.rules.yml           # your links
 
 Metric names go through dashboards.metrics.ref (catalogue, PLANNED or BROKER_JMX only); the
 dashboard links use the dashboards' uids; each runbook_url points at the alert's section of
-alerts/runbooks.md (the tests check the section exists). Labels every alert carries:
+alerts/runbooks.md (the tests check the section exists); a transaction alert's transactions_url
+(also at the end of its description) is the exporter's /transactions view of the instance that
+fired, filtered to the transactions the alert is about. Labels every alert carries:
 severity (critical pages, warning makes a ticket), team (who owns it: alertmanager routes on it)
 and component (exporter alerts inhibit `component="transactions"` symptoms of the same instance).
 """
@@ -29,6 +32,8 @@ from dashboards.metrics import feature_of, ref
 RULES_PATH = Path(__file__).parent / "kafka-txn-exporter.rules.yml"
 DEFAULT_GRAFANA_URL = "https://grafana.example.com"
 DEFAULT_RUNBOOK_URL = "https://github.com/kafka-txn-exporter/kafka-txn-exporter/blob/main/alerts/runbooks.md"
+# The exporter as the alert's instance label names it (its scrape target); https:// if it serves TLS.
+DEFAULT_EXPORTER_URL = "http://{{ $labels.instance }}"
 EXPORTER_JOB = "kafka-txn-exporter"  # the job name the exporter must be scraped under (README)
 
 TEAM_KAFKA = "kafka"  # owns the brokers and the transaction coordinator
@@ -70,6 +75,9 @@ class Alert:
     dashboard: str = OVERVIEW_UID
     # Why the e2e test may find this alert's inputs empty on a healthy cluster (None: must have data).
     expected_empty: str | None = None
+    # The query string of the exporter's /transactions view listing the transactions the alert is
+    # about (filters: state, comma-separated, HANGING for the scan's findings; min_age); None: no view.
+    transactions: str | None = None
 
     @property
     def anchor(self) -> str:
@@ -100,6 +108,7 @@ def _feature_reason(*names: str) -> str | None:
 
 
 PENDING = ref("kafka_transactions_with_pending_markers")
+PREPARES = "PREPARE_COMMIT,PREPARE_ABORT"  # the view's states of transactions waiting for markers
 OLDEST = ref("kafka_transaction_pending_markers_oldest_age_seconds")
 
 ALERTS: tuple[Alert, ...] = (
@@ -114,6 +123,7 @@ ALERTS: tuple[Alert, ...] = (
         " last stable offset of their data partitions does not advance: read_committed consumers of those"
         " partitions are stuck. Marker retries: "
         + _q(f"sum({RETRIES_RATE}$SAME)", suffix="/s") + ".",
+        transactions=f"?state={PREPARES}&min_age=30",
     ),
     Alert(
         "KafkaTransactionMarkerRetriesSustained",
@@ -125,6 +135,7 @@ ALERTS: tuple[Alert, ...] = (
         " Transactions waiting for markers: " + _q(f"sum({PENDING}$SAME)") + ", the oldest for "
         + _q(f"max({OLDEST}$SAME)", "s") + ".",
         expected_empty=_feature_reason("kafka_transaction_marker_retries_total"),
+        transactions=f"?state={PREPARES}",
     ),
     Alert(
         "KafkaTransactionMarkerFailures",
@@ -135,6 +146,7 @@ ALERTS: tuple[Alert, ...] = (
         " 10 minutes on {{ $labels.instance }} (cluster {{ $labels.cluster }}): the coordinator gave up"
         " sending those markers (fenced, epoch changed, or an unsupported partition).",
         expected_empty=_feature_reason("kafka_transaction_marker_failures_total"),
+        transactions=f"?state={PREPARES},HANGING",
     ),
     Alert(
         "KafkaTransactionStateLogAppendErrors",
@@ -147,6 +159,7 @@ ALERTS: tuple[Alert, ...] = (
         " " + RATE_VALUE + ". Producers see COORDINATOR_NOT_AVAILABLE/NOT_COORDINATOR and cannot"
         " begin, commit or abort transactions coordinated there.",
         expected_empty=_feature_reason("kafka_transaction_state_log_append_errors_total"),
+        transactions="",
     ),
     Alert(
         "KafkaTransactionCompleteAppendRetries",
@@ -159,6 +172,7 @@ ALERTS: tuple[Alert, ...] = (
         " (" + RATE_VALUE + "). Those transactional ids cannot start a new transaction"
         " (CONCURRENT_TRANSACTIONS).",
         expected_empty=_feature_reason("kafka_transaction_state_log_complete_append_retries_total"),
+        transactions=f"?state={PREPARES}",
     ),
     Alert(
         "KafkaTransactionStateLogAppendLatencyHigh",
@@ -170,7 +184,9 @@ ALERTS: tuple[Alert, ...] = (
         " __transaction_state to the record being readable has been above 1 s for 10 minutes on"
         " {{ $labels.instance }} (cluster {{ $labels.cluster }}): {{ $value | humanizeDuration }}. EndTxn and"
         " AddPartitionsToTxn wait for these appends. p99 prepare-to-complete: "
-        + _q(f"max({P99_COMPLETION}$SAME)", "s") + ".",
+        + _q(f"max({P99_COMPLETION}$SAME)", "s") + ". The slowest appends' transactional ids are the"
+        " exemplars of the latency panels.",
+        transactions="",
     ),
     Alert(
         "KafkaTransactionsLate",
@@ -181,6 +197,7 @@ ALERTS: tuple[Alert, ...] = (
         " are older than their transaction timeout: the coordinator should have aborted them. Data partitions"
         " with late transactions: " + _q(f"sum({ref('kafka_partitions_with_late_transactions')}$SAME)") + ".",
         expected_empty=_feature_reason("kafka_transactions_late"),
+        transactions="?state=ONGOING",
     ),
     Alert(
         "KafkaHangingTransactions",
@@ -192,6 +209,7 @@ ALERTS: tuple[Alert, ...] = (
         " read_committed consumers of those partitions make no progress and compaction stops there, until"
         " the transactions are aborted (kafka-transactions.sh --find-hanging / abort).",
         expected_empty=_feature_reason("kafka_hanging_transactions"),
+        transactions="?state=HANGING",
     ),
     Alert(
         "TxnExporterDown",
@@ -255,19 +273,26 @@ def _dashboard_url(grafana_url: str, alert: Alert) -> str:
             "?var-cluster={{ $labels.cluster }}&var-instance={{ $labels.instance }}")
 
 
-def rules(grafana_url: str = DEFAULT_GRAFANA_URL, runbook_url: str = DEFAULT_RUNBOOK_URL) -> dict:
+def rules(grafana_url: str = DEFAULT_GRAFANA_URL, runbook_url: str = DEFAULT_RUNBOOK_URL,
+          exporter_url: str = DEFAULT_EXPORTER_URL) -> dict:
     alerting = []
     for alert in ALERTS:
         rule: dict = {"alert": alert.name, "expr": alert.expr}
         if alert.for_ != "0m":
             rule["for"] = alert.for_
         rule["labels"] = {"severity": alert.severity, "team": alert.team, "component": alert.component}
+        description = alert.description
+        if alert.transactions is not None:
+            transactions_url = f"{exporter_url.rstrip('/')}/transactions{alert.transactions}"
+            description += f" Which transactions: {transactions_url}"
         rule["annotations"] = {
             "summary": alert.summary,
-            "description": alert.description,
+            "description": description,
             "runbook_url": f"{runbook_url}#{alert.anchor}",
             "dashboard_url": _dashboard_url(grafana_url, alert),
         }
+        if alert.transactions is not None:
+            rule["annotations"]["transactions_url"] = transactions_url
         alerting.append(rule)
     return {"groups": [
         {"name": "kafka-txn-exporter.recording", "rules": [{"record": n, "expr": e} for n, e in RECORDING]},
@@ -299,9 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is not up to date")
     parser.add_argument("--grafana-url", default=DEFAULT_GRAFANA_URL)
     parser.add_argument("--runbook-url", default=DEFAULT_RUNBOOK_URL, help="runbooks.md as your users reach it")
+    parser.add_argument("--exporter-url", default=DEFAULT_EXPORTER_URL,
+                        help="the exporter that fired, as a Go template (its /transactions view is linked)")
     parser.add_argument("--output", type=Path, default=RULES_PATH)
     args = parser.parse_args(argv)
-    text = render(rules(args.grafana_url, args.runbook_url))
+    text = render(rules(args.grafana_url, args.runbook_url, args.exporter_url))
     if args.check:
         if not args.output.exists() or args.output.read_text() != text:
             print(f"{args.output} is out of date (run python -m alerts.generate)", file=sys.stderr)

@@ -265,8 +265,8 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int]) -> str:
     """The three measurements on one file, printed as a table; returns the file's one-line summary."""
-    from exporter.harness.broker import dump_log_segments_class
     from exporter.harness.jars import tools_libs, tools_version
+    from exporter.harness.versions import kafka_version
 
     data = segment.read_bytes()
     n = count_records(data)
@@ -278,7 +278,7 @@ def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int
     if not args.skip_kafka:
         java = [
             "java", *KAFKA_RUN_CLASS_OPTS, "-cp", f"{tools_libs(args.kafka)}/*",
-            dump_log_segments_class(tools_version(args.kafka)), "--transaction-log-decoder", "--files", str(segment),
+            kafka_version(args.kafka).dump_log_segments_class, "--transaction-log-decoder", "--files", str(segment),
         ]
         wall, kafka_cpu, rss = best_of(args.runs, java)
         rows.append((f"(a) Kafka {tools_version(args.kafka)} DumpLogSegments, JVM start incl.", wall, kafka_cpu, rss))

@@ -1,11 +1,13 @@
 """Memory per tracked transactional id, measured with tracemalloc, at 1M ids over 50 partitions.
 
-    .venv/bin/python bench/model_memory.py [--tids 1000000]
+    .venv/bin/python bench/model_memory.py [--tids 1000000] [--ongoing-percent 5] [--pending-percent 1]
 
 Ids are loaded the way the exporter meets them: a replay of each partition (one record per id,
-decoded from bytes), then live traffic. The state mix is that of an idle-ish cluster: most ids
-completed, 5% ongoing, 1% waiting for markers. Counted: everything the model and the latency
-recorders hold after the events are gone (dict tables, id strings, pending index).
+decoded from its own bytes as the live source decodes them, without TransactionPartitions), then
+live traffic. The state mix is that of an idle-ish cluster: most ids completed, 5% ongoing, 1%
+waiting for markers. Counted: everything the model and the latency recorders hold after the events
+are gone (dict tables, id strings, pending index, and for the in-flight ids their last record with
+its value's bytes, 2 topics x 3 partitions, which the transactions view decodes when it shows them).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ S = TransactionState
 START_MS = 1_700_000_000_000
 
 
-def state_of(i: int) -> TransactionState:
-    if i % 100 == 0:
+def state_of(i: int, ongoing_percent: int, pending_percent: int) -> TransactionState:
+    share = i % 100
+    if share < pending_percent:
         return S.PREPARE_COMMIT
-    if i % 20 == 1:
+    if share < pending_percent + ongoing_percent:
         return S.ONGOING
     return S.COMPLETE_COMMIT if i % 3 else S.EMPTY
 
@@ -40,11 +43,14 @@ def state_of(i: int) -> TransactionState:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tids", type=int, default=1_000_000)
+    parser.add_argument("--ongoing-percent", type=int, default=5)
+    parser.add_argument("--pending-percent", type=int, default=1)
     args = parser.parse_args()
 
-    # Encoded values are shared by state: only the per-id key is built per record.
+    # Encoded values are built once per state, then copied per record: each record has its own bytes.
+    touched = {"orders": [0, 1, 2], "ledger": [3, 4, 5]}
     values = {
-        s: encode_value(TransactionLogValue(1, 7, 0, 60_000, s, {"orders": [1]} if s < S.COMPLETE_COMMIT else {}, START_MS, START_MS))
+        s: encode_value(TransactionLogValue(1, 7, 0, 60_000, s, touched if s < S.COMPLETE_COMMIT else {}, START_MS, START_MS))
         for s in (S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT)
     }  # fmt: skip
     gc.collect()
@@ -57,8 +63,9 @@ def main() -> None:
     started = time.perf_counter()
     for i in range(args.tids):
         tid = f"payments-service-{i:07d}"
-        state = state_of(i)
-        record = decode_record(encode_key(tid), values[state], i, START_MS + i // 1000)
+        state = state_of(i, args.ongoing_percent, args.pending_percent)
+        value = bytes(bytearray(values[state]))
+        record = decode_record(encode_key(tid), value, i, START_MS + i // 1000, partitions=False)
         model.apply(TransactionLogRecords(partition_of(tid), [record], START_MS + i // 1000 + 2, True))
     for p in range(PARTITIONS):
         model.apply(PartitionReplayed(p))
@@ -69,7 +76,9 @@ def main() -> None:
 
     tracked = sum(len(part.states) for _, part in model.partitions())
     pending, _ = model.pending_markers()
-    print(f"{tracked:,} transactional ids tracked ({pending:,} pending) over {PARTITIONS} partitions")
+    in_flight = len(model.in_flight())
+    print(f"{tracked:,} transactional ids tracked ({in_flight:,} in flight, {pending:,} of them pending) over"
+          f" {PARTITIONS} partitions")
     print(f"traced memory: {used / 2**20:,.1f} MiB = {used / tracked:.0f} bytes per tracked transactional id")
     print(f"(load took {loaded:.1f} s under tracemalloc)")
 

@@ -52,9 +52,9 @@ def build(rng: random.Random) -> tuple[CoordinatorModel, LatencyRecorders, int]:
     for i in range(600_000):
         now = START_MS + i * WINDOW_MS // 600_000
         latency = int(rng.lognormvariate(1.6, 1.2))
-        recorders.append_latency[i % 6].record(latency, now)
+        recorders.append_latency[i % 6].record(latency, now, "orders-7", i)
         if i % 3 == 0:
-            recorders.marker_completion["commit" if i % 50 else "abort"].record(latency * 4, now)
+            recorders.marker_completion["commit" if i % 50 else "abort"].record(latency * 4, now, "orders-7", i)
     return model, recorders, START_MS + WINDOW_MS
 
 

@@ -65,6 +65,7 @@ class Panel:
     height: int = 8
     thresholds: tuple[tuple[float, str], ...] = ()
     stacked: bool = False
+    exemplars: bool = False  # ask Prometheus for the exemplars of the query's histogram buckets too
 
 
 @dataclass(frozen=True)
@@ -127,13 +128,21 @@ def rate(title: str, name: str, what: str, *, by: str = "", sel: str = SEL, kind
                  kind, **kw)
 
 
+# On a panel of the exporter's histograms: what the exemplar dots are (exporter.metrics.latency).
+EXEMPLARS_NOTE = (
+    " Dots: exemplars, each bucket's slowest observation of the exporter's latency window"
+    " (--latency-window-seconds, 5 minutes by default), labelled with its transactional_id and producer_id"
+    " (needs Prometheus' exemplar storage)."
+)
+
+
 def quantile(title: str, histogram: str, what: str, *, by: str, q: float = 0.99, sel: str = SEL,
              kind: str = "timeseries", legend: str = "", outer: str = "", **kw) -> Panel:
     inner = f"histogram_quantile({q}, sum by ({by}, le) (rate({ref(histogram + '_bucket')}{{{sel}}}[{RATE}])))"
     expr = f"{outer}({inner})" if outer else inner
     kw.setdefault("expected_empty", _empty_reason(histogram))
-    return Panel(title, (Query(expr, legend or _legend(by)),), _describe(histogram, what),
-                 grafana_unit(histogram), kind, **kw)
+    return Panel(title, (Query(expr, legend or _legend(by)),), _describe(histogram, what) + EXEMPLARS_NOTE,
+                 grafana_unit(histogram), kind, exemplars=True, **kw)
 
 
 def _legend(by: str) -> str:
@@ -402,10 +411,11 @@ def _panel(spec: Panel, panel_id: int):
     if spec.thresholds:
         builder = builder.thresholds(_thresholds(spec.thresholds))
     for i, query in enumerate(spec.queries):
-        builder = builder.with_target(
+        target = (
             prom_b.Dataquery().expr(query.expr).legend_format(query.legend).ref_id(chr(ord("A") + i))
             .datasource(DATASOURCE).range()
         )
+        builder = builder.with_target(target.exemplar(True) if spec.exemplars else target)
     return builder
 
 

@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from exporter import __version__
-from exporter.commands import config_check, decode, demo, hanging, pipeline, run
+from exporter.commands import config_check, decode, demo, hanging, pipeline, run, transactions
 
 # Each command module offers `register(subparsers)` and sets `func(args) -> int` on its parser.
-COMMANDS = (run, demo, decode, pipeline, config_check, hanging)
+COMMANDS = (run, demo, decode, pipeline, config_check, hanging, transactions)
 
 
 def build_parser() -> argparse.ArgumentParser:

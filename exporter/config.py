@@ -240,6 +240,11 @@ def listen_address(settings: Settings) -> tuple[str, int]:
     return _split_host_port(settings.listen)
 
 
+def split_listen(value: str) -> tuple[str, int]:
+    """A `listen` value (`HOST:PORT`, `[IPV6]:PORT`) as (host, port) to bind; ValueError saying why not."""
+    return _split_host_port(value)
+
+
 def flag_name(field: str) -> str:
     cli = _cli(field)
     return cli.flag or "--" + field.replace("_", "-")

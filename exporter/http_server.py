@@ -1,4 +1,4 @@
-"""The exporter's HTTP endpoints: /metrics, /healthz, /readyz.
+"""The exporter's HTTP endpoints: /metrics, /healthz, /readyz, and the pages it is given (`routes`).
 
 A stdlib threaded server rather than prometheus_client.start_http_server because the probes need
 their own routes and the bind error must reach the caller instead of dying in a thread.
@@ -34,7 +34,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -52,6 +52,10 @@ _TEXT = "text/plain; charset=utf-8"
 _MAX_REQUEST_HEAD = 64 * 1024
 
 
+# A page: (query string, Accept header) -> (status, headers, body).
+Route = Callable[[str, str], tuple[int, dict[str, str], bytes]]
+
+
 class ListenError(OSError):
     """The server could not bind its address (in use, not local, no permission)."""
 
@@ -67,6 +71,7 @@ class MetricsServer:
         readiness_detail: Callable[[], str] | None = None,
         web_config_file: str | None = None,
         max_connections: int = 64,
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         """WebConfigError if `web_config_file` does not load."""
         self._host = host
@@ -75,6 +80,7 @@ class MetricsServer:
         self.healthy = healthy
         self.ready = ready
         self.readiness_detail = readiness_detail
+        self.routes = dict(routes or {})
         self.web = _WebConfigSource(web_config_file) if web_config_file else None
         self.max_connections = max_connections
         self._rejected_before = 0  # of servers stopped earlier, so the counter never goes back
@@ -350,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, send_body: bool) -> None:
         app = self.server.app
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         headers: dict[str, str] = {"Content-Type": _TEXT}
         if app.web is not None and not app.web.authorized(self.headers.get("Authorization")):
             status, body = HTTPStatus.UNAUTHORIZED, b"Unauthorized\n"
@@ -371,6 +377,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 detail = _detail(app.readiness_detail)
                 status, body = HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: {detail}\n".encode()
+        elif path in app.routes:
+            try:
+                status, headers, body = app.routes[path](query, self.headers.get("Accept", ""))
+            except Exception:
+                log.exception("%s failed", path)
+                status, body = HTTPStatus.INTERNAL_SERVER_ERROR, f"{path} failed\n".encode()
         else:
             status, body = HTTPStatus.NOT_FOUND, b"not found; try /metrics, /healthz or /readyz\n"
         self.send_response(status)

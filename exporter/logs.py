@@ -3,9 +3,14 @@
 `configure(level, fmt, repeat_seconds)` installs one stderr handler on the root logger with a
 `RepeatFilter`: the first of identical messages (same logger, level and rendered text) passes, the
 others within `repeat_seconds` are counted instead of printed, and once the window is over the
-count is reported ("... (repeated K times in the last N s)") with the next occurrence, or on its
-own by `flush()` (called at exit, and whenever any record passes after the window expired), so a
-burst that stops is still accounted for.
+count is reported ("... (repeated K times in the last N s)", "repeated once" for one) with the next
+occurrence, or on its own by `flush()` (called at exit, and whenever any record passes after the
+window expired), so a burst that stops is still accounted for. A summary on its own is stamped with
+the time it is printed (that of the record it comes before, or of flush()), not that of the repeat
+it counts, so summaries come in order and timestamps never go backwards.
+
+`kafka_client_logger()` is the `logger` setting of every confluent-kafka client the project makes:
+librdkafka's own lines go through `logging` at levels that fit them, never raw to stderr.
 
 A record's text is the logger's message only: nothing here adds settings or client config, so what
 is secret stays wherever the caller kept it (Settings.redacted() for the settings).
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import threading
 import time
@@ -81,27 +87,25 @@ class RepeatFilter(logging.Filter):
                 seen.count += 1
                 seen.record = record
                 return False
-            expired = self._expire(now)
-            if seen is not None and seen.count:
+            if seen is not None:
                 # This record restarts the window and carries the count of the last one.
-                expired = [s for s in expired if s is not seen]
-                _mark_repeated(record, seen.count, now - seen.since)
+                del self._seen[key]
+                if seen.count:
+                    _mark_repeated(record, seen.count, now - seen.since)
+            # Emitted under the lock, before this record and stamped with its time: summaries stay
+            # in the order they are due, and timestamps never go backwards.
+            self._report_expired(now, record)
             self._seen[key] = _Seen(now, record)
-        for summary in expired:
-            self._emit(summary)
         return True
 
     def flush(self) -> None:
         """Reports every pending count now (at exit)."""
         with self._lock:
-            pending = self._expire(float("inf"))
-        for summary in pending:
-            self._emit(summary)
+            self._report_expired(float("inf"), None)
 
-    def _expire(self, now: float) -> list[logging.LogRecord]:
-        """Forgets windows that are over (or the oldest, past _MAX_TRACKED); returns the summaries
-        of those that had repeats. Called with the lock held."""
-        summaries = []
+    def _report_expired(self, now: float, stamp: logging.LogRecord | None) -> None:
+        """Forgets windows that are over (or the oldest, past _MAX_TRACKED) and prints the summaries
+        of those that had repeats, stamped with `stamp`'s time (else now). Called with the lock held."""
         overflow = len(self._seen) - _MAX_TRACKED + 1
         for key, seen in list(self._seen.items()):
             if now - seen.since < self.window and overflow <= 0:
@@ -109,16 +113,26 @@ class RepeatFilter(logging.Filter):
             overflow -= 1
             del self._seen[key]
             if seen.count:
-                summary = logging.makeLogRecord(seen.record.__dict__)
-                summary.exc_info = summary.exc_text = None
-                _mark_repeated(summary, seen.count, min(now, self._clock()) - seen.since)
-                summary._summary = True
-                summaries.append(summary)
-        return summaries
+                self._emit(self._summary(seen, stamp))
+
+    def _summary(self, seen: _Seen, stamp: logging.LogRecord | None) -> logging.LogRecord:
+        # The repeated record's logger, level, text and origin; the time of `stamp`, else of now.
+        times = stamp.__dict__ if stamp is not None else vars(logging.makeLogRecord({}))
+        summary = logging.makeLogRecord({
+            **seen.record.__dict__, **{k: times[k] for k in _RECORD_TIMES}
+        })  # fmt: skip
+        summary.exc_info = summary.exc_text = None
+        _mark_repeated(summary, seen.count, self._clock() - seen.since)
+        summary._summary = True
+        return summary
+
+
+_RECORD_TIMES = ("created", "msecs", "relativeCreated")
 
 
 def _mark_repeated(record: logging.LogRecord, count: int, seconds: float) -> None:
-    record.msg = f"{record.getMessage()} (repeated {count} times in the last {seconds:.0f} s)"
+    times = "once" if count == 1 else f"{count} times"
+    record.msg = f"{record.getMessage()} (repeated {times} in the last {max(1, math.ceil(seconds))} s)"
     record.args = None
     record.repeated = count
 
@@ -152,3 +166,28 @@ def flush() -> None:
     """Reports the pending repeat counts of the installed handler (call before exiting)."""
     if _installed is not None:
         _installed[1].flush()
+
+
+class _KafkaClientLog(logging.LoggerAdapter):
+    """What confluent-kafka calls for each librdkafka line (`log(level, fmt, facility, name, text)`,
+    the syslog level already mapped to `logging`'s), with the level mapped once more."""
+
+    def __init__(self, logger: logging.Logger, errors_logged: bool) -> None:
+        super().__init__(logger, {})
+        self._errors_logged = errors_logged
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: object) -> None:
+        if level < logging.WARNING or (self._errors_logged and level >= logging.ERROR):
+            level = logging.DEBUG
+        super().log(level, msg, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def kafka_client_logger(name: str = "librdkafka", *, errors_logged: bool = False) -> logging.LoggerAdapter:
+    """The `logger` setting for a confluent-kafka client, so librdkafka's lines go through `logging`
+    (format, level, repeat suppression) instead of raw to stderr (`%6|...|BGQUEUE|...`). Its
+    informational lines (connection narration, queue purges) go at DEBUG. With `errors_logged` (the
+    client's error_cb logs each error itself), its error lines go at DEBUG too, so a broker that is
+    down is reported once, not twice. Warnings (a setting ignored, a retry) stay warnings.
+    A client delivers these lines from its poll(); an AdminClient that is never polled drops them
+    (its calls raise their errors)."""
+    return _KafkaClientLog(logging.getLogger(name), errors_logged)

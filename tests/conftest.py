@@ -7,6 +7,11 @@
 At most ``MAX_JVMS`` brokers run at once (CI has 2 cores): asking for another one stops the least
 recently used session broker, which restarts on its next use with its data kept.
 Tests using these fixtures get the ``kafka`` marker: deselect them with ``-m "not kafka"``.
+
+The whole suite runs on the table's full-suite versions (``BROKER_PARAMS``: the newest 4.x with
+transaction.version 2 and 0, the newest 3.x); the per-version checks on every pinned version. Those
+declare ``@pytest.mark.tested_on(check)``: their outcomes make the README's Tested-on table
+(tests/tested_on.py; its recorder is registered below).
 """
 
 from __future__ import annotations
@@ -20,13 +25,27 @@ from typing import Any
 import pytest
 
 from exporter.harness.broker import KafkaBroker
+from exporter.harness.versions import FULL_SUITE_VERSIONS, kafka_version
+from tests import tested_on
 
 MAX_JVMS = 2
-BROKER_PARAMS: dict[str, tuple[str, int | None]] = {
-    "4.4.0-tv2": ("4.4.0", 2),  # value v1, 4.x log lines
-    "4.4.0-tv0": ("4.4.0", 0),  # value v0 from a 4.x broker
-    "3.9.2": ("3.9.2", None),  # value v0, 3.x log lines
-}
+
+
+def _broker_params() -> dict[str, tuple[str, int | None]]:
+    """Per full-suite version: with its newest and oldest transaction.version where it has them
+    (4.x: value v1 and v0, 4.x log lines), else as it comes (3.x: value v0, 3.x log lines)."""
+    params: dict[str, tuple[str, int | None]] = {}
+    for version in FULL_SUITE_VERSIONS:
+        levels = kafka_version(version).transaction_versions
+        if levels:
+            params[f"{version}-tv{max(levels)}"] = (version, max(levels))
+            params[f"{version}-tv{min(levels)}"] = (version, min(levels))
+        else:
+            params[version] = (version, None)
+    return params
+
+
+BROKER_PARAMS = _broker_params()
 _KAFKA_FIXTURES = {"broker", "kafka_broker_factory", "own_broker"}
 
 BrokerKey = tuple[str, int | None]
@@ -89,6 +108,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.kafka)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "tested_on(check): a per-version check of the README's Tested-on table")
+    config.pluginmanager.register(tested_on.Recorder(config), "tested-on")
 
 
 @pytest.fixture(scope="session")

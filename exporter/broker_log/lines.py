@@ -65,10 +65,10 @@ TARGET_STATES: dict[str, int] = {name: int(state) for name, state in {
 # backtracks costs tens of microseconds, str.find a fraction of one (see bench/broker_log_lines.py).
 _EXCEPTION = re.compile(r"[\w.$]+")
 _WORD = re.compile(r"\w+")
-_MARKER_PREFIX = re.compile(r"Sending .*'s transaction marker (for|from) partition \S+ has ")
+_MARKER_PREFIX = re.compile(r"Sending (.*)'s transaction marker (for|from) partition (\S+) has ")
 _COMPLETE_RETRY = re.compile(r"Not available to append PendingCompleteTxn[(\[]transactionalId=(.*?), coordinatorEpoch=")
 _COORDINATOR = re.compile(r"(Elected|Resigned) as the txn coordinator for partition (\d+) at epoch")
-_FATAL = re.compile(r"Received fatal error ([\w.$]+) while sending txn marker")
+_FATAL = re.compile(r"Received fatal error ([\w.$]+) while sending txn marker for (.*)")
 
 
 def parse_entry(text: str) -> Parsed | str | None:
@@ -98,7 +98,7 @@ def parse_fatal_continuation(text: str) -> MarkerWriteFailed | None:
     """The `java.lang.IllegalStateException: Received fatal error <ExceptionClass> while sending txn
     marker for <tid>` line of the stack trace following `Uncaught error in request completion:`."""
     match = _FATAL.search(text)
-    return None if match is None else MarkerWriteFailed(error_name(match[1]))
+    return None if match is None else MarkerWriteFailed(error_name(match[1]), match[2].rstrip())
 
 
 def _between(message: str, start: str, middle: str, end: str) -> tuple[str, str, str] | None:
@@ -139,14 +139,15 @@ def _completion_handler(message: str) -> Parsed | str | None:
     if prefix is None:
         return UNRECOGNIZED
     rest = message[prefix.end() :]
-    if prefix[1] == "for":
+    tid, partition = prefix[1], prefix[3]
+    if prefix[2] == "for":
         if rest.startswith("failed with error ") and (error := _EXCEPTION.match(rest, 18)):
             if rest.startswith(", retrying", error.end()):
-                return MarkerWriteRetried(error_name(error[0]))
+                return MarkerWriteRetried(error_name(error[0]), tid, partition)
         elif rest.startswith("permanently failed with error ") and (error := _EXCEPTION.match(rest, 30)):
-            return MarkerWriteFailed(error_name(error[0]))
+            return MarkerWriteFailed(error_name(error[0]), tid, partition)
     elif rest.startswith("failed with ") and (error := _WORD.match(rest.lstrip()[12:].lstrip())):
-        return MarkerWriteFailed(error_name(error[0]))
+        return MarkerWriteFailed(error_name(error[0]), tid, partition)
     return UNRECOGNIZED
 
 

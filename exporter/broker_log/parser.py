@@ -8,6 +8,8 @@ line, `Received fatal error`.
 - A coordinator line repeated with only its time changed (a held partition's marker retry, thousands
   a second) is parsed once: results are cached by the text after the time (at most CACHE_SIZE
   entries and CACHE_BYTES of text: lines reach 64 KiB, so entries alone would allow 64 MiB).
+  Marker errors are then stamped with the time they were read (`feed`'s `now_ms`: the line's own
+  time has no zone), which the transactions view shows as "last seen".
 - A line that does not start with `[` continues the previous entry (stack traces); only the one
   exception line of a fatal marker error is read from continuations. A coordinator line that
   neither starts with `[` nor looks like a stack trace line is in another layout: malformed.
@@ -82,9 +84,11 @@ class BrokerLogParser:
         self.levels: set[str] = set()  # of the framed ones
         self.append_failures_raw = 0  # DEBUG lines of failed appends
         self.append_failures_info_only = 0  # INFO lines of failed appends without their DEBUG line
+        self._now_ms = 0  # when the lines being fed were read
 
-    def feed(self, lines: Sequence[bytes]) -> list[BrokerLogEvent]:
-        """Parses complete lines (bytes, without their newline) in file order."""
+    def feed(self, lines: Sequence[bytes], now_ms: int = 0) -> list[BrokerLogEvent]:
+        """Parses complete lines (bytes, without their newline) in file order, read at `now_ms`."""
+        self._now_ms = now_ms
         events: list[BrokerLogEvent] = []
         if self.layout_sampled < LAYOUT_SAMPLE:
             self._sample_layout(lines[: LAYOUT_SAMPLE - self.layout_sampled])
@@ -100,7 +104,7 @@ class BrokerLogParser:
             elif fatal in line and line[:1] != b"[":
                 event = parse_fatal_continuation(line.decode("utf-8", "replace"))
                 if event is not None:
-                    events.append(event)
+                    events.append(_stamped(event, now_ms))
         self.lines += count
         return events
 
@@ -128,6 +132,8 @@ class BrokerLogParser:
             if len(samples) < _MAX_SAMPLED_LOGGERS:
                 logger = line[line.rfind(b" (") + 2 :].rstrip(b"\r)").decode("utf-8", "replace")
                 samples.setdefault(logger, _sample(line))
+        elif type(parsed) in _MARKER_ERRORS:
+            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]
         else:
             events.append(parsed)  # type: ignore[arg-type]
 
@@ -176,3 +182,11 @@ class BrokerLogParser:
 
 def _sample(line: bytes) -> str:
     return line[:SAMPLE_CHARS].decode("utf-8", "replace").rstrip("\r")
+
+
+_MARKER_ERRORS = (MarkerWriteRetried, MarkerWriteFailed)
+
+
+def _stamped(event: MarkerWriteRetried | MarkerWriteFailed, now_ms: int) -> MarkerWriteRetried | MarkerWriteFailed:
+    # A new event per line: the cached one is shared by every repeat of the line.
+    return type(event)(event.error, event.transactional_id, event.partition, now_ms)

@@ -22,7 +22,7 @@ PARTITIONS_SKIPPED. What that walk cannot see is invalid UTF-8 inside a topic na
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
@@ -44,6 +44,11 @@ _TAG_NEXT_PRODUCER_EPOCH = 3
 # The usual top-level tagged fields of a v1 value: tag count 1, the tag, its size.
 _ONLY_PREVIOUS_PRODUCER_ID = bytes((1, _TAG_PREVIOUS_PRODUCER_ID, 8))
 _ONLY_CLIENT_TRANSACTION_VERSION = bytes((1, _TAG_CLIENT_TRANSACTION_VERSION, 2))
+# Two tagged fields, PreviousProducerId then ClientTransactionVersion: the head of each (tag count,
+# tag, size; tag, size), and both fields read at once from the head of the first.
+_PREVIOUS_THEN_CLIENT_VERSION_HEAD = bytes((2, _TAG_PREVIOUS_PRODUCER_ID, 8))
+_CLIENT_VERSION_HEAD = bytes((_TAG_CLIENT_TRANSACTION_VERSION, 2))
+_PREVIOUS_THEN_CLIENT_VERSION = struct.Struct(">3xq2xh")
 _KNOWN_TAGS = {
     _TAG_PREVIOUS_PRODUCER_ID: _I64,
     _TAG_NEXT_PRODUCER_ID: _I64,
@@ -94,6 +99,9 @@ class TransactionLogRecord:
     timestamp_ms: int
     transactional_id: str
     value: TransactionLogValue | None  # None: a tombstone (the transactional id expired)
+    # The value's bytes, as decode_record got them: the model keeps them for in-flight transactions,
+    # whose partitions the transactions view decodes when it shows them (PARTITIONS_SKIPPED above).
+    raw_value: bytes | None = field(default=None, compare=False, repr=False)
 
 
 def decode_record(
@@ -110,7 +118,7 @@ def decode_record(
     else:
         tid = decode_key(key)
     return TransactionLogRecord(
-        offset, timestamp_ms, tid, None if value is None else decode_value(value, partitions)
+        offset, timestamp_ms, tid, None if value is None else decode_value(value, partitions), value
     )
 
 
@@ -145,15 +153,15 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
             n = buf[18] - 1
             # Both also read PreviousProducerId when it is the only tagged field (pre-TV2 clients:
             # librdkafka, Java before 4.0) and ends the value.
-            if count == 1:  # an empty partitions array: Empty and Complete* records
+            if count < 2:  # an empty partitions array (Complete* records) or a null one (Empty records)
                 if len(buf) == 45 and buf[34:37] == _ONLY_PREVIOUS_PRODUCER_ID:
                     producer_id, epoch, timeout_ms, last_update, start, previous_id = _V1_NO_PARTITIONS_PREVIOUS_ID.unpack_from(buf, 0)
                     return TransactionLogValue(
-                        1, producer_id, epoch, timeout_ms, state, {} if partitions else PARTITIONS_SKIPPED,
-                        last_update, start, previous_id,
+                        1, producer_id, epoch, timeout_ms, state,
+                        ({} if count else None) if partitions else PARTITIONS_SKIPPED, last_update, start, previous_id,
                     )  # fmt: skip
                 producer_id, epoch, timeout_ms, last_update, start = _V1_NO_PARTITIONS.unpack_from(buf, 0)
-                topics = {} if partitions else PARTITIONS_SKIPPED
+                topics = ({} if count else None) if partitions else PARTITIONS_SKIPPED
                 pos = 34
             elif count == 2 and 0 < n < 0x7F and len(buf) >= 42 + n and buf[19 + n] == 2 and buf[24 + n] == 0:
                 # One topic with one partition and no tagged fields in its entry: Ongoing and Prepare*.
@@ -185,7 +193,13 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
                 return TransactionLogValue(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id
                 )
-            if tags == _ONLY_CLIENT_TRANSACTION_VERSION:  # a 4.x coordinator, a TV2 client
+            if tags == _PREVIOUS_THEN_CLIENT_VERSION_HEAD and buf[pos + 11 : pos + 13] == _CLIENT_VERSION_HEAD:
+                # A 4.3+ coordinator, a TV2 client: PreviousProducerId and ClientTransactionVersion.
+                previous_id, client_version = _PREVIOUS_THEN_CLIENT_VERSION.unpack_from(buf, pos)
+                return TransactionLogValue(
+                    1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id, -1, client_version
+                )
+            if tags == _ONLY_CLIENT_TRANSACTION_VERSION:  # a 4.0-4.2 coordinator, a TV2 client
                 client_version = _I16.unpack_from(buf, pos + 3)[0]
                 return TransactionLogValue(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, -1, -1, client_version
@@ -280,7 +294,11 @@ def _v0_partitions_end(buf: bytes, count: int) -> int:
 def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
     """The v1 partitions array in general; returns it and the position after it."""
     size = len(buf)
-    count, pos = _uvarint(buf, 17)
+    count = buf[17]
+    if count < 0x80:  # lengths below 127 (one-byte varints) are the rule: read them inline
+        pos = 18
+    else:
+        count, pos = _uvarint(buf, 17)
     if count == 0:
         return None, pos
     count -= 1
@@ -289,20 +307,28 @@ def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
         raise IndexError
     partitions = {}
     for _ in range(count):
-        n, pos = _uvarint(buf, pos)
+        n = buf[pos]
+        if n < 0x80:
+            pos += 1
+        else:
+            n, pos = _uvarint(buf, pos)
         if n == 0:
             raise DecodeError("bad_length", "null topic name")
         end = pos + n - 1
         if end > size:
             raise IndexError
         topic = buf[pos:end].decode()
-        n, pos = _uvarint(buf, end)
+        n = buf[end]
+        if n < 0x80:
+            pos = end + 1
+        else:
+            n, pos = _uvarint(buf, end)
         if n == 0:
             raise DecodeError("bad_length", "null partition ids array")
         end = pos + 4 * (n - 1)
         if end > size:
             raise IndexError
-        partitions[topic] = list(_int32_array(n - 1).unpack_from(buf, pos))
+        partitions[topic] = list((_INT32_ARRAYS[n - 1] if n <= 64 else _int32_array(n - 1)).unpack_from(buf, pos))
         if buf[end] == 0:  # the usual case: no tagged fields in the entry
             pos = end + 1
         else:

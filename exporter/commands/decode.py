@@ -143,21 +143,32 @@ def format_record(record: TransactionLogRecord, cache: dict | None = None, tail:
             f'"transactional_id": {_json_str(record.transactional_id)}, "value": null{tail}}}\n'
         )
     p = v.partitions
-    if p is None:
-        partitions = "null"
-    elif not p:
-        partitions = "{}"
-    elif cache is not None and len(p) == 1:
-        # The usual shape, one topic: its text made once per distinct (topic, ids).
+    if not p:
+        partitions = "null" if p is None else "{}"
+    elif cache is None:
+        partitions = "{" + ", ".join(_entry_json(topic, ids) for topic, ids in p.items()) + "}"
+    elif len(p) == 1:
+        # One topic: the whole text made once per distinct (topic, ids).
         ((topic, ids),) = p.items()
         key = (topic, *ids)
         partitions = cache.get(key)
         if partitions is None:
             if len(cache) >= _CACHED_PARTITIONS:
                 cache.clear()
-            partitions = cache[key] = _partitions_json(p)
+            partitions = cache[key] = "{" + _entry_json(topic, ids) + "}"
     else:
-        partitions = _partitions_json(p)
+        # Several topics: each entry's text made once per distinct (topic, ids), under another key
+        # than a whole one-topic text (None first).
+        entries = []
+        for topic, ids in p.items():
+            key = (None, topic, *ids)
+            text = cache.get(key)
+            if text is None:
+                if len(cache) >= _CACHED_PARTITIONS:
+                    cache.clear()
+                text = cache[key] = _entry_json(topic, ids)
+            entries.append(text)
+        partitions = "{" + ", ".join(entries) + "}"
     return (
         f'{{"offset": {record.offset}, "timestamp_ms": {record.timestamp_ms}, '
         f'"transactional_id": {_json_str(record.transactional_id)}, "value": '
@@ -172,5 +183,5 @@ def format_record(record: TransactionLogRecord, cache: dict | None = None, tail:
 _CACHED_PARTITIONS = 65536
 
 
-def _partitions_json(partitions: dict[str, list[int]]) -> str:
-    return "{" + ", ".join(f"{_json_str(t)}: [{', '.join(map(str, ids))}]" for t, ids in partitions.items()) + "}"
+def _entry_json(topic: str, ids: list[int]) -> str:
+    return f"{_json_str(topic)}: [{', '.join(map(str, ids))}]"

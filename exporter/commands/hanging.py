@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
+import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
-from exporter.model.hanging import HANGING, Finding, abort_command
+from exporter.model.hanging import HANGING, abort_command, finding_row
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT_SECONDS = 10.0
 
 COLUMNS = ("topic", "partition", "producer_id", "epoch", "start_offset", "transactional_id", "coordinator",
            "age_seconds", "verdict")  # fmt: skip
@@ -40,25 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
                         help="client setting (security.protocol, sasl.*, ssl.*), repeatable")
     parser.add_argument("--json", action="store_true", help="one JSON object per transaction")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, metavar="SECONDS",
+                        help="give up if no bootstrap server answers within this long (default: %(default)g); "
+                        "after that, each request has the client's own 30 s timeout")
     parser.set_defaults(func=run)
-
-
-def _row(finding: Finding) -> dict[str, object]:
-    t = finding.transaction
-    return {
-        "topic": t.topic,
-        "partition": t.partition,
-        "producer_id": t.producer_id,
-        "epoch": t.producer_epoch,
-        "start_offset": t.start_offset,
-        "transactional_id": finding.transactional_id,
-        "coordinator": finding.coordinator_id,
-        "age_seconds": round(finding.age_ms / 1000, 3),
-        "verdict": finding.verdict,
-        "reason": finding.reason,
-        "last_timestamp_ms": t.last_timestamp_ms,
-        "coordinator_epoch": t.coordinator_epoch,
-    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,22 +63,34 @@ def run(args: argparse.Namespace) -> int:
             print("txn-exporter hanging: --kafka-config expects KEY=VALUE", file=sys.stderr)
             return 2
         settings[key.strip()] = value
+    # kafka-python retries a bootstrap server that refuses or does not answer for 30 s, silently:
+    # find out first, within --timeout, whether one answers at all.
+    unreachable = _unreachable(args.bootstrap_servers, args.timeout)
+    if unreachable:
+        print(f"txn-exporter hanging: cannot reach Kafka at {unreachable}", file=sys.stderr)
+        return 2
     try:
-        scanner = HangingScanner(
+        scanner = _within(args.timeout, lambda: HangingScanner(
             args.bootstrap_servers, args.broker_id, int(args.max_transaction_timeout_seconds * 1000),
             int(args.padding_seconds * 1000), args.max_partitions, settings, time.time, args.topic,
-        )  # fmt: skip
+        ))  # fmt: skip
         try:
             result = scanner.scan_all()
         finally:
             scanner.close()
+    except TimeoutError:
+        print(f"txn-exporter hanging: Kafka at {args.bootstrap_servers} did not answer within {args.timeout:g} s "
+              "(--timeout)", file=sys.stderr)
+        return 2
     except ScanAccessError as e:  # names the ACL to grant
         print(f"txn-exporter hanging: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # kafka-python's errors: not reachable, unauthorized...
-        print(f"txn-exporter hanging: {type(e).__name__}: {e}", file=sys.stderr)
+        text = str(e)  # kafka-python's errors start with their class name already
+        print(f"txn-exporter hanging: {text if text.startswith(type(e).__name__) else f'{type(e).__name__}: {text}'}",
+              file=sys.stderr)
         return 2
-    rows = [_row(f) for f in result.findings]
+    rows = [finding_row(f) for f in result.findings]
     hanging = [f for f in result.findings if f.verdict == HANGING]
     if args.json:
         for row, finding in zip(rows, result.findings):
@@ -107,3 +111,46 @@ def run(args: argparse.Namespace) -> int:
         for finding in hanging:
             print("  " + abort_command(args.bootstrap_servers, finding.transaction))
     return 0
+
+
+def _unreachable(bootstrap_servers: str, timeout: float) -> str | None:
+    """None once a TCP connection to one of the bootstrap servers opens within `timeout` seconds in
+    all; else each server with why it could not be reached."""
+    deadline = time.monotonic() + timeout
+    reasons = []
+    for server in (s.strip() for s in bootstrap_servers.split(",")):
+        host, _, port = server.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), max(0.1, deadline - time.monotonic())):
+                return None
+        except ValueError:
+            reasons.append(f"{server} (not HOST:PORT)")
+        except TimeoutError:
+            reasons.append(f"{server} (no answer within {timeout:g} s)")
+        except socket.gaierror as e:
+            reasons.append(f"{server} (cannot resolve {host}: {e.strerror})")
+        except OSError as e:
+            reasons.append(f"{server} ({(e.strerror or str(e)).lower()})")
+    return ", ".join(reasons)
+
+
+def _within(timeout: float, call: Callable[[], T]) -> T:
+    """call() in a daemon thread, waited for `timeout` seconds: TimeoutError if it has not returned
+    (the thread is left to the process's exit)."""
+    outcome: list[tuple[bool, object]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, call()))
+        except Exception as e:  # re-raised in the caller's thread
+            outcome.append((False, e))
+
+    thread = threading.Thread(target=target, name="hanging-connect", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise TimeoutError
+    ok, value = outcome[0]
+    if not ok:
+        raise value  # type: ignore[misc]
+    return value  # type: ignore[return-value]

@@ -25,9 +25,13 @@ from exporter.model import CoordinatorModel
 from exporter.sources.broker_log import BrokerLogFollower
 from exporter.sources.events import CoordinatorChanged, HangingScanCompleted
 from exporter.sources.kafka_topic import OwnershipError, TransactionLogTail
+from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
 BROKER_LOG_POLL_SECONDS = 0.1
+# On Ctrl-C or SIGTERM, how long a thread still inside a Kafka request (a metadata request, the
+# hanging scan's client connecting) is waited for before the process exits without it.
+STOP_GRACE_SECONDS = 1.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,24 +56,68 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logs.configure(settings.log_level, settings.log_format, settings.log_repeat_seconds)
     stop = threading.Event()
+    signalled: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        signalled.append(signum)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, on_signal)
     exporter = Exporter(settings)
     try:
         exporter.start()
     except ListenError as e:
         print(f"txn-exporter run: {e}", file=sys.stderr)
         return 2
-    log.info("serving %s (settings: %s)", exporter.server.url, settings.redacted())
+    log.info("serving %s; %s", exporter.server.url, _summary(settings))
+    log.debug("settings: %s", settings.redacted())
+    # The sources poll in a thread of their own, so this one waits on `stop` alone: a signal
+    # wakes it at once even while a Kafka request is under way (a metadata request to a broker
+    # that is down blocks its caller for up to 5 s).
+    failed: list[Exception] = []
+    serving = threading.Thread(target=_serve, args=(exporter, stop, failed), name="sources", daemon=True)
+    serving.start()
+    stop.wait()
+    if signalled:
+        log.info("stopping (%s)", signal.Signals(signalled[0]).name)
+    serving.join(STOP_GRACE_SECONDS)
+    exporter.stop()
+    logs.flush()
+    if failed and isinstance(failed[0], OwnershipError):
+        print(f"txn-exporter run: {failed[0]}", file=sys.stderr)
+        return 2
+    if failed:
+        raise failed[0]  # a bug: its traceback, from this thread
+    return 0
+
+
+def _serve(exporter: Exporter, stop: threading.Event, failed: list[Exception]) -> None:
     try:
         exporter.serve(stop)
-    except OwnershipError as e:
-        print(f"txn-exporter run: {e}", file=sys.stderr)
-        return 2
+    except Exception as e:  # reported by run() once everything is stopped
+        failed.append(e)
     finally:
-        exporter.stop()
-        logs.flush()
-    return 0
+        stop.set()
+
+
+def _summary(settings: config.Settings) -> str:
+    """What the exporter follows, in a few words (the whole settings are logged at DEBUG); client
+    settings by name only, so no secret is ever printed."""
+    if settings.all_partitions:
+        partitions = "all __transaction_state partitions"
+    elif settings.broker_id is not None:
+        partitions = f"the __transaction_state partitions broker {settings.broker_id} leads"
+    else:
+        partitions = "the __transaction_state partitions of the broker the bootstrap address names"
+    parts = [f"following {partitions} at {settings.bootstrap_servers}"]
+    if settings.broker_log:
+        parts.append("broker log " + ", ".join(settings.broker_log))
+    if settings.hanging_scan_interval_seconds > 0:
+        parts.append(f"hanging-transaction scan every {settings.hanging_scan_interval_seconds:g} s")
+    if settings.kafka:
+        parts.append("client settings " + ", ".join(sorted(settings.kafka)))
+    return "; ".join(parts)
 
 
 class Exporter:
@@ -105,10 +153,14 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
+        transactions = endpoint.TransactionsEndpoint(
+            self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
+        )
         self.server = MetricsServer(
             host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness,
-            web_config_file=settings.web_config_file,
+            web_config_file=settings.web_config_file, routes={endpoint.PATH: transactions},
         )
+        self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
         self.server.start()
@@ -126,15 +178,17 @@ class Exporter:
             threads.append(threading.Thread(target=self.scan_hanging, args=(stop,), name="hanging-scan", daemon=True))
         for thread in threads:
             thread.start()
+        self._polling = True
         try:
             while not stop.is_set():
                 events = self.tail.poll()
                 if events:
                     self.model.apply_batch(events)
         finally:
+            self._polling = False
             stop.set()
             for thread in threads:
-                thread.join()
+                thread.join(STOP_GRACE_SECONDS)  # a scan still connecting is a daemon: left behind
 
     def scan_hanging(self, stop: threading.Event) -> None:
         """Every hanging_scan_interval_seconds, one bounded round of exporter.sources.hanging over the
@@ -199,7 +253,8 @@ class Exporter:
         self.server.stop()
         if self.pusher is not None:
             self.pusher.stop()
-        self.tail.close()
+        if not self._polling:  # else serve() is still inside a consumer call: exit without closing
+            self.tail.close()
         for broker_log in self.broker_logs:
             broker_log.close()
 

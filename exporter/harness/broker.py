@@ -19,10 +19,17 @@ from types import TracebackType
 
 from confluent_kafka.admin import AdminClient
 
-from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs, tools_version, uses_log4j2
+from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
+from exporter.harness.transaction_log_dump import DumpedRecord, dumped_records
+from exporter.harness.versions import kafka_version
 from exporter.harness.workload import alter_topic_config, create_internal_topics
+from exporter.logs import kafka_client_logger
 
 _START_TIMEOUT_S = 60.0
+# server.log rolls over at this size, keeping this many older files (server.log.1, .2...): a
+# coordinator at DEBUG writes ~17 MB/s during a marker hold (workload.hold_markers).
+SERVER_LOG_MAX_BYTES = 64 * 1024 * 1024
+SERVER_LOG_BACKUPS = 2
 _STOP_TIMEOUT_S = 30.0
 # Modest heap: CI has 2 cores and may run two brokers at once.
 _JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
@@ -30,12 +37,6 @@ _JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 # Brokers not stopped yet (strong refs: a dropped broker must still be stopped); atexit stops them
 # so an error or Ctrl-C never leaves a JVM behind.
 _live: set[KafkaBroker] = set()
-
-
-def dump_log_segments_class(version: str) -> str:
-    """DumpLogSegments moved from core (Scala) to the tools module in 4.3."""
-    major, minor = (int(p) for p in version.split(".")[:2])
-    return "org.apache.kafka.tools.DumpLogSegments" if (major, minor) >= (4, 3) else "kafka.tools.DumpLogSegments"
 
 
 def _free_port() -> int:
@@ -85,7 +86,10 @@ class KafkaBroker:
     (``sasl_bootstrap_servers``), the users' SCRAM credentials written at format time, and ACLs on
     (StandardAuthorizer). The PLAINTEXT listener, the controller and inter-broker traffic stay
     unauthenticated as the super user User:ANONYMOUS, so the harness (readiness, admin, workloads)
-    works as before while clients of the SASL listener get only what ACLs grant them."""
+    works as before while clients of the SASL listener get only what ACLs grant them.
+
+    ``server.log`` rolls over at ``server_log_max_bytes`` to ``server.log.1`` and so on, keeping
+    ``server_log_backups`` older files (log4j's size-based rolling, in 3.x and 4.x alike)."""
 
     def __init__(
         self,
@@ -98,15 +102,20 @@ class KafkaBroker:
         join: KafkaBroker | None = None,
         node_id: int = 1,
         sasl_users: Mapping[str, str] | None = None,
+        server_log_max_bytes: int = SERVER_LOG_MAX_BYTES,
+        server_log_backups: int = SERVER_LOG_BACKUPS,
     ) -> None:
-        if transaction_version is not None and not uses_log4j2(version):
-            raise ValueError("transaction_version is a Kafka 4.x feature")
+        self.kafka = kafka_version(version)  # what differs between versions
+        if transaction_version is not None and transaction_version not in self.kafka.transaction_versions:
+            raise ValueError(
+                f"Kafka {version} has no transaction.version {transaction_version} "
+                f"(levels: {self.kafka.transaction_versions or 'none'})")
         if join is not None and node_id == join.node_id:
             raise ValueError("a joining broker needs its own node_id")
         if sasl_users and join is not None:
             raise ValueError("sasl_users is for a single-node cluster")
-        if transaction_version not in (None, 0, 1, 2):
-            raise ValueError(f"transaction_version must be 0, 1 or 2, not {transaction_version}")
+        if server_log_backups < 1:
+            raise ValueError("server_log_backups must be at least 1 (0 would truncate server.log in place)")
         self.version = version
         self.transaction_version = transaction_version
         self.join = join
@@ -115,6 +124,8 @@ class KafkaBroker:
         self.transaction_state_partitions = transaction_state_partitions
         self.broker_properties = dict(broker_properties or {})
         self.sasl_users = dict(sasl_users or {})
+        self.server_log_max_bytes = server_log_max_bytes
+        self.server_log_backups = server_log_backups
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
@@ -180,9 +191,11 @@ class KafkaBroker:
         logging_opts = [
             f"-Dkafka.logs.dir={self.logs_dir}",
             f"-Dtxn.coordinator.log.level={self.coordinator_log_level}",
-            f"-Dlog4j2.configurationFile={resources.files(__package__) / 'log4j2.properties'}"
-            if uses_log4j2(self.version)
-            else f"-Dlog4j.configuration=file:{resources.files(__package__) / 'log4j.properties'}",
+            f"-Dtxn.log.max.bytes={self.server_log_max_bytes}",
+            f"-Dtxn.log.backups={self.server_log_backups}",
+            f"-Dlog4j2.configurationFile={resources.files(__package__) / self.kafka.log4j_config}"
+            if self.kafka.log4j == 2
+            else f"-Dlog4j.configuration=file:{resources.files(__package__) / self.kafka.log4j_config}",
         ]
         with self.stdout_log.open("ab") as out:
             self._proc = subprocess.Popen(
@@ -252,7 +265,7 @@ class KafkaBroker:
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;")
             props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
             props["super.users"] = "User:ANONYMOUS"
-        if uses_log4j2(self.version):
+        if self.kafka.share_group_state_topic:
             props["share.coordinator.state.topic.replication.factor"] = "1"
             props["share.coordinator.state.topic.min.isr"] = "1"
         props.update(self.broker_properties)
@@ -275,7 +288,7 @@ class KafkaBroker:
         for name, password in self.sasl_users.items():
             args += ["--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]"]
         # StorageTool is in core: run it from the broker's own jars, not tools_libs().
-        proc = _run_java(kafka_libs(self.version), "kafka.tools.StorageTool", *args, timeout=120)
+        proc = _run_java(kafka_libs(self.version), self.kafka.storage_tool_class, *args, timeout=120)
         if proc.returncode != 0:
             raise KafkaBrokerError(f"StorageTool format failed:\n{proc.stdout}\n{proc.stderr}")
 
@@ -285,7 +298,9 @@ class KafkaBroker:
         while not self._port_open():
             self._check_alive(deadline)
             time.sleep(0.2)
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(
+            {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_client_logger("librdkafka.harness")}
+        )
         while True:
             self._check_alive(deadline)
             try:
@@ -317,7 +332,8 @@ class KafkaBroker:
 
     def run_tool(self, main_class: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run a Kafka Java main class (DumpLogSegments, TransactionsCommand...) from this version's
-        tools classpath (for 4.4.0 that is 4.3.1's: see jars.tools_version). Output captured as text."""
+        tools classpath (for 4.4.0 that is 4.3.1's: see versions.py). Output captured as text.
+        The tool classes that moved between versions are in ``self.kafka`` (the version table)."""
         return _run_java(tools_libs(self.version), main_class, *args, timeout=timeout)
 
     def transaction_state_segments(self) -> list[Path]:
@@ -330,12 +346,14 @@ class KafkaBroker:
     def dump_transaction_log(self, *segments: Path) -> str:
         """DumpLogSegments --transaction-log-decoder over ``segments`` (default: all); its stdout."""
         files = ",".join(str(p) for p in (segments or self.transaction_state_segments()))
-        proc = self.run_tool(
-            dump_log_segments_class(tools_version(self.version)), "--transaction-log-decoder", "--files", files
-        )
+        proc = self.run_tool(self.kafka.dump_log_segments_class, "--transaction-log-decoder", "--files", files)
         if proc.returncode != 0:
             raise KafkaBrokerError(f"DumpLogSegments failed:\n{proc.stderr[-4000:]}")
         return proc.stdout
+
+    def transaction_log_records(self) -> list[DumpedRecord]:
+        """Every ``__transaction_state`` record, as DumpLogSegments decodes it (Kafka's own reading)."""
+        return dumped_records(self.dump_transaction_log(), self.kafka.transaction_log_dump)
 
     def alter_topic_config(self, topic: str, configs: Mapping[str, str | None]) -> None:
         """Incremental topic config change; None deletes an override."""

@@ -13,15 +13,10 @@ import sys
 from pathlib import Path
 
 from exporter.harness import maven
+from exporter.harness.versions import BY_VERSION, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, VERSIONS
 
-KAFKA_VERSIONS = ("4.4.0", "3.9.2")
-DEFAULT_KAFKA_VERSION = "4.4.0"
-
-# kafka-tools and kafka-tools-api 4.4.0 are not on Maven Central (kafka_2.13 4.4.0 is, and lists
-# kafka-tools-api 4.4.0 as a dependency, so it does not even resolve as published). Tools for 4.4.0
-# run from the complete 4.3.1 classpath: kafka-tools 4.3.1 on 4.4.0's kafka-clients fails with
-# NoSuchMethodError, and the 4.3 decoders know every record version 4.4 writes.
-_TOOLS_VERSION = {"4.4.0": "4.3.1"}
+# Re-exported: callers import the pinned versions from here, as before the version table.
+__all__ = ["DEFAULT_KAFKA_VERSION", "KAFKA_VERSIONS", "KafkaJarsError", "kafka_libs", "tools_libs", "tools_version"]
 
 
 class KafkaJarsError(RuntimeError):
@@ -33,7 +28,8 @@ def cache_root() -> Path:
 
 
 def tools_version(version: str) -> str:
-    return _TOOLS_VERSION.get(version, version)
+    """The version whose classpath runs the tools against a ``version`` broker (see versions.py)."""
+    return BY_VERSION[version].tools_version if version in BY_VERSION else version
 
 
 def tools_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
@@ -41,18 +37,11 @@ def tools_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
     return kafka_libs(tools_version(version))
 
 
-def uses_log4j2(version: str) -> bool:
-    """Kafka 4.x logs through log4j2; 3.x through reload4j (log4j 1 API), as their tarballs do."""
-    return int(version.split(".")[0]) >= 4
-
-
 def kafka_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
     """Return the directory holding every jar of ``version``; resolve it with mvn if not cached."""
     home = cache_root() / "kafka" / version
     if not maven.cached(home):
-        profiles = ["tools"] if tools_version(version) == version else []
-        if uses_log4j2(version):
-            profiles.append("log4j2")
+        profiles = _profiles(version)
         maven.resolve(
             home, "kafka-pom.xml", [f"-Dkafka.version={version}", *(["-P" + ",".join(profiles)] if profiles else [])],
             f"Kafka {version} jars",
@@ -60,6 +49,14 @@ def kafka_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
             {"kafka": version, "profiles": profiles}, KafkaJarsError,
         )  # fmt: skip
     return home / "libs"
+
+
+def _profiles(version: str) -> list[str]:
+    """kafka-pom.xml's profiles for a pinned version, or for the tools classpath of one (4.2.1)."""
+    row = BY_VERSION.get(version) or next((v for v in VERSIONS if v.tools_version == version), None)
+    if row is None:
+        raise KafkaJarsError(f"Kafka {version} is not pinned (exporter/harness/versions.py): {', '.join(KAFKA_VERSIONS)}")
+    return (["tools"] if row.tools_version == version else []) + (["log4j2"] if row.log4j == 2 else [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ Child-process entry point (used by :func:`timed_out_producer`)::
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import random
 import select
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -32,12 +34,16 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from exporter.logs import kafka_client_logger
+
 if TYPE_CHECKING:  # broker.py imports this module
     from exporter.harness.broker import KafkaBroker
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 _COMPLETE_ABORT = 5  # TransactionState id in __transaction_state values
 _READY = "READY"
+# librdkafka's lines through `logging` (where the demo collapses repeats), never raw to stderr.
+_CLIENT_LOG = {"logger": kafka_client_logger("librdkafka.harness")}
 
 
 @dataclass
@@ -72,7 +78,7 @@ class WorkloadResult:
 def create_topic(
     bootstrap: str, topic: str, partitions: int = 3, replication_factor: int = 1, timeout: float = 30
 ) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
     futures = admin.create_topics([NewTopic(topic, partitions, replication_factor)], operation_timeout=timeout)
     futures[topic].result(timeout)
     # Metadata can lag the creation; producers need the partitions to exist.
@@ -92,14 +98,14 @@ def alter_topic_config(bootstrap: str, topic: str, configs: Mapping[str, str | N
         for k, v in configs.items()
     ]
     resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
 
 
 def topic_config_override(bootstrap: str, topic: str, key: str) -> str | None:
     """The topic-level override of ``key``, None when the topic uses the broker default."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
     (future,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
     entry = future.result(30)[key]
     return entry.value if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value else None
@@ -150,7 +156,7 @@ def create_internal_topics(bootstrap: str) -> None:
 
 
 def _partition_count(bootstrap: str, topic: str) -> int:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
     return len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
 
 
@@ -160,8 +166,7 @@ def _producer(bootstrap: str, transactional_id: str, transaction_timeout_ms: int
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id,
             "transaction.timeout.ms": transaction_timeout_ms,
-            # Through `logging` (where the demo collapses repeats), not straight to stderr.
-            "logger": logging.getLogger("librdkafka.harness"),
+            **_CLIENT_LOG,
         }
     )
 
@@ -236,6 +241,7 @@ def count_messages(bootstrap: str, topic: str, read_committed: bool, timeout: fl
             "enable.auto.commit": False,
             "enable.partition.eof": True,  # EOF is at the last stable offset under read_committed
             "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+            **_CLIENT_LOG,
         }
     )
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -273,7 +279,7 @@ def transaction_state_partition(transactional_id: str, partitions: int) -> int:
 
 
 def _state_partition(bootstrap: str, transactional_id: str) -> TopicPartition | None:
-    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+    topics = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG}).list_topics(timeout=30).topics
     if TRANSACTION_STATE_TOPIC not in topics:
         return None
     n = len(topics[TRANSACTION_STATE_TOPIC].partitions)
@@ -281,7 +287,9 @@ def _state_partition(bootstrap: str, transactional_id: str) -> TopicPartition | 
 
 
 def _consumer(bootstrap: str) -> Consumer:
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-harness", "enable.auto.commit": False})
+    return Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "txn-harness", "enable.auto.commit": False, **_CLIENT_LOG}
+    )
 
 
 def _wait_complete_abort(bootstrap: str, transactional_id: str, start_offset: int, timeout: float) -> None:
@@ -429,6 +437,34 @@ def held_commit(bootstrap: str, follower: KafkaBroker, topic: str, transactional
         producer.commit_transaction(30)  # returns once PREPARE_COMMIT is written; markers are retried
         yield
 
+
+
+# -- cluster changes through Kafka's own tools (their class names differ between versions) -------
+
+
+def reassign_partitions(broker: KafkaBroker, replicas: Mapping[tuple[str, int], Sequence[int]], plan: Path) -> None:
+    """Starts moving each (topic, partition) onto ``replicas`` (the first is the preferred leader)
+    with Kafka's ReassignPartitionsCommand; ``plan`` is where its JSON plan is written."""
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": partition, "replicas": list(ids)} for (topic, partition), ids in replicas.items()]}))
+    result = broker.run_tool(
+        broker.kafka.reassign_partitions_class,
+        "--bootstrap-server", broker.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"ReassignPartitionsCommand failed: {result.stdout}{result.stderr}")
+
+
+def set_logger_level(broker: KafkaBroker, logger: str, level: str | None) -> None:
+    """Sets a log4j logger's level on the running ``broker`` (ConfigCommand, broker-loggers);
+    None restores the configured level."""
+    change = ["--add-config", f"{logger}={level}"] if level else ["--delete-config", logger]
+    result = broker.run_tool(
+        broker.kafka.config_command_class, "--bootstrap-server", broker.bootstrap_servers,
+        "--entity-type", "broker-loggers", "--entity-name", str(broker.node_id), "--alter", *change,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"ConfigCommand failed: {result.stdout}{result.stderr}")
 
 if __name__ == "__main__":
     main()

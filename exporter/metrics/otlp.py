@@ -12,7 +12,9 @@ OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout, compression, certifi
 - counters: cumulative monotonic sums; gauges: gauges; the info metric: a gauge of 1 with its labels;
 - histograms: `explicit` sends the catalogue's buckets as they are on /metrics; `exponential` sends
   base-2 exponential histograms (scale 3: buckets 9% wide) recorded beside the explicit ones from the
-  same observations (ExponentialRecorders tees the model's sinks), with exact min and max.
+  same observations (ExponentialRecorders tees the model's sinks), with exact min and max. Both carry
+  the exemplars of /metrics' OpenMetrics buckets (transactional_id and producer_id as filtered
+  attributes, no trace or span id).
 
     recorders = LatencyRecorders(); exponential = ExponentialRecorders.tee(recorders)  # optional
     model = CoordinatorModel(exponential.sinks() if exponential else recorders.sinks())
@@ -60,7 +62,7 @@ class ExponentialCounts:
         self.min_ms = math.inf
         self.max_ms = -math.inf
 
-    def record(self, value_ms: int, now_ms: int) -> None:
+    def record(self, value_ms: int, now_ms: int, transactional_id: str, producer_id: int) -> None:
         value_ms = max(value_ms, 0)  # the exporter's clock behind the broker's, as the recorders do
         self.count += 1
         self.sum_ms += value_ms
@@ -81,9 +83,9 @@ class _Tee:
     def __init__(self, first: DurationSink, second: DurationSink) -> None:
         self._first, self._second = first, second
 
-    def record(self, value_ms: int, now_ms: int) -> None:
-        self._first.record(value_ms, now_ms)
-        self._second.record(value_ms, now_ms)
+    def record(self, value_ms: int, now_ms: int, transactional_id: str, producer_id: int) -> None:
+        self._first.record(value_ms, now_ms, transactional_id, producer_id)
+        self._second.record(value_ms, now_ms, transactional_id, producer_id)
 
 
 class ExponentialRecorders:
@@ -214,6 +216,7 @@ class OtlpPusher:
         return Metric(name=spec.name, description=spec.help, unit=unit, data=data)
 
     def _histogram(self, family: PromMetric, times: dict[str, int]):
+        from opentelemetry.sdk.metrics import Exemplar
         from opentelemetry.sdk.metrics._internal.point import Buckets
         from opentelemetry.sdk.metrics.export import (
             AggregationTemporality,
@@ -226,19 +229,25 @@ class OtlpPusher:
         series: dict[tuple[tuple[str, str], ...], dict] = {}
         for sample in family.samples:
             labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
-            entry = series.setdefault(labels, {"bounds": [], "cumulative": [], "sum": 0.0, "count": 0})
+            entry = series.setdefault(
+                labels, {"bounds": [], "cumulative": [], "sum": 0.0, "count": 0, "exemplars": []}
+            )
             suffix = sample.name[len(family.name):]
             if suffix == "_bucket":
                 if sample.labels["le"] != "+Inf":
                     entry["bounds"].append(float(sample.labels["le"]))
                 entry["cumulative"].append(int(sample.value))
+                if (kept := sample.exemplar) is not None:
+                    entry["exemplars"].append(Exemplar(
+                        dict(kept.labels), kept.value, round(kept.timestamp * 1e9)  # type: ignore[operator]
+                    ))  # fmt: skip
             elif suffix == "_sum":
                 entry["sum"] = sample.value
             elif suffix == "_count":
                 entry["count"] = int(sample.value)
         if self._exponential is not None:
             points = []
-            for labels in series:
+            for labels, entry in series.items():
                 counts = self._exponential.series[(family.name, tuple(v for _, v in labels))]
                 positive = Buckets(offset=0, bucket_counts=[])
                 if counts.counts:
@@ -250,7 +259,7 @@ class OtlpPusher:
                     scale=EXPONENTIAL_SCALE, zero_count=counts.zero_count, positive=positive,
                     negative=Buckets(offset=0, bucket_counts=[]), flags=0,
                     min=0.0 if empty else counts.min_ms / 1000, max=0.0 if empty else counts.max_ms / 1000,
-                    **times,
+                    exemplars=entry["exemplars"], **times,
                 ))  # fmt: skip
             return ExponentialHistogram(points, AggregationTemporality.CUMULATIVE)
         points = []
@@ -259,7 +268,8 @@ class OtlpPusher:
             per_bucket = [b - a for a, b in zip([0, *cumulative[:-1]], cumulative)]
             points.append(HistogramDataPoint(
                 attributes=dict(labels), count=entry["count"], sum=entry["sum"], bucket_counts=per_bucket,
-                explicit_bounds=entry["bounds"], min=None, max=None, **times,  # type: ignore[arg-type]
+                explicit_bounds=entry["bounds"], min=None, max=None,  # type: ignore[arg-type]
+                exemplars=entry["exemplars"], **times,
             ))  # fmt: skip
         return Histogram(points, AggregationTemporality.CUMULATIVE)
 

@@ -4,6 +4,20 @@ Register it with a prometheus_client registry; the HTTP layer's content negotiat
 Prometheus text or OpenMetrics. Nothing Prometheus-typed touches the hot path: `collect()` takes the
 model's lock, reads aggregates, and builds families at scrape time.
 
+Histogram buckets carry exemplars: each bucket's slowest observation of the recorders' window
+(exporter.metrics.latency), labelled `transactional_id` and `producer_id`, timestamped when it was
+observed. prometheus_client writes them in OpenMetrics only; the Prometheus text format has no
+exemplars and stays as it was.
+
+Transactional ids are untrusted, and Prometheus rejects a whole scrape over one bad exemplar, so
+their labels are made safe for every parser: a character the text format would escape (double
+quote, backslash, newline) and the other control characters (C0, DEL, C1) are shown as U+FFFD.
+Escapes are not read back alike: prometheus_client's parser misreads an escaped quote in exemplar
+labels, and Prometheus 2.42 stores them escaped, counting the escapes against the 128 characters
+(a longer exemplar is dropped). As OpenMetrics caps an exemplar's labels at 128 characters (names
+and values, in code points), a longer transactional id is cut to fit, its last kept character
+replaced by "…" so a cut id is never mistaken for a whole one.
+
     recorders = LatencyRecorders(window_seconds=300)
     model = CoordinatorModel(recorders.sinks())
     registry.register(TransactionCollector(model, recorders))
@@ -23,15 +37,24 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Exemplar
 from prometheus_client.utils import floatToGoString
 
 from exporter import __version__
 from exporter.metrics import catalogue as c
-from exporter.metrics.latency import LatencyRecorder, LatencySnapshot
+from exporter.metrics.latency import LatencyRecorder, LatencySnapshot, Observation
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model.coordinator import CoordinatorModel
 
 _QUANTILE_LABELS = tuple(floatToGoString(q) for q in c.QUANTILES)
+
+# OpenMetrics: "The combined length of the label names and values of an Exemplar's LabelSet MUST NOT
+# exceed 128 UTF-8 character code points" (Prometheus and prometheus_client's parser reject more).
+EXEMPLAR_LABELS_MAX = 128
+TRUNCATED = "…"
+REPLACED = "\ufffd"
+_UNSAFE = dict.fromkeys([*range(0x20), ord('"'), ord("\\"), *range(0x7F, 0xA0)], REPLACED)
+_ID_BUDGET = EXEMPLAR_LABELS_MAX - len("transactional_id") - len("producer_id")
 
 
 def _family(spec: c.MetricSpec) -> Metric:
@@ -159,9 +182,12 @@ class TransactionCollector(Collector):
         bounds: tuple[str, ...] | None = None,
     ) -> LatencySnapshot:
         snapshot = recorder.snapshot(now_ms, c.QUANTILES)
-        family.add_metric(  # type: ignore[attr-defined]
-            labels, list(zip(bounds or self._bucket_bounds, snapshot.cumulative_buckets)), snapshot.sum_seconds
-        )
+        bounds = bounds or self._bucket_bounds
+        buckets = [
+            (bound, count, None if kept is None else exemplar(kept))
+            for bound, count, kept in zip(bounds, snapshot.cumulative_buckets, snapshot.exemplars)
+        ]
+        family.add_metric(labels, buckets, snapshot.sum_seconds)  # type: ignore[attr-defined]
         return snapshot
 
     @staticmethod
@@ -171,6 +197,22 @@ class TransactionCollector(Collector):
             (), {"version": __version__, "python_version": platform.python_version()}
         )
         return info
+
+
+def exemplar(kept: Observation) -> Exemplar:
+    """The observation as an exemplar whose labels any parser reads and fit in 128 characters."""
+    producer_id = str(kept.producer_id)
+    labels = {
+        "transactional_id": fit(kept.transactional_id.translate(_UNSAFE), _ID_BUDGET - len(producer_id)),
+        "producer_id": producer_id,
+    }
+    return Exemplar(labels, kept.value_ms / 1000, kept.observed_at_ms / 1000)
+
+
+def fit(value: str, limit: int) -> str:
+    """`value` if it has at most `limit` code points, else its first `limit - 1` and TRUNCATED.
+    Slicing a str cuts between code points, so the result is always valid UTF-8."""
+    return value if len(value) <= limit else value[: limit - 1] + TRUNCATED
 
 
 def _single(spec: c.MetricSpec, value: float) -> Metric:

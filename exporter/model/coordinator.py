@@ -20,6 +20,10 @@ Decisions a reader of the metrics needs to know:
   (`PartitionReplayed`): mid-replay, a long-completed prepare looks pending until its complete
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way.
+- In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
+  beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
+  log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
+  record is not noted (the coordinator logs the next retry again).
 - Broker-log events (exporter.sources.broker_log) only count, except one: a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
   `pending_markers()`'s count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
@@ -76,6 +80,8 @@ Event = (
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
+_ONGOING_STATE = TransactionState.ONGOING
+_PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 # What a transition from state `old` to `new` (ABSENT for none/tombstone) does besides the state:
 # bit flags, looked up as _ACTIONS[old][new]. The two completion flags are 4 and 8 so that
@@ -90,6 +96,7 @@ _LEAVES_ONGOING = 16
 _ENTERS_ONGOING = 32  # also ONGOING -> ONGOING (partitions added): the deadline is rewritten
 _ONGOING = _LEAVES_ONGOING | _ENTERS_ONGOING
 _ENDS_TRANSACTION = 64  # ONGOING -> PREPARE_*: the transaction's duration is known
+_ENTERS_IN_FLIGHT = _ENTERS_ONGOING | _ENTERS_PENDING
 
 # Results of the transaction-duration sinks, by index.
 DURATION_RESULTS = ("commit", "abort", "timeout")
@@ -169,6 +176,8 @@ class CoordinatorModel:
         received_ms = event.received_ms
         states = part.states
         counts = part.state_counts
+        inflight = part.inflight
+        partition = event.partition
         record_append_latency = self._record_append_latency
         for record in records:
             tid = record.transactional_id
@@ -190,7 +199,8 @@ class CoordinatorModel:
                 states.pop(tid, None)
             else:
                 producer_id = value.producer_id
-                states[tid] = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+                packed = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+                states[tid] = packed
             counts[old] -= 1
             counts[new] += 1
 
@@ -207,19 +217,27 @@ class CoordinatorModel:
                         part.retrying.discard(tid)
                 if action & _ENTERS_PENDING:
                     part.pending[tid] = (record.timestamp_ms << 1) | live
+            if action & _ENTERS_IN_FLIGHT:  # InFlight's fields
+                entered = value.start_timestamp_ms if new == _ONGOING_STATE else record.timestamp_ms
+                inflight[tid] = (entered, tid, partition, packed, record, None)
+            elif action & (_ONGOING | _PENDING):
+                del inflight[tid]
             if not live:
                 continue
             if new == ABSENT:
                 self.tombstones += 1
                 continue
             timestamp_ms = record.timestamp_ms
-            record_append_latency[new](received_ms - timestamp_ms, received_ms)
+            record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
                 self.producer_id_rotations += 1
             if action & _COMPLETES:
-                # Prepare -> complete of the same kind, both appends seen live.
+                # Prepare -> complete of the same kind, both appends seen live. Under the prepare's
+                # producer id: the one its markers carry (a TV2 COMPLETE_* may carry the next one).
                 if prepared & 1:
-                    self._record_completion[(action >> 3) & 1](timestamp_ms - (prepared >> 1), received_ms)
+                    self._record_completion[(action >> 3) & 1](
+                        timestamp_ms - (prepared >> 1), received_ms, tid, old_packed >> PRODUCER_ID_SHIFT
+                    )
             elif action & _ENDS_TRANSACTION:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
@@ -230,7 +248,7 @@ class CoordinatorModel:
                     self.timeouts += 1
                     result = _TIMEOUT
                 if self._record_duration:
-                    self._record_duration[result](timestamp_ms - start_ms, received_ms)
+                    self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
 
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
@@ -267,11 +285,13 @@ class CoordinatorModel:
     def _apply_broker_log(self, event: Event) -> None:
         if type(event) is MarkerWriteRetried:
             self.marker_retries[event.error] = self.marker_retries.get(event.error, 0) + 1
+            self._note_marker_error(event)
         elif type(event) is TransactionLogAppendFailed:
             key = (event.target_state, event.error)
             self.append_errors[key] = self.append_errors.get(key, 0) + 1
         elif type(event) is MarkerWriteFailed:
             self.marker_failures[event.error] = self.marker_failures.get(event.error, 0) + 1
+            self._note_marker_error(event)
         elif type(event) is CompleteAppendRetried:
             self.complete_append_retries += 1
             tid = event.transactional_id
@@ -296,6 +316,22 @@ class CoordinatorModel:
         else:
             raise TypeError(f"not a source event: {event!r}")
 
+    def _note_marker_error(self, event: MarkerWriteRetried | MarkerWriteFailed) -> None:
+        """Notes the error on its PREPARE_* transaction's data partition (copy on write: readers may
+        hold the previous entry)."""
+        tid, partition = event.transactional_id, event.partition
+        if tid is None or partition is None:
+            return
+        for part in self._partitions.values():  # a scan beats knowing the partition count
+            entry = part.inflight.get(tid)
+            if entry is not None:
+                if entry[3] & STATE_MASK in _PREPARES:
+                    errors = dict(entry[5] or ())
+                    previous = errors.get(partition)
+                    errors[partition] = (event.error, 1 if previous is None else previous[1] + 1, event.seen_ms)
+                    part.inflight[tid] = (*entry[:5], errors)
+                return
+
     # --- Reading (hold `lock`) ---
 
     def partitions(self) -> Iterator[tuple[int, PartitionState]]:
@@ -311,6 +347,16 @@ class CoordinatorModel:
                 for state in range(TRACKED_STATES):
                     totals[state] += counts[state]
         return totals
+
+    def in_flight(self) -> list[tuple]:
+        """The ONGOING and PREPARE_* transactions of the live partitions, as InFlight tuples
+        (exporter.model.partition), unordered. Only references are copied (no allocation per
+        transaction), so the lock is held briefly; select and format after releasing it."""
+        entries: list[tuple] = []
+        for part in self._partitions.values():
+            if part.live and part.inflight:
+                entries += part.inflight.values()
+        return entries
 
     def late_transactions(self, now_ms: int, padding_ms: int) -> int:
         """ONGOING transactions past their own timeout plus `padding_ms` at `now_ms` (KIP-664's

@@ -117,3 +117,23 @@ def abort_command(bootstrap_servers: str, txn: OpenTransaction) -> str:
         f"kafka-transactions.sh --bootstrap-server {bootstrap_servers} abort"
         f" --topic {txn.topic} --partition {txn.partition} --start-offset {txn.start_offset}"
     )
+
+
+def finding_row(finding: Finding, age_ms: int | None = None) -> dict[str, object]:
+    """One finding as `txn-exporter hanging --json` and the transactions view show it (age: the
+    scan's, or `age_ms` when given)."""
+    t = finding.transaction
+    return {
+        "topic": t.topic,
+        "partition": t.partition,
+        "producer_id": t.producer_id,
+        "epoch": t.producer_epoch,
+        "start_offset": t.start_offset,
+        "transactional_id": finding.transactional_id,
+        "coordinator": finding.coordinator_id,
+        "age_seconds": round((finding.age_ms if age_ms is None else age_ms) / 1000, 3),
+        "verdict": finding.verdict,
+        "reason": finding.reason,
+        "last_timestamp_ms": t.last_timestamp_ms,
+        "coordinator_epoch": t.coordinator_epoch,
+    }

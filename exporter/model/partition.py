@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from exporter.codec.states import TransactionState
 from exporter.codec.transaction_log import TransactionLogRecord
 
@@ -33,6 +35,10 @@ class PartitionState:
 
     `ongoing` holds only the ids whose last state is ONGOING, as their deadline
     `start_timestamp_ms + transaction_timeout_ms`, for the late-transactions gauge.
+
+    `inflight` holds the ids in ONGOING or PREPARE_* (the only ones whose data partitions are kept),
+    as InFlight tuples, for the transactions view. A tuple is replaced, never changed, so a reader
+    can copy references under the model's lock and read them after releasing it.
     """
 
     __slots__ = (
@@ -40,6 +46,7 @@ class PartitionState:
         "pending",
         "retrying",
         "ongoing",
+        "inflight",
         "state_counts",
         "live",
         "last_record",
@@ -52,6 +59,7 @@ class PartitionState:
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
         self.ongoing: dict[str, int] = {}
+        self.inflight: dict[str, tuple] = {}  # InFlight fields as a plain tuple: cheaper to build
         # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.
@@ -80,6 +88,21 @@ class PartitionState:
         if not self.pending:
             return None
         return min(self.pending.values()) >> 1
+
+
+class InFlight(NamedTuple):
+    """One in-flight transaction as `PartitionState.inflight` holds it (a plain tuple there; this
+    names its fields). The first three order the tuples: by state entry, then uniquely."""
+
+    # When it entered its state: the transaction's start for ONGOING, its record's time for PREPARE_*.
+    entered_ms: int
+    transactional_id: str
+    partition: int  # of __transaction_state
+    packed: int  # state, producer id and epoch (see pack)
+    # Its last record: timeout, start, partitions (or, decoded without them, `raw_value` to decode).
+    record: TransactionLogRecord
+    # None, or for PREPARE_*, from the broker log: {"topic-N": (error, count, last seen ms)}.
+    marker_errors: dict[str, tuple[str, int, int]] | None
 
 
 # `states` packing: the low 3 bits are the state id (ABSENT = 6 fits), then the epoch, then the

@@ -1,7 +1,9 @@
 """Where the model sends the observations it makes while applying live records.
 
-The model only knows that an observation is a duration in ms at a wall-clock time; what becomes of
-it (histogram buckets, sliding-window quantiles) is the metrics package's business.
+The model only knows that an observation is a duration in ms at a wall-clock time, of one
+transaction (its transactional id and producer id); what becomes of it (histogram buckets,
+sliding-window quantiles, exemplars) is the metrics package's business. The ids are references the
+model already holds: passing them allocates nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from typing import Protocol
 
 
 class DurationSink(Protocol):
-    def record(self, value_ms: int, now_ms: int) -> None:
-        """Records one duration `value_ms`, observed at wall-clock `now_ms`."""
+    def record(self, value_ms: int, now_ms: int, transactional_id: str, producer_id: int) -> None:
+        """Records one duration `value_ms`, observed at wall-clock `now_ms`, of the transaction of
+        `transactional_id` under `producer_id`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,13 +74,17 @@ class _Source(NamedTuple):
 
 
 class BrokerLogFollower:
-    def __init__(self, path: str | Path, *, from_start: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(
+        self, path: str | Path, *, from_start: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if max_line_bytes < 2 * _FINGERPRINT_BYTES:
             raise ValueError(f"max_line_bytes must be at least {2 * _FINGERPRINT_BYTES}")
         self.path = Path(path)
         self._max = max_line_bytes
         self._half = max_line_bytes // 2
         self._parser = BrokerLogParser()
+        self._clock = clock
         self._fd: int | None = None
         self._identity: Identity | None = None  # of the open file
         self._position = 0  # bytes consumed from the open file, the partial line included
@@ -110,7 +116,7 @@ class BrokerLogFollower:
         self._read(lines)
         parser = self._parser
         before = (parser.lines, parser.malformed, parser.unrecognized)
-        events: list[Event] = list(parser.feed(lines))
+        events: list[Event] = list(parser.feed(lines, int(self._clock() * 1000)))
         stats = self._stats
         stats.lines += parser.lines - before[0]
         stats.malformed += parser.malformed - before[1]

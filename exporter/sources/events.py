@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from exporter.codec import DecodeError, TransactionLogRecord
+
+if TYPE_CHECKING:  # exporter.model imports this module
+    from exporter.model.hanging import Finding
 
 
 @dataclass(slots=True)
@@ -91,6 +95,11 @@ class MarkerWriteRetried:
     """A WriteTxnMarkers response carried a retriable error for one partition (the marker is resent)."""
 
     error: str
+    # Whose marker, for which data partition (`topic-N`, as the broker prints it).
+    transactional_id: str | None = None
+    partition: str | None = None
+    # Wall clock (ms) when the exporter read the line: not in the line itself, so not compared.
+    seen_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +108,10 @@ class MarkerWriteFailed:
     or the partition is dropped from the transaction), or a fatal one."""
 
     error: str
+    # As MarkerWriteRetried's; a fatal error's line names no partition.
+    transactional_id: str | None = None
+    partition: str | None = None
+    seen_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +154,8 @@ class HangingScanCompleted:
     partitions_with_late_transactions: int
     hanging_transactions: int
     ok: bool = True
+    # The round's verdicts (late and hanging), for the transactions view.
+    findings: tuple[Finding, ...] = ()
 
 
 # What the `__transaction_state` tail (exporter.sources.kafka_topic) yields.

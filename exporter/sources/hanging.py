@@ -210,6 +210,7 @@ class HangingScanner:
             partitions_scanned=len(batch),
             partitions_with_late_transactions=partitions_with_late_transactions(late),
             hanging_transactions=sum(1 for f in findings if f.verdict == "hanging"),
+            findings=tuple(findings),
         )
         return ScanResult(event, findings, self._unreadable)
 
@@ -266,6 +267,6 @@ class HangingScanner:
             if scanned >= total or result.event.partitions_scanned == 0:
                 return ScanResult(
                     HangingScanCompleted(scanned, result.event.partitions_with_late_transactions,
-                                         result.event.hanging_transactions),
+                                         result.event.hanging_transactions, findings=result.event.findings),
                     result.findings, result.unreadable_topics,
                 )  # fmt: skip

@@ -18,12 +18,14 @@ on the topic only. The group id is required by the client but unused.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from exporter.codec import DecodeError, decode_record
+from exporter.logs import kafka_client_logger
 from exporter.sources.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -63,6 +65,9 @@ _ACCESS_ERRORS = {
     KafkaError.SASL_AUTHENTICATION_FAILED,
     KafkaError._AUTHENTICATION,
 }
+# librdkafka's "(after 3ms in state CONNECT)" differs at each attempt: without it, the repeats of one
+# connection failure are one message, which the log's repeat suppression collapses.
+_CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
 _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
@@ -95,8 +100,9 @@ class TransactionLogTail:
                 **_OWNED_SETTINGS,
                 "bootstrap.servers": bootstrap_servers,
                 "error_cb": self._on_client_error,
-                # librdkafka's own log lines go through `logging`, not straight to stderr.
-                "logger": logging.getLogger("librdkafka"),
+                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
+                # are logged once, by _on_client_error.
+                "logger": kafka_client_logger(errors_logged=True),
             }
         )
         # Followed partitions -> the offset replay must reach (None once live).
@@ -333,4 +339,4 @@ class TransactionLogTail:
             self._client_down = True
         elif error.code() in _CONNECTION_ERRORS:
             self._next_refresh = 0.0
-        log.warning("kafka client: %s", error)
+        log.warning("kafka client: %s: %s", error.name(), _CONNECT_TIME.sub("", error.str()))

@@ -61,8 +61,14 @@ def test_alert_labels_and_annotations(rule):
     assert labels["severity"] in ("critical", "warning")
     assert labels["team"] in (generate.TEAM_KAFKA, generate.TEAM_OBSERVABILITY)
     assert labels["component"] in ("transactions", "exporter")
-    assert set(annotations) == {"summary", "description", "runbook_url", "dashboard_url"}
+    assert set(annotations) - {"transactions_url"} == {"summary", "description", "runbook_url", "dashboard_url"}
     assert "{{" in annotations["description"], "the description shows the values that matter"
+    if labels["component"] == "transactions":  # which transactions: the view of the exporter that fired
+        url = annotations["transactions_url"]
+        assert url.startswith("http://{{ $labels.instance }}/transactions")
+        assert annotations["description"].endswith(f" Which transactions: {url}")
+    else:
+        assert "transactions_url" not in annotations
     anchor = annotations["runbook_url"].rsplit("#", 1)[1]
     assert anchor == rule["alert"].lower()
     uid = re.search(r"/d/([\w-]+)", annotations["dashboard_url"]).group(1)
@@ -78,6 +84,16 @@ def test_every_alert_has_a_runbook_section_with_confirm_and_fix():
         assert "Confirm" in section and "Fix" in section, rule["alert"]
     for command in ("find-hanging", "describe", "list", "txn-exporter hanging"):
         assert command in text
+
+
+def test_transaction_view_links_filter_on_what_each_alert_is_about():
+    views = {rule["alert"]: rule["annotations"].get("transactions_url", "") for rule in _alerting_rules()}
+    assert views["KafkaTransactionMarkersPendingTooLong"].endswith("?state=PREPARE_COMMIT,PREPARE_ABORT&min_age=30")
+    assert views["KafkaTransactionsLate"].endswith("?state=ONGOING")
+    assert views["KafkaHangingTransactions"].endswith("?state=HANGING")
+    behind_tls = generate.rules(exporter_url="https://{{ $labels.instance }}/")
+    (rule,) = [r for g in behind_tls["groups"] for r in g["rules"] if r.get("alert") == "KafkaHangingTransactions"]
+    assert rule["annotations"]["transactions_url"] == "https://{{ $labels.instance }}/transactions?state=HANGING"
 
 
 def test_short_for_override_keeps_everything_else():

@@ -77,14 +77,16 @@ class _Process:
 class Prometheus(_Process):
     name = "prometheus"
 
-    def __init__(self, config: dict, workdir: Path) -> None:
+    def __init__(self, config: dict, workdir: Path, features: tuple[str, ...] = ()) -> None:
+        """`features`: --enable-feature flags, e.g. exemplar-storage."""
         workdir.mkdir(parents=True, exist_ok=True)
         config_path = workdir / "prometheus.yml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         port = free_port()
         super().__init__(
             [require("prometheus"), f"--config.file={config_path}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h", "--log.level=warn"],
+             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h", "--log.level=warn",
+             *(f"--enable-feature={feature}" for feature in features)],
             port, workdir / "prometheus.log",
         )
 
@@ -100,6 +102,19 @@ class Prometheus(_Process):
 
     def alerts(self) -> list[dict]:
         return http(f"{self.url}/api/v1/alerts")["data"]["alerts"]
+
+    def exemplars(self, expr: str, start: float, end: float) -> list[dict]:
+        """The stored exemplars of the series `expr`'s selectors select, between two Unix times, as
+        /api/v1/query_exemplars returns them (Grafana's query for a panel with exemplars on): one
+        {"seriesLabels", "exemplars": [{"labels", "value", "timestamp"}]} per series."""
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end})
+        url = f"{self.url}/api/v1/query_exemplars?{query}"
+        try:
+            result = http(url)
+        except urllib.error.HTTPError as e:
+            raise AssertionError(f"exemplar query failed: {expr}\n{e.read().decode()}") from None
+        assert result["status"] == "success", result
+        return result["data"] or []
 
     def rule_health(self) -> list[tuple[str, str, str]]:
         groups = http(f"{self.url}/api/v1/rules")["data"]["groups"]

@@ -83,17 +83,21 @@ def test_marker_errors_retriable_permanent_and_removed():
                  f" cancel sending any more transaction markers TxnMarkerEntry{{...}} to the brokers {HANDLER}")
     removed = (f"{prefix} from partition orders-3 has failed with  UNSUPPORTED_FOR_MESSAGE_FORMAT. This partition will"
                f" be removed from the set of partitions waiting for completion {HANDLER}")
-    assert parse_entry(retry) == MarkerWriteRetried("NOT_LEADER_OR_FOLLOWER")
-    assert parse_entry(permanent) == MarkerWriteFailed("INVALID_PRODUCER_EPOCH")
-    assert parse_entry(removed) == MarkerWriteFailed("UNSUPPORTED_FOR_MESSAGE_FORMAT")
+    assert parse_entry(retry) == MarkerWriteRetried("NOT_LEADER_OR_FOLLOWER", "t-1", "orders-3")
+    assert parse_entry(permanent) == MarkerWriteFailed("INVALID_PRODUCER_EPOCH", "t-1", "orders-3")
+    assert parse_entry(removed) == MarkerWriteFailed("UNSUPPORTED_FOR_MESSAGE_FORMAT", "t-1", "orders-3")
     fenced = permanent.replace("InvalidProducerEpochException", "TransactionCoordinatorFencedException")
-    assert parse_entry(fenced) == MarkerWriteFailed("TRANSACTION_COORDINATOR_FENCED")
+    assert parse_entry(fenced) == MarkerWriteFailed("TRANSACTION_COORDINATOR_FENCED", "t-1", "orders-3")
+    # An id with the marker text in it, and a topic with dashes: the id ends at the last "'s transaction".
+    odd = retry.replace("t-1's", "a's transaction marker for partition x-1 has b's").replace("orders-3", "my-orders-12")
+    assert parse_entry(odd) == MarkerWriteRetried(
+        "NOT_LEADER_OR_FOLLOWER", "a's transaction marker for partition x-1 has b", "my-orders-12")
 
 
 def test_fatal_marker_error_from_the_stack_trace():
     line = ("java.lang.IllegalStateException: Received fatal error org.apache.kafka.common.errors.CorruptRecordException"
             " while sending txn marker for t-1")
-    assert parse_fatal_continuation(line) == MarkerWriteFailed("CORRUPT_MESSAGE")
+    assert parse_fatal_continuation(line) == MarkerWriteFailed("CORRUPT_MESSAGE", "t-1")
     assert parse_fatal_continuation("\tat kafka.coordinator.transaction.X.onComplete(X.scala:1)") is None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from exporter.broker_log.parser import CACHE_BYTES, MAX_UNPAIRED, MAX_UNPAIRED_BYTES, BrokerLogParser
 from exporter.codec.states import TransactionState as S
-from exporter.sources.events import MarkerWriteFailed, TransactionLogAppendFailed
+from exporter.sources.events import MarkerWriteFailed, MarkerWriteRetried, TransactionLogAppendFailed
 from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
 
 NOISE = b"[2026-11-21 07:23:25,279] INFO [ReplicaManager broker=1] Something else (kafka.server.ReplicaManager)"
@@ -56,7 +56,7 @@ def test_continuations_and_the_fatal_marker_error():
         "\tat kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler.onComplete(X.scala:12)",
         "\tat org.apache.kafka.clients.NetworkClient.poll(NetworkClient.java:1)",
     )
-    assert events == [MarkerWriteFailed("MESSAGE_TOO_LARGE")]
+    assert events == [MarkerWriteFailed("MESSAGE_TOO_LARGE", "t-1")]
     assert (parser.lines, parser.malformed, parser.unrecognized) == (4, 0, 0)
 
 
@@ -87,3 +87,15 @@ def test_debug_lines_waiting_for_their_info_line_are_bounded_in_bytes():
     _, events = feed(*(debug_line(meta, tid=f"{n:05d}" + "x" * 30000) for n in range(count)))
     assert len(events) >= count - MAX_UNPAIRED_BYTES // 30000
     assert all(e == TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS") for e in events)
+
+
+def test_marker_errors_are_stamped_with_the_time_they_were_read():
+    retry = ("[2026-11-21 07:23:25,{}] INFO [Transaction Marker Request Completion Handler 1]: Sending t-1's"
+             " transaction marker for partition orders-3 has failed with error"
+             " org.apache.kafka.common.errors.NotEnoughReplicasException, retrying with current coordinator epoch 4"
+             " (kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler)")
+    parser = BrokerLogParser()
+    first = parser.feed([retry.format(100).encode()], now_ms=1_000)
+    again = parser.feed([retry.format(200).encode(), retry.format(300).encode()], now_ms=2_000)  # cached: same body
+    assert first == again[:1] == [MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "t-1", "orders-3")]
+    assert [e.seen_ms for e in first + again] == [1_000, 2_000, 2_000]

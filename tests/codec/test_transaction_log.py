@@ -189,10 +189,12 @@ def test_skipping_partitions_still_checks_their_lengths(raw, reason):
     assert e.value.reason == reason
 
 
-@pytest.mark.parametrize("topics", [{}, {"orders": [3]}, {"o" * 126: [2**31 - 1]}, {"a": [1], "b": [2]}])
+@pytest.mark.parametrize("topics", [None, {}, {"orders": [3]}, {"o" * 126: [2**31 - 1]}, {"a": [1], "b": [2]}])
 @pytest.mark.parametrize(
     "tags",
-    [{}, {"previous_producer_id": 41}, {"client_transaction_version": 2}, {"previous_producer_id": 41, "next_producer_id": 7}],
+    [{}, {"previous_producer_id": 41}, {"client_transaction_version": 2}, {"previous_producer_id": 41, "next_producer_id": 7},
+     {"previous_producer_id": 41, "client_transaction_version": 2},
+     {"previous_producer_id": 41, "client_transaction_version": 2, "next_producer_epoch": 4}],
 )
 def test_the_usual_v1_shapes_read_like_any_other(topics, tags):
     """The fast paths (no partitions or one topic with one partition, each with no tagged fields,

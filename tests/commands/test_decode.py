@@ -4,8 +4,11 @@ import json
 import subprocess
 import sys
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from exporter.cli import main
-from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
+from exporter.codec import TransactionLogRecord, TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.codec.record_batch import encode_batch
 
 ONGOING = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], 'q"x': [1]}, 1010, 1000,
@@ -217,3 +220,19 @@ def test_resident_memory_stays_flat_in_the_file_size(tmp_path):
     large = segment(tmp_path, one * ((64 << 20) // len(one)), name="large.log")
     small_rss, large_rss = _peak_rss_kib(small), _peak_rss_kib(large)
     assert large_rss < small_rss + 24 * 1024, (small_rss, large_rss)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.none() | st.dictionaries(st.text(max_size=8), st.lists(st.integers(0, 40), max_size=3), max_size=3),
+                min_size=1, max_size=20))
+def test_the_formatting_caches_change_no_line(partition_sets):
+    """Lines made through the caches of partitions text (kept across a file's records) are the lines
+    made without them, and valid JSON of the record's partitions."""
+    from exporter.commands.decode import format_record
+
+    cache = {}
+    for partitions in partition_sets:
+        record = TransactionLogRecord(1, 2, "t", TransactionLogValue(1, 3, 4, 5, TransactionState.ONGOING, partitions, 6, 7))
+        line = format_record(record, cache)
+        assert line == format_record(record)
+        assert json.loads(line)["value"]["partitions"] == partitions

@@ -133,3 +133,29 @@ def test_grafana_provisioning_file():
     assert provider["apiVersion"] == 1
     (entry,) = provider["providers"]
     assert entry["type"] == "file" and entry["options"]["path"]
+
+
+def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_view():
+    histograms = {spec.name for spec in CATALOGUE if spec.type == "histogram"}
+    with_exemplars = without = 0
+    for spec in generate.DASHBOARDS:
+        for panel in _panels(_committed(spec)):
+            for target in panel["targets"]:
+                names = {metrics.resolve(n).name for n in metric_names(target["expr"])
+                         if n not in alerts_generate.RECORDING_NAMES}
+                if names & histograms:
+                    assert target.get("exemplar") is True, panel["title"]
+                    assert "exemplars" in panel["description"], panel["title"]
+                    with_exemplars += 1
+                else:
+                    assert "exemplar" not in target, panel["title"]
+                    without += 1
+    assert with_exemplars >= 4 and without > with_exemplars
+    titles = {p["title"] for s in generate.DASHBOARDS for p in _panels(_committed(s)) if any(
+        t.get("exemplar") for t in p["targets"])}
+    assert {"p99 append latency by target state", "p99 prepare-to-complete by result"} <= titles
+
+    source = yaml.safe_load((generate.OUT_DIR.parent / "provisioning" / "datasource.example.yaml").read_text())
+    (link,) = source["datasources"][0]["jsonData"]["exemplarTraceIdDestinations"]
+    assert link["name"] == "transactional_id"
+    assert link["url"] == "http://$${__data.fields.instance}/transactions"  # $$: not an environment variable

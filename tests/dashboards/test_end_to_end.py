@@ -3,6 +3,13 @@ while a transaction's markers are held back. Every dashboard query and every ale
 data (or are expected empty, with the reason the generators give), and the stuck-markers alert goes
 pending, then firing, and resolves once the markers are released.
 
+Exemplars: Prometheus runs with exemplar storage; every panel that asks for exemplars gets some
+through /api/v1/query_exemplars, naming transactional ids of the workload, and once the held
+transaction completes its marker completion's exemplar names it with the producer id Kafka's own
+kafka-transactions.sh describe reported for it. A transaction whose id no exemplar can carry as it
+is (quotes, a backslash, too long) stays open for seconds beside the workload: Prometheus stores it,
+cut to 128 characters with those characters shown as U+FFFD, and every scrape still parses.
+
 The rules are the real ones with every `for:` shortened to 5 s (alerts.generate.with_short_for);
 scrape and evaluation every second.
 """
@@ -15,6 +22,7 @@ import threading
 import time
 
 import pytest
+from confluent_kafka import Producer
 
 from alerts import generate as alerts_generate
 from dashboards import generate
@@ -28,6 +36,11 @@ from tests.integration.exporter_process import ExporterProcess
 STUCK = "KafkaTransactionMarkersPendingTooLong"
 CLUSTER = "e2e"
 SHORT_FOR = "5s"
+WORKLOAD_IDS = {"e2e-a", "e2e-b"}
+HELD = "e2e-held"
+TRANSACTIONS_TOOL = "org.apache.kafka.tools.TransactionsCommand"  # kafka-transactions.sh
+UNTRUSTED = 'e2e-"untrusted"\\id-🦀-' + "x" * 120
+SLOW_SECONDS = 12  # the untrusted transaction's duration: its own bucket, (10 s, 30 s]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +72,7 @@ def _workload(bootstrap: str, stop: threading.Event, errors: list[BaseException]
     try:
         while not stop.is_set():
             seed += 1
-            run_mix(bootstrap, "orders", ["e2e-a", "e2e-b"], commits=2, aborts=1, seed=seed)
+            run_mix(bootstrap, "orders", sorted(WORKLOAD_IDS), commits=2, aborts=1, seed=seed)
             stop.wait(0.5)
     except BaseException as e:  # noqa: BLE001 - reported by the test
         if not stop.is_set():
@@ -105,14 +118,60 @@ def _wait(what: str, condition, timeout: float, interval: float = 0.25):
         time.sleep(interval)
 
 
+def _slow_commit(bootstrap: str, transactional_id: str, seconds: float, errors: list[BaseException]) -> None:
+    """One transaction left open for `seconds` before its commit."""
+    try:
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce("orders", value=b"slow", partition=0)
+        producer.flush(30)
+        time.sleep(seconds)
+        producer.commit_transaction(30)
+    except BaseException as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+
+
+def _shown_untrusted(transactional_id: str, producer_id: str) -> bool:
+    """Whether an exemplar's transactional_id is UNTRUSTED as the exporter must show it: the quotes
+    and the backslash as U+FFFD, cut to OpenMetrics' 128 characters with the names and producer id,
+    marked by "…"."""
+    safe = UNTRUSTED.replace('"', "\ufffd").replace("\\", "\ufffd")
+    return (len("transactional_id") + len(transactional_id) + len("producer_id") + len(producer_id) == 128
+            and transactional_id.endswith("…") and safe.startswith(transactional_id[:-1]))
+
+
+def _producer_id(broker: KafkaBroker, transactional_id: str) -> str:
+    """The producer id Kafka's kafka-transactions.sh describe reports for `transactional_id`."""
+    proc = broker.run_tool(TRANSACTIONS_TOOL, "--bootstrap-server", broker.bootstrap_servers, "describe",
+                           "--transactional-id", transactional_id)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    header, row = (line.split() for line in proc.stdout.splitlines()[:2])
+    return row[header.index("ProducerId")]
+
+
+def _exemplar_ids(prometheus: Prometheus, expr: str, since: float) -> dict[str, set[tuple[str, float]]]:
+    """transactional_id -> {(producer_id, value)} of the exemplars stored for `expr`'s series."""
+    ids: dict[str, set[tuple[str, float]]] = {}
+    for series in prometheus.exemplars(expr, since, time.time() + 60):
+        for exemplar in series["exemplars"]:
+            labels = exemplar["labels"]
+            assert set(labels) == {"transactional_id", "producer_id"}, labels
+            ids.setdefault(labels["transactional_id"], set()).add((labels["producer_id"], float(exemplar["value"])))
+    return ids
+
+
 def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
     first, second = cluster
+    started = time.time()
     broker_log = "broker_log" in config.Settings.model_fields
     args = ["--all-partitions", *(["--broker-log", str(first.server_log)] if broker_log else [])]
     exporter = ExporterProcess(first.bootstrap_servers, *args, log=tmp_path / "exporter.log")
     prometheus = None
     stop, errors = threading.Event(), []
     workload = threading.Thread(target=_workload, args=(first.bootstrap_servers, stop, errors), daemon=True)
+    slow = threading.Thread(target=_slow_commit, args=(first.bootstrap_servers, UNTRUSTED, SLOW_SECONDS, errors),
+                            daemon=True)
     try:
         exporter.wait_ready()
         instance = f"127.0.0.1:{exporter.port}"
@@ -125,23 +184,44 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
                 "job_name": alerts_generate.EXPORTER_JOB,
                 "static_configs": [{"targets": [instance], "labels": {"cluster": CLUSTER}}],
             }],
-        }, tmp_path / "prometheus")
+        }, tmp_path / "prometheus", features=("exemplar-storage",))
         workload.start()
+        slow.start()
         _wait("live records in Prometheus", lambda: _has_data(prometheus.query(
             'sum(rate(kafka_transaction_state_log_records_total{target_state="COMPLETE_ABORT"}[30s])) > 0'
         )), 90)
         assert _alert_state(prometheus, STUCK) is None
 
-        with held_commit(first.bootstrap_servers, second, "held", "e2e-held"):
+        slow.join(SLOW_SECONDS + 60)  # before the hold: its coordinator may be the broker held back
+        with held_commit(first.bootstrap_servers, second, "held", HELD):
             _wait("a pending transaction", lambda: _has_data(prometheus.query(
                 "kafka_transactions_with_pending_markers > 0")), 30)
             _check_queries(prometheus, instance, broker_log)
+            _check_exemplar_queries(prometheus, instance, started)
+            held_producer_id = _producer_id(first, HELD)
             assert _wait(f"{STUCK} pending", lambda: _alert_state(prometheus, STUCK), 60) == "pending"
             _wait(f"{STUCK} firing", lambda: _alert_state(prometheus, STUCK) == "firing", 30)
             firing = next(a for a in prometheus.alerts() if a["labels"]["alertname"] == STUCK)
             assert firing["labels"]["cluster"] == CLUSTER and firing["labels"]["instance"] == instance
             assert "none transactions are waiting" not in firing["annotations"]["description"]
+            view = firing["annotations"]["transactions_url"]
+            assert view.startswith(f"http://{instance}/transactions?")
+            status, body = exporter.get(view.removeprefix(exporter.url))
+            if status != 404:  # the exporter serves the view (issue 12): the held transaction is listed
+                assert status == 200 and HELD in body, (status, body[:2000])
         _wait(f"{STUCK} resolved", lambda: _alert_state(prometheus, STUCK) is None, 60)
+        # Held for tens of seconds: the slowest commit of the window, its bucket's exemplar.
+        held = _wait("the held transaction's exemplar", lambda: _exemplar_ids(
+            prometheus, 'kafka_transaction_marker_completion_seconds_bucket{result="commit"}', started
+        ).get(HELD), 30)
+        ((producer_id, seconds),) = held
+        assert producer_id == held_producer_id and seconds > 5, held
+        untrusted = _wait("the untrusted transaction's exemplar", lambda: [
+            (tid, pairs) for tid, pairs in _exemplar_ids(
+                prometheus, 'kafka_transaction_duration_seconds_bucket{result="commit"}', started).items()
+            if any(_shown_untrusted(tid, producer_id) and value >= SLOW_SECONDS for producer_id, value in pairs)
+        ], 30)
+        assert len(untrusted) == 1, untrusted
         assert not errors, errors
         unhealthy = [r for r in prometheus.rule_health() if r[1] != "ok"]
         assert unhealthy == []
@@ -151,6 +231,20 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
         if prometheus is not None:
             prometheus.stop()
         exporter.stop()
+
+
+def _check_exemplar_queries(prometheus: Prometheus, instance: str, since: float) -> None:
+    """Every panel asking for exemplars gets some, naming transactions of the workload."""
+    panels = [(d, p) for d in generate.DASHBOARDS for p in d.panels() if p.exemplars]
+    assert len(panels) >= 4
+    for dashboard, panel in panels:
+        for query in panel.queries:
+            ids = _wait(f"exemplars of {dashboard.uid} / {panel.title}",
+                        lambda: _exemplar_ids(prometheus, _substitute(query.expr, instance), since), 30)
+            for tid, pairs in ids.items():
+                for producer_id, value in pairs:
+                    assert tid in WORKLOAD_IDS | {HELD} or _shown_untrusted(tid, producer_id), ids
+                    assert int(producer_id) >= 0 and value >= 0, ids
 
 
 def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> None:

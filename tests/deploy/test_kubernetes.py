@@ -1,96 +1,147 @@
-"""deploy/: the Kubernetes and Strimzi examples, checked against a vendored minimal schema
-(k8s-minimal-schema.yaml; kubeconform is not installable here) plus the cross-references a schema
-cannot see: mounts name volumes, probes and Services name ports, selectors select, the exporter's
-flags and environment variables exist, and the sidecar runs hardened."""
+"""deploy/: every kustomize overlay rendered by the real kustomize, every rendered object validated
+against the real schemas (deploy/tools.py: Kubernetes' own, the Prometheus Operator's CRDs,
+Strimzi's CRD validators; all pinned, fetched and cached by scripts/setup), the generated monitoring
+component up to date, plus the cross-references a schema cannot see: mounts name volumes, probes
+name ports, selectors select, the PodMonitor finds the exporters and labels them as the rules
+expect, the exporter's flags and variables exist, and the sidecar runs hardened."""
 
 from __future__ import annotations
 
+import argparse
+import functools
 import re
 import ssl
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
+from alerts.generate import EXPORTER_JOB, RULES_PATH
+from dashboards.generate import DASHBOARDS, path_of
+from deploy import generate, tools
 from exporter import config
 from exporter.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-MANIFESTS = sorted((ROOT / "deploy").rglob("*.yaml"))
-SCHEMA = yaml.safe_load((Path(__file__).parent / "k8s-minimal-schema.yaml").read_text())
+OVERLAYS = sorted(p.parent.name for p in (ROOT / "deploy" / "overlays").glob("*/kustomization.yaml"))
 
 
-def _documents(path: Path) -> list[dict]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+@functools.cache
+def render(overlay: str) -> tuple[dict, ...]:
+    return tuple(tools.kustomize(ROOT / "deploy" / "overlays" / overlay))
 
 
-def _pod_specs(document: dict) -> list[tuple[dict, dict]]:
-    """(pod template labels, pod spec) of a workload."""
-    if document["kind"] in ("StatefulSet", "Deployment"):
-        template = document["spec"]["template"]
-        return [(template["metadata"].get("labels", {}), template["spec"])]
-    return []
+def _of_kind(documents, kind: str) -> list[dict]:
+    return [d for d in documents if d["kind"] == kind]
 
 
-def _exporters(documents: list[dict]) -> list[tuple[dict, dict]]:
-    return [(spec, c) for d in documents for _, spec in _pod_specs(d) for c in spec["containers"]
+def _pod_templates(documents) -> list[tuple[dict, dict]]:
+    """(pod template labels, pod spec) of each workload."""
+    return [(d["spec"]["template"]["metadata"].get("labels", {}), d["spec"]["template"]["spec"])
+            for d in documents if d["kind"] in ("StatefulSet", "Deployment")]
+
+
+def _exporters(documents) -> list[tuple[dict, dict, dict]]:
+    return [(labels, spec, c) for labels, spec in _pod_templates(documents) for c in spec["containers"]
             if "txn-exporter" in c["image"]]
 
 
-def test_there_are_manifests() -> None:
-    assert {p.name for p in MANIFESTS} >= {"kafka-with-exporter.yaml", "kafka-txn-exporter.yaml"}
+def test_overlays_are_the_three_ways_to_deploy() -> None:
+    assert OVERLAYS == ["kubernetes", "monitoring", "strimzi"]
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_manifest_matches_schema(path: Path) -> None:
-    validator = jsonschema.Draft202012Validator(SCHEMA)
-    for document in _documents(path):
-        errors = sorted(validator.iter_errors(document), key=lambda e: e.path)
-        assert not errors, f"{document.get('kind')} {document.get('metadata', {}).get('name')}: " + "; ".join(
-            f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in errors)
+def test_generated_monitoring_component_is_up_to_date() -> None:
+    assert generate.main(["--check"]) == 0, "run python -m deploy.generate"
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_references_resolve(path: Path) -> None:
-    documents = _documents(path)
-    for document in documents:
-        for labels, spec in _pod_specs(document):
-            selector = document["spec"]["selector"]["matchLabels"]
-            assert selector.items() <= labels.items(), "the selector selects the pod template"
-            volumes = {v["name"] for v in spec.get("volumes", [])}
-            volumes |= {c["metadata"]["name"] for c in document["spec"].get("volumeClaimTemplates", [])}
-            for container in spec["containers"]:
-                for mount in container.get("volumeMounts", []):
-                    assert mount["name"] in volumes, f"{container['name']} mounts unknown volume {mount['name']}"
-                ports = {p.get("name") for p in container.get("ports", [])}
-                for probe in ("livenessProbe", "readinessProbe"):
-                    port = container.get(probe, {}).get("httpGet", {}).get("port")
-                    assert port is None or port in ports
-    services = [d for d in documents if d["kind"] == "Service"]
-    pods = [(labels, spec) for d in documents for labels, spec in _pod_specs(d)]
-    for service in services:
-        selected = [spec for labels, spec in pods if service["spec"]["selector"].items() <= labels.items()]
-        assert selected, f"Service {service['metadata']['name']} selects no pod"
-        names = {p.get("name") for spec in selected for c in spec["containers"] for p in c.get("ports", [])}
-        for port in service["spec"]["ports"]:
-            assert port["targetPort"] in names
-    for monitor in (d for d in documents if d["kind"] == "ServiceMonitor"):
-        wanted = monitor["spec"]["selector"]["matchLabels"].items()
-        matching = [s for s in services if wanted <= s["metadata"].get("labels", {}).items()]
-        assert matching, "the ServiceMonitor selects the Service"
-        service_ports = {p["name"] for s in matching for p in s["spec"]["ports"]}
-        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= service_ports
-    for monitor in (d for d in documents if d["kind"] == "PodMonitor"):
-        wanted = monitor["spec"]["selector"]["matchLabels"].items()
-        assert any(wanted <= labels.items() for labels, _ in pods)
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_rendered_objects_match_the_real_schemas(overlay: str) -> None:
+    documents = list(render(overlay))
+    assert documents
+    assert tools.validate_all(documents) == {}
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_exporter_container_is_hardened_and_configured_with_real_options(path: Path) -> None:
-    exporters = _exporters(_documents(path))
+def test_schema_validation_refuses_what_the_api_server_would() -> None:
+    """The validators are strict where the real schemas are: a misspelt field, a bad enum."""
+    documents = {d["kind"]: d for overlay in ("kubernetes", "strimzi") for d in render(overlay)}
+    statefulset = yaml.safe_load(yaml.safe_dump(documents["StatefulSet"]))
+    statefulset["spec"]["template"]["spec"]["containers"][1]["volumeMount"] = []
+    monitor = yaml.safe_load(yaml.safe_dump(documents["PodMonitor"]))
+    monitor["spec"]["podMetricsEndpoints"][0]["intervall"] = "15s"
+    rule = yaml.safe_load(yaml.safe_dump(documents["PrometheusRule"]))
+    rule["spec"]["groups"][1]["rules"][0]["for"] = "ten minutes"
+    user = yaml.safe_load(yaml.safe_dump(documents["KafkaUser"]))
+    user["spec"]["authorization"]["acls"][0]["operations"] = ["Reed"]
+    kafka = yaml.safe_load(yaml.safe_dump(documents["Kafka"]))
+    kafka["spec"]["kafka"]["logging"]["type"] = "file"
+    problems = tools.validate_all([statefulset, monitor, rule, user, kafka])
+    assert "'volumeMount' was unexpected" in problems["StatefulSet/kafka"]
+    assert "'intervall' was unexpected" in problems["PodMonitor/kafka-txn-exporter"]
+    assert "ten minutes" in problems["PrometheusRule/kafka-txn-exporter"]
+    assert "operations/0" in problems["KafkaUser/txn-exporter"]
+    assert "logging/type" in problems["Kafka/my-kafka"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_monitoring_component_holds_the_generated_rules_and_dashboards(overlay: str) -> None:
+    documents = render(overlay)
+    (rule,) = _of_kind(documents, "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load(RULES_PATH.read_text())
+    dashboards = {m["metadata"]["name"]: m for m in _of_kind(documents, "ConfigMap")
+                  if m["metadata"].get("labels", {}).get("grafana_dashboard") == "1"}
+    assert len(dashboards) == len(DASHBOARDS)
+    for spec in DASHBOARDS:
+        config_map = dashboards[f"grafana-dashboard-{spec.uid}"]
+        assert config_map["metadata"]["annotations"]["grafana_folder"] == generate.GRAFANA_FOLDER
+        assert config_map["data"] == {path_of(spec).name: path_of(spec).read_text()}
+
+
+@pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
+def test_pod_monitor_scrapes_every_exporter_as_the_rules_expect(overlay: str) -> None:
+    documents = render(overlay)
+    (monitor,) = _of_kind(documents, "PodMonitor")
+    wanted = monitor["spec"]["selector"]["matchLabels"].items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    exporters = _exporters(documents)
     assert exporters
-    for _, container in exporters:
+    for labels, _, container in exporters:
+        assert wanted <= labels.items(), "the PodMonitor selects the exporter's pods"
+        assert endpoint["port"] in {p["name"] for p in container["ports"]}
+        assert labels.get("txn-exporter/cluster"), "the cluster label the rules group by"
+    relabel = {r["targetLabel"]: r for r in endpoint["relabelings"]}
+    assert relabel["job"]["replacement"] == EXPORTER_JOB
+    assert relabel["cluster"]["sourceLabels"] == ["__meta_kubernetes_pod_label_txn_exporter_cluster"]
+    web_config = any(a.startswith("--web-config-file") for _, _, c in exporters for a in c["args"])
+    assert (endpoint.get("scheme") == "https" and "basicAuth" in endpoint) == web_config
+
+
+@pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
+def test_references_resolve(overlay: str) -> None:
+    documents = render(overlay)
+    for workload in (d for d in documents if d["kind"] in ("StatefulSet", "Deployment")):
+        template = workload["spec"]["template"]
+        assert workload["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+        volumes = {v["name"] for v in template["spec"].get("volumes", [])}
+        volumes |= {c["metadata"]["name"] for c in workload["spec"].get("volumeClaimTemplates", [])}
+        secrets = {s["metadata"]["name"] for s in _of_kind(documents, "Secret")}
+        for volume in template["spec"].get("volumes", []):
+            name = volume.get("secret", {}).get("secretName")
+            # Secrets of the base, or those Strimzi makes (the CA, the KafkaUser's password).
+            assert name is None or name in secrets or name.startswith("my-kafka-")
+        for container in template["spec"]["containers"]:
+            for mount in container.get("volumeMounts", []):
+                assert mount["name"] in volumes, f"{container['name']} mounts unknown volume {mount['name']}"
+            ports = {p.get("name") for p in container.get("ports", [])}
+            for probe in ("livenessProbe", "readinessProbe"):
+                port = container.get(probe, {}).get("httpGet", {}).get("port")
+                assert port is None or port in ports
+
+
+@pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
+def test_exporter_container_is_hardened_and_configured_with_real_options(overlay: str) -> None:
+    exporters = _exporters(render(overlay))
+    assert exporters
+    for _, _, container in exporters:
         security = container["securityContext"]
         assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"]
         assert security["allowPrivilegeEscalation"] is False and security["capabilities"]["drop"] == ["ALL"]
@@ -107,8 +158,7 @@ def test_exporter_container_is_hardened_and_configured_with_real_options(path: P
 
 
 def test_sidecar_shares_the_broker_log_volume_read_only() -> None:
-    documents = _documents(ROOT / "deploy/kubernetes/kafka-with-exporter.yaml")
-    (spec, exporter), = _exporters(documents)
+    ((_, spec, exporter),) = _exporters(render("kubernetes"))
     broker = next(c for c in spec["containers"] if c is not exporter)
     log_flag = next(a for a in exporter["args"] if a.startswith("--broker-log="))
     log_dir = str(Path(log_flag.split("=", 1)[1]).parent)
@@ -119,21 +169,64 @@ def test_sidecar_shares_the_broker_log_volume_read_only() -> None:
 
 
 def test_example_kafka_client_config_is_a_valid_exporter_config(tmp_path: Path) -> None:
-    documents = _documents(ROOT / "deploy/kubernetes/kafka-with-exporter.yaml")
-    secret = next(d for d in documents if d["metadata"]["name"] == "txn-exporter-kafka")
+    secret = next(d for d in render("kubernetes") if d["metadata"]["name"] == "txn-exporter-kafka")
     path = tmp_path / "config.yml"
     # librdkafka loads the CA file as it checks the settings: this host's CAs stand in for the pod's.
     path.write_text(secret["stringData"]["config.yml"].replace(
         "/etc/txn-exporter/kafka/ca.crt", ssl.get_default_verify_paths().capath))
-    import argparse
-
     settings = config.load(argparse.Namespace(config=str(path)), {"TXN_EXPORTER_BOOTSTRAP_SERVERS": "k:9092"})
     assert settings.redacted()["kafka"]["sasl.password"] == "***"
 
 
-def test_strimzi_user_has_least_privilege() -> None:
-    documents = _documents(ROOT / "deploy/strimzi/kafka-txn-exporter.yaml")
-    user = next(d for d in documents if d["kind"] == "KafkaUser")
-    acls = [(a["resource"]["type"], a["resource"]["name"], sorted(a["operations"]))
-            for a in user["spec"]["authorization"]["acls"]]
-    assert acls == [("topic", "__transaction_state", ["Describe", "Read"])]
+def test_strimzi_user_has_exactly_the_least_privilege_acls() -> None:
+    """deploy/README.md's list: reading __transaction_state, and the hanging scan's two rights."""
+    (user,) = _of_kind(render("strimzi"), "KafkaUser")
+    acls = sorted((a["resource"]["type"], a["resource"]["name"], a["resource"].get("patternType", "literal"),
+                   sorted(a["operations"])) for a in user["spec"]["authorization"]["acls"])
+    assert acls == [
+        ("topic", "*", "literal", ["Read"]),
+        ("topic", "__transaction_state", "literal", ["Describe", "Read"]),
+        ("transactionalId", "*", "literal", ["Describe"]),
+    ]
+
+
+def _properties(text: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def test_strimzi_broker_logs_what_broker_log_reads_to_the_shared_volume() -> None:
+    """Kafka's layout with full logger names, to a file on the volume the pod template adds, and
+    TransactionStateManager at DEBUG (deploy/README.md's table)."""
+    documents = render("strimzi")
+    (kafka,) = _of_kind(documents, "Kafka")
+    reference = kafka["spec"]["kafka"]["logging"]
+    assert reference["type"] == "external"
+    ref = reference["valueFrom"]["configMapKeyRef"]
+    config_map = next(m for m in _of_kind(documents, "ConfigMap") if m["metadata"]["name"] == ref["name"])
+    log4j = _properties(config_map["data"][ref["key"]])
+    appender = next(k.rsplit(".", 1)[0] for k, v in log4j.items() if k.endswith(".type") and v == "RollingFile")
+    assert log4j[f"{appender}.layout.pattern"] == "[%d] %p %m (%c)%n"
+    assert f"{appender}.name" in log4j and log4j["rootLogger.level"] == "INFO"
+    assert any(k.startswith("rootLogger.appenderRef.") and v == log4j[f"{appender}.name"] for k, v in log4j.items())
+    loggers = {log4j[k]: log4j[k.replace(".name", ".level")] for k in log4j
+               if k.startswith("logger.") and k.endswith(".name")}
+    assert loggers == {"kafka.coordinator.transaction.TransactionStateManager": "DEBUG"}
+    (pool,) = _of_kind(documents, "KafkaNodePool")
+    mounts = pool["spec"]["template"]["kafkaContainer"]["volumeMounts"]
+    log_dir = str(Path(log4j[f"{appender}.fileName"]).parent)
+    mount = next(m for m in mounts if m["mountPath"] == log_dir)
+    assert mount["name"] in {v["name"] for v in pool["spec"]["template"]["pod"]["volumes"]}
+
+
+def _readme_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## On Kubernetes")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else None]
+
+
+def test_readme_applies_exactly_the_overlays_the_tests_render() -> None:
+    applied = re.findall(r"kubectl apply (?:-n \S+ )?(?:--server-side )?-k (\S+)", _readme_section())
+    assert sorted(Path(p).name for p in applied) == OVERLAYS
+    assert all(p == f"deploy/overlays/{Path(p).name}" for p in applied)

@@ -15,13 +15,13 @@ import pytest
 from confluent_kafka import Producer
 
 from exporter.harness.broker import KafkaBroker
+from exporter.harness.versions import FULL_SUITE_VERSIONS
 from exporter.harness.workload import (
     commit_transactions,
     count_messages,
     create_topic,
     hold_markers,
     run_mix,
-    transaction_state_partition,
 )
 
 pytestmark = pytest.mark.kafka
@@ -40,27 +40,22 @@ def _coordinator_lines(broker: KafkaBroker) -> list[re.Match[str]]:
     return [m for m in matches if m and "coordinator.transaction" in m.group(2)]
 
 
-STATE_NAMES = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"]
-
-
 def _states(broker: KafkaBroker, tid: str) -> Counter[str]:
     """Records of ``tid`` per state, from DumpLogSegments' decoded output."""
-    partition = transaction_state_partition(tid, broker.transaction_state_partitions)
-    segments = [p for p in broker.transaction_state_segments() if p.parent.name == f"__transaction_state-{partition}"]
-    states: Counter[str] = Counter()
-    for line in broker.dump_transaction_log(*segments).splitlines():
-        if f"transactionalId={tid} " in line or f'"transactionalId":"{tid}"' in line:
-            # 3.9: `state=CompleteCommit`; 4.x (JSON of the generated message): `"transactionStatus":4`
-            m = re.search(r'state=(\w+)|"transactionStatus":(\d)', line)
-            assert m, line
-            states[m.group(1) or STATE_NAMES[int(m.group(2))]] += 1
-    return states
+    return Counter(r.state for r in broker.transaction_log_records() if r.transactional_id == tid)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:  # between a rollover's renames and the new file
+        return ""
 
 
 def _wait_for_line(path: Path, pattern: str, timeout: float = 30) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        m = re.search(pattern, path.read_text(), re.MULTILINE)
+        m = re.search(pattern, _read(path), re.MULTILINE)
         if m:
             return m.group(0)
         time.sleep(0.2)
@@ -96,25 +91,45 @@ def test_workload_counts(broker: KafkaBroker) -> None:
     for t in tids:
         counts = result.per_id[t]
         states = _states(broker, t)
-        assert (states["CompleteCommit"], states["CompleteAbort"]) == (counts.commits, counts.aborts + counts.timeouts)
+        assert (states["COMPLETE_COMMIT"], states["COMPLETE_ABORT"]) == (counts.commits, counts.aborts + counts.timeouts)
     assert f"Completed rollback of ongoing transaction for transactionalId {tids[0]} due to timeout" in (
         broker.server_log.read_text()
     )
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
-def test_debug_coordinator_logging(own_broker: Callable[..., KafkaBroker], version: str) -> None:
-    broker = own_broker(version=version, coordinator_log_level="DEBUG")
+def _rolled_logs(broker: KafkaBroker) -> list[Path]:
+    """server.log and the files it rolled over to, oldest first (server.log.2, server.log.1, server.log)."""
+    rolled = sorted(broker.logs_dir.glob("server.log.*"), key=lambda p: int(p.suffix[1:]), reverse=True)
+    return [*rolled, broker.server_log]
+
+
+@pytest.mark.parametrize("version", FULL_SUITE_VERSIONS)
+def test_debug_coordinator_logging_rolls_over_by_size(own_broker: Callable[..., KafkaBroker], version: str) -> None:
+    """The DEBUG lines are there, and server.log rolls over at its size cap under log4j's names
+    (server.log.1, server.log.2: what the exporter's broker-log follower reads), keeping two: a
+    broker's start and one transaction at DEBUG write more than three times 64 KiB."""
+    cap = 64 * 1024
+    broker = own_broker(version=version, coordinator_log_level="DEBUG", server_log_max_bytes=cap, server_log_backups=2)
     topic, tid = _names()
     create_topic(broker.bootstrap_servers, topic, partitions=2)
     commit_transactions(broker.bootstrap_servers, tid, topic, count=1)
 
-    state = "COMPLETE_COMMIT" if version.startswith("4.") else "CompleteCommit"
-    _wait_for_line(
-        broker.server_log,
+    state = "COMPLETE_COMMIT" if broker.kafka.log_state_names == "enum" else "CompleteCommit"
+    pattern = (
         rf"^\[[^\]]+\] DEBUG \[Transaction State Manager 1\]: Updating {tid}'s transaction state to "
-        rf"TxnTransitMetadata.*txnState={state}.* succeeded \(kafka\.coordinator\.transaction\.TransactionStateManager\)$",
+        rf"TxnTransitMetadata.*txnState={state}.* succeeded \(kafka\.coordinator\.transaction\.TransactionStateManager\)$"
     )
+    deadline = time.monotonic() + 30
+    while not re.search(pattern, "".join(_read(p) for p in _rolled_logs(broker)), re.MULTILINE):
+        assert time.monotonic() < deadline, f"no line matching {pattern!r} in {broker.logs_dir}"
+        time.sleep(0.2)
+
+    files = _rolled_logs(broker)
+    assert [p.name for p in files] == ["server.log.2", "server.log.1", "server.log"]
+    for path in files:
+        # Rolled between log events: a file may pass the cap by one event (the config dump is ~15 KiB).
+        assert path.stat().st_size <= 2 * cap, path
+        assert LOG_LINE.match(path.read_text().splitlines()[0]), path
 
 
 def test_stop_and_restart_leave_no_jvm(own_broker: Callable[..., KafkaBroker]) -> None:
@@ -138,7 +153,9 @@ def test_stop_and_restart_leave_no_jvm(own_broker: Callable[..., KafkaBroker]) -
 
 
 def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., KafkaBroker]) -> None:
-    first = own_broker()
+    """Markers held back are retried (a line each, thousands a second): server.log stays capped."""
+    cap = 1024 * 1024
+    first = own_broker(server_log_max_bytes=cap, server_log_backups=2)
     follower = own_broker(join=first, node_id=2)
     bootstrap = first.bootstrap_servers
     topic, tid = _names()
@@ -157,12 +174,20 @@ def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., Kafk
             r"\S*NotEnoughReplicasException, retrying with current coordinator epoch \d+.*$",
         )
         assert count_messages(bootstrap, topic, read_committed=True, timeout=5) == 0
+        deadline = time.monotonic() + 60
+        while not (first.logs_dir / "server.log.2").exists():  # rolled over twice, 1 MiB each
+            assert time.monotonic() < deadline, "server.log did not roll over during the hold"
+            time.sleep(0.2)
 
     # Released: the retried markers land and the transaction completes.
     deadline = time.monotonic() + 30
     while count_messages(bootstrap, topic, read_committed=True) != 1:
         assert time.monotonic() < deadline, "transaction did not complete after the hold"
         time.sleep(0.5)
+    # Looked at once the retries stopped, so not in the middle of a rollover's renames.
+    files = _rolled_logs(first)
+    assert [p.name for p in files] == ["server.log.2", "server.log.1", "server.log"]
+    assert all(p.stat().st_size <= cap + 64 * 1024 for p in files)
 
 
 def test_cluster_ids_never_start_with_a_dash():

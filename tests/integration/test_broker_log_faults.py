@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from exporter.harness.broker import KafkaBroker
+from exporter.harness.versions import FULL_SUITE_VERSIONS
 from exporter.harness.workload import alter_topic_config, commit_transactions, create_topic, held_commit
 from tests.integration.exporter_process import ExporterProcess
 
@@ -34,7 +35,7 @@ RECORDS = "kafka_transaction_state_log_records_total"
 STATE_MANAGER_LOGGER = "kafka.coordinator.transaction.TransactionStateManager"
 
 
-@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
+@pytest.fixture(scope="module", params=FULL_SUITE_VERSIONS)
 def cluster(request, kafka_broker_factory, tmp_path_factory):
     root = tmp_path_factory.mktemp(f"broker-log-{request.param}")
     with kafka_broker_factory.joined_pair(root, request.param, transaction_state_partitions=PARTITIONS) as pair:
@@ -54,7 +55,7 @@ def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": STATE_TOPIC, "partition": p, "replicas": [1, 2]} for p in range(PARTITIONS)]}))
     result = first.run_tool(
-        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        first.kafka.reassign_partitions_class,
         "--bootstrap-server", first.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -82,7 +83,7 @@ def _set_state_log_min_isr(broker: KafkaBroker, value: str) -> None:
 def _set_logger(broker: KafkaBroker, level: str | None) -> None:
     change = ["--add-config", f"{STATE_MANAGER_LOGGER}={level}"] if level else ["--delete-config", STATE_MANAGER_LOGGER]
     result = broker.run_tool(
-        "kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers,
+        broker.kafka.config_command_class, "--bootstrap-server", broker.bootstrap_servers,
         "--entity-type", "broker-loggers", "--entity-name", str(broker.node_id), "--alter", *change,
     )
     assert result.returncode == 0, result.stdout + result.stderr

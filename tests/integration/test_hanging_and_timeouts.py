@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from exporter.harness.broker import KafkaBroker
+from exporter.harness.versions import FULL_SUITE_VERSIONS
 from exporter.harness.workload import (
     create_internal_topics,
     create_topic,
@@ -23,7 +24,7 @@ TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DURATION = "kafka_transaction_duration_seconds_count"
 
 
-@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
+@pytest.fixture(scope="module", params=FULL_SUITE_VERSIONS)
 def cluster(request, kafka_broker_factory, tmp_path_factory):
     """Two brokers (markers can be held back). The coordinator sweeps timed-out transactions every
     6 s instead of the harness's 0.5 s, so a timed-out transaction stays ONGOING, late, for a while."""
@@ -106,7 +107,7 @@ def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
     assert not [r for r in ours if r["verdict"] == "hanging"]
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+@pytest.mark.parametrize("version", FULL_SUITE_VERSIONS)
 def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, version):
     """A real hanging transaction: records written in a transaction whose coordinator never heard of
     the partition (no AddPartitionsToTxn; the broker's KIP-890 check is off so it accepts them)."""
@@ -130,3 +131,11 @@ def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, v
     assert [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in kafka_hanging] == [
         ("unregistered", 0, row["producer_id"], row["epoch"])
     ]
+    # The exporter's transactions view lists it too, with the same abort command.
+    status, body = process.get("/transactions?state=HANGING")
+    assert status == 200, body
+    (listed,) = json.loads(body)["hanging"]
+    assert (listed["transactional_id"], listed["producer_id"], listed["start_offset"]) == (
+        "ghost", row["producer_id"], row["start_offset"])
+    assert listed["abort_command"] == (f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic unregistered"
+                                       f" --partition 0 --start-offset {row['start_offset']}")

@@ -22,6 +22,7 @@ from confluent_kafka.admin import (
 )
 
 from exporter.harness.broker import KafkaBroker
+from exporter.harness.versions import FULL_SUITE_VERSIONS, kafka_version
 from exporter.harness.workload import commit_transactions, create_internal_topics, create_topic, timed_out_producer
 from tests.integration.exporter_process import ExporterProcess
 
@@ -45,7 +46,8 @@ def _config(tmp_path: Path, user: str, password: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=[("4.4.0", 2), ("3.9.2", None)], ids=["4.4.0", "3.9.2"])
+@pytest.fixture(scope="module", params=[(v, kafka_version(v).newest_transaction_version) for v in FULL_SUITE_VERSIONS],
+                ids=FULL_SUITE_VERSIONS)
 def secured(request, kafka_broker_factory, tmp_path_factory):
     # One broker per version for the module (as conftest's own_broker does, but shared by the tests).
     version, transaction_version = request.param

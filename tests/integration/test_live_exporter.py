@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from exporter.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
 from exporter.harness.workload import create_internal_topics, create_topic, held_commit, run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
 
@@ -72,7 +73,7 @@ def test_restart_rebuilds_the_same_gauges_without_replayed_latency(broker, expor
 
 
 def test_broker_restart_reports_the_source_down_then_recovers(own_broker, exporter, tmp_path):
-    broker = own_broker(version="4.4.0")
+    broker = own_broker(version=DEFAULT_KAFKA_VERSION)
     create_topic(broker.bootstrap_servers, "orders", partitions=1)
     run_mix(broker.bootstrap_servers, "orders", ["before"], commits=1, aborts=0)
     process = exporter(broker.bootstrap_servers)
@@ -87,7 +88,7 @@ def test_broker_restart_reports_the_source_down_then_recovers(own_broker, export
     process.wait_for(lambda: process.value(RECORDS, target_state="COMPLETE_COMMIT") == 1, 60, "live records again")
 
 
-@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
+@pytest.fixture(scope="module", params=FULL_SUITE_VERSIONS)
 def cluster(request, kafka_broker_factory, tmp_path_factory):
     """Two brokers: markers can be held back, and partitions can move from one to the other."""
     root = tmp_path_factory.mktemp(f"cluster-{request.param}")
@@ -126,7 +127,7 @@ def test_a_partition_moving_away_drops_its_series(cluster, exporter, tmp_path):
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "__transaction_state", "partition": 3, "replicas": [2]}]}))
     result = first.run_tool(
-        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        first.kafka.reassign_partitions_class,
         "--bootstrap-server", first.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
     )
     assert result.returncode == 0, result.stdout + result.stderr

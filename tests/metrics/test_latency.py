@@ -16,6 +16,7 @@ from exporter.metrics.latency import LatencyRecorder
 
 LAYOUT = HdrLayout(DURATION_BUCKETS)
 WINDOW_MS = 300_000
+TXN = {"transactional_id": "t", "producer_id": 1}  # the transaction every observation here is of
 
 
 def reference_buckets(values_ms: list[int]) -> list[int]:
@@ -31,7 +32,7 @@ def reference_quantile(values_ms: list[int], q: float) -> int:
 def record_all(values_ms: list[int], now_ms: int = 0) -> LatencyRecorder:
     recorder = LatencyRecorder(LAYOUT, WINDOW_MS, 5, now_ms)
     for v in values_ms:
-        recorder.record(v, now_ms)
+        recorder.record(v, now_ms, **TXN)
     return recorder
 
 
@@ -80,8 +81,8 @@ def test_sub_millisecond_precision_is_exact_below_two_seconds():
 def test_window_slides_but_buckets_stay_cumulative():
     recorder = LatencyRecorder(LAYOUT, window_ms=300_000, slices=5, now_ms=0)
     for _ in range(10):
-        recorder.record(1000, now_ms=0)  # minute 0
-    recorder.record(5, now_ms=250_000)  # minute 4
+        recorder.record(1000, now_ms=0, **TXN)  # minute 0
+    recorder.record(5, now_ms=250_000, **TXN)  # minute 4
     in_window = recorder.snapshot(299_999, QUANTILES)
     assert in_window.window_count == 11
     assert in_window.quantiles[0] == 1.0
@@ -100,8 +101,8 @@ def test_window_slides_but_buckets_stay_cumulative():
 
 def test_a_clock_going_back_keeps_filling_the_current_slice():
     recorder = LatencyRecorder(LAYOUT, 300_000, 5, now_ms=120_000)
-    recorder.record(3, now_ms=120_000)
-    recorder.record(4, now_ms=1_000)
+    recorder.record(3, now_ms=120_000, **TXN)
+    recorder.record(4, now_ms=1_000, **TXN)
     assert recorder.snapshot(120_000, QUANTILES).window_count == 2
 
 
@@ -118,7 +119,7 @@ def test_sum_and_count_survive_slices_leaving_the_window():
     recorder = LatencyRecorder(LAYOUT, window_ms=300_000, slices=5, now_ms=0)
     values = [3, 2_501, 70_001, -4]
     for minute, v in enumerate(values):
-        recorder.record(v, now_ms=minute * 60_000)
+        recorder.record(v, now_ms=minute * 60_000, **TXN)
     late = recorder.snapshot(3_600_000, QUANTILES)
     assert late.window_count == 0
     assert late.cumulative_buckets == tuple(reference_buckets([3, 2_501, 70_001, 0]))

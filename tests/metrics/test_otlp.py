@@ -69,6 +69,12 @@ def attrs(point) -> dict[str, str]:
     return {kv.key: kv.value.string_value for kv in point.attributes}
 
 
+def exemplar_of(exemplar) -> tuple[dict[str, str], float]:
+    """An OTLP exemplar's attributes and value; the /metrics exemplar's time, in ns."""
+    assert exemplar.time_unix_nano == (NOW_MS - 5_000 + 3_001) * 1_000_000  # feed()'s PREPARE_ABORT
+    return {kv.key: kv.value.string_value for kv in exemplar.filtered_attributes}, exemplar.as_double
+
+
 def build(exponential: bool):
     recorders = LatencyRecorders(now_ms=NOW_MS)
     teed = ExponentialRecorders(recorders) if exponential else None
@@ -123,6 +129,7 @@ def test_explicit_push_carries_every_metric_with_the_names_units_and_labels_of_m
     assert len(abort.bucket_counts) == len(abort.explicit_bounds) + 1
     assert abort.bucket_counts[list(abort.explicit_bounds).index(5.0)] == 1  # (2.5, 5]
     assert sum(abort.bucket_counts) == 1
+    assert [exemplar_of(e) for e in abort.exemplars] == [({"transactional_id": "b", "producer_id": "4000"}, 2.501)]
 
 
 def test_exponential_push_has_the_same_series_with_exact_min_max(receiver):
@@ -139,6 +146,7 @@ def test_exponential_push_has_the_same_series_with_exact_min_max(receiver):
     (index,) = [abort.positive.offset + i for i, n in enumerate(abort.positive.bucket_counts) if n]
     assert base**index < 2.501 <= base ** (index + 1)
     assert points["EMPTY"].count == 0
+    assert [exemplar_of(e) for e in abort.exemplars] == [({"transactional_id": "b", "producer_id": "4000"}, 2.501)]
     assert got["kafka_transaction_duration_seconds"].WhichOneof("data") == "exponential_histogram"
 
 

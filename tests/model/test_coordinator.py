@@ -18,9 +18,11 @@ from tests.model.builders import S, log_event
 class ListSink:
     def __init__(self) -> None:
         self.values: list[int] = []
+        self.transactions: list[tuple[str, int]] = []  # (transactional id, producer id) per value
 
-    def record(self, value_ms: int, now_ms: int) -> None:
+    def record(self, value_ms: int, now_ms: int, transactional_id: str, producer_id: int) -> None:
         self.values.append(value_ms)
+        self.transactions.append((transactional_id, producer_id))
 
 
 def new_model() -> tuple[CoordinatorModel, list[ListSink], ListSink, ListSink]:

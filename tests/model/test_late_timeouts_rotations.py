@@ -135,3 +135,21 @@ def test_commit_duration_is_start_to_prepare():
     model.apply(event("d", S.PREPARE_COMMIT, start_ms=1_000_000, at_ms=1_000_750))
     model.apply(event("d", S.COMPLETE_COMMIT, start_ms=1_000_000, at_ms=1_000_760))
     assert [d.values for d in durations] == [[750], [], []]
+
+
+def test_observations_carry_the_transaction_and_a_completion_the_prepares_producer_id():
+    """Exemplars name the transaction behind an observation. KIP-890 TV2 rotates the producer id at
+    an EndTxn: the COMPLETE_* record carries the next id, while the markers were written under the
+    prepare's, which the marker completion keeps."""
+    append = [ListSink() for _ in range(6)]
+    commit, durations = ListSink(), [ListSink() for _ in range(3)]
+    model = CoordinatorModel(ObservationSinks(append, commit, ListSink(), durations))
+    live_partition(model)
+    model.apply(event("x", S.ONGOING, pid=4000, epoch=32766, tv=2))
+    model.apply(event("x", S.PREPARE_COMMIT, pid=4000, epoch=32767, at_ms=1_000_100, tv=2))
+    model.apply(event("x", S.COMPLETE_COMMIT, pid=4001, epoch=0, at_ms=1_000_130, tv=2))
+    assert append[S.ONGOING].transactions == [("x", 4000)]
+    assert append[S.PREPARE_COMMIT].transactions == [("x", 4000)]
+    assert append[S.COMPLETE_COMMIT].transactions == [("x", 4001)]
+    assert (commit.values, commit.transactions) == ([30], [("x", 4000)])
+    assert durations[0].transactions == [("x", 4000)]

@@ -1,14 +1,17 @@
-"""Real broker log lines captured from 3.9.2 and 4.4.0 brokers (held markers, failing
-__transaction_state appends at INFO and at DEBUG, a final append in the retry queue, partitions moving
-away), parsed line by line: each line's events as `<version>.expected.json` lists them, nothing else.
+"""Real broker log lines captured from a broker of every pinned version (held markers, failing
+__transaction_state appends at INFO and at DEBUG, a final append in the retry queue, markers for a
+deleted topic, partitions moving away), parsed line by line: each line's events as
+`<version>.expected.json` lists them, nothing else.
 
-The captures are excerpts of server.log from the fault runs of tests/integration/test_broker_log_faults.py
-(most of the thousands of identical marker-retry lines left out); expected.json was checked by hand.
+The captures are excerpts of server.log written by `python -m tests.sources.make_broker_log_corpus
+VERSION` (its docstring says how); expected.json was checked by hand, and is held here to plain
+counts of the lines each kind of event comes from, and to the version table's log formats.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,10 +19,12 @@ import pytest
 
 from exporter.broker_log import BrokerLogParser
 from exporter.codec.states import TransactionState
+from exporter.harness.versions import KAFKA_VERSIONS, kafka_version
 from exporter.sources.broker_log import BrokerLogFollower
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
-VERSIONS = ("3.9.2", "4.4.0")
+VERSIONS = KAFKA_VERSIONS
+pytestmark = pytest.mark.tested_on("broker-log corpus")
 
 
 def _expected(version: str) -> dict:
@@ -28,6 +33,7 @@ def _expected(version: str) -> dict:
 
 def _as_json(event, line: int) -> dict:
     fields = asdict(event)
+    fields.pop("seen_ms", None)  # when the line was read, not what it says
     if "target_state" in fields:
         fields["target_state"] = TransactionState(fields["target_state"]).name
     return {"line": line, "event": type(event).__name__, **fields}
@@ -67,3 +73,43 @@ def test_the_corpus_covers_every_kind_of_line(version):
         ("CoordinatorChanged", None, True),
         ("CoordinatorChanged", None, False),
     }
+
+
+def _lines(version: str) -> list[str]:
+    return (CORPUS / f"{version}.log").read_text().splitlines()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_events_agree_with_plain_counts_of_their_lines(version):
+    """The expected events, counted per kind, against the lines that carry them found by plain
+    substrings: a line the parser missed or read twice changes a count."""
+    lines = _lines(version)
+    events = _expected(version)["events"]
+
+    def lines_with(*texts: str) -> int:
+        return sum(all(t in line for t in texts) for line in lines if line.startswith("["))
+
+    def events_of(kind: str, **fields) -> int:
+        return sum(e["event"] == kind and all(e.get(k) == v for k, v in fields.items()) for e in events)
+
+    assert events_of("MarkerWriteRetried") == lines_with("'s transaction marker for partition ", "has failed with error ", ", retrying")
+    assert events_of("MarkerWriteFailed") == (
+        lines_with("'s transaction marker for partition ", "has permanently failed with error ")
+        + lines_with("'s transaction marker from partition ", "This partition will be removed"))
+    # One event per failed append: its INFO line (a DEBUG line before it gives the raw error).
+    assert events_of("TransactionLogAppendFailed") == lines_with(" append transaction log for ", " transition failed due to ")
+    assert events_of("CompleteAppendRetried") == lines_with("Not available to append PendingCompleteTxn")
+    assert events_of("CoordinatorChanged", elected=True) == lines_with("Elected as the txn coordinator for partition ")
+    assert events_of("CoordinatorChanged", elected=False) == lines_with("Resigned as the txn coordinator for partition ")
+    debug = lines_with("DEBUG ", "'s new metadata ", " failed due to ")
+    assert debug > 0 and events_of("TransactionLogAppendFailed", error="NOT_ENOUGH_REPLICAS") == debug
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_log_formats_are_those_of_the_version_table(version):
+    """What exporter/harness/versions.py says a version's lines look like, as its broker wrote them."""
+    row = kafka_version(version)
+    text = "\n".join(_lines(version))
+    states = set(re.findall(r"txnState=(\w+)", text))
+    assert states and all((s.isupper() if row.log_state_names == "enum" else not s.isupper()) for s in states), states
+    assert f"PendingCompleteTxn{row.pending_complete_txn_bracket}transactionalId=" in text

@@ -1,0 +1,18 @@
+"""The transactions view: which transactions are in flight, stuck or hanging, one row per transaction.
+
+What the metrics count (no per-id series: unbounded cardinality), this lists, from what the model
+already holds, at no cardinality cost. Served by the exporter's HTTP server with its TLS and basic
+auth; `txn-exporter transactions --url URL` prints it in a terminal.
+
+URL contract (alerts and runbooks link to it):
+
+    GET /transactions[?state=S[,S...]][&min_age=AGE][&limit=N][&format=json|html]
+
+- HTML to a browser (`Accept` naming text/html), JSON otherwise; `format` forces either.
+- `state`: ONGOING, PREPARE_COMMIT, PREPARE_ABORT, HANGING (case-insensitive, repeatable or
+  comma-separated); default all. `min_age`: seconds, or with a unit (`500ms`, `90s`, `5m`, `2h`);
+  `limit`: rows per list, 1 to 1000, default 100. Anything else: 400 with a one-line message.
+
+Modules: `query` (filters, selection from the model's snapshot, the JSON document), `page` (HTML),
+`table` (terminal), `endpoint` (the HTTP route).
+"""

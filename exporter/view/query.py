@@ -1,0 +1,203 @@
+"""The transactions view's query: filters, the selection, and the JSON document every format renders.
+
+Cost: the model's lock is held only to copy references to its in-flight tuples and the last
+hanging scan (CoordinatorModel.in_flight: no allocation per transaction). Filtering, the oldest
+`limit` (heapq.nsmallest on the tuples themselves: they order by state entry) and formatting run
+after the lock is released, so a large view never stalls the source (bench/transactions_view.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from exporter.codec import DecodeError, TransactionState, decode_value
+from exporter.model import CoordinatorModel
+from exporter.model.hanging import HANGING, abort_command, finding_row
+from exporter.model.partition import STATE_MASK
+from exporter.sources.events import HangingScanCompleted
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+# State filter names; HANGING selects the hanging-transaction scan's findings.
+STATES = {s.name: int(s) for s in (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT,
+                                   TransactionState.PREPARE_ABORT)}  # fmt: skip
+HANGING_STATE = "HANGING"
+# A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit.
+_AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?")
+_UNIT_MS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "h": 3_600_000}
+PARAMETERS = ("state", "min_age", "limit", "format")
+
+
+class QueryError(ValueError):
+    """A bad filter: its message is one line, for a 400 or the terminal."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    states: frozenset[int] | None = None  # transaction state ids; None: all
+    hanging: bool = True  # list the hanging scan's findings
+    min_age_ms: int = 0
+    limit: int = DEFAULT_LIMIT
+    format: str | None = None  # "json", "html" or None (content negotiation)
+
+    def parameters(self, **changes: str) -> str:
+        """This query as a URL query string (for links), with `changes` applied."""
+        params: dict[str, str] = {}
+        if self.states is not None or not self.hanging:
+            names = sorted(n for n, s in STATES.items() if self.states is None or s in self.states)
+            params["state"] = ",".join(names + ([HANGING_STATE] if self.hanging else []))
+        if self.min_age_ms:
+            params["min_age"] = f"{self.min_age_ms}ms"
+        if self.limit != DEFAULT_LIMIT:
+            params["limit"] = str(self.limit)
+        params.update(changes)
+        return urllib.parse.urlencode(params)
+
+
+def parse_query(query_string: str) -> Query:
+    """QueryError (one line) for an unknown parameter or a bad value."""
+    try:
+        pairs = urllib.parse.parse_qsl(query_string, keep_blank_values=True, strict_parsing=bool(query_string),
+                                       max_num_fields=32)
+    except ValueError as e:
+        raise QueryError(f"bad query string: {e}") from None
+    states: set[int] | None = None
+    hanging = True
+    min_age_ms, limit, format_ = 0, DEFAULT_LIMIT, None
+    seen_state = False
+    for key, value in pairs:
+        if key not in PARAMETERS:
+            raise QueryError(f"unknown parameter {_shown(key)}; known: {', '.join(PARAMETERS)}")
+        if not value.strip():  # a form's empty field: the default
+            continue
+        if key == "state":
+            if not seen_state:
+                states, hanging, seen_state = set(), False, True
+            for name in filter(None, (n.strip().upper() for n in value.split(","))):
+                if name == HANGING_STATE:
+                    hanging = True
+                elif name in STATES:
+                    states.add(STATES[name])  # type: ignore[union-attr]
+                else:
+                    raise QueryError(f"state: {_shown(name)} is none of {', '.join([*STATES, HANGING_STATE])}")
+        elif key == "min_age":
+            # An unescaped "+" of an exponent arrives as a space.
+            match = _AGE.fullmatch(value.strip().replace(" ", "+"))
+            if match is None:
+                raise QueryError(f"min_age: {_shown(value)} is not an age (seconds, or 500ms, 90s, 5m, 2h)")
+            min_age_ms = round(float(match[1]) * _UNIT_MS[match[2]])
+        elif key == "limit":
+            if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+                raise QueryError(f"limit: {_shown(value)} is not a number from 1 to {MAX_LIMIT}")
+            limit = int(value)
+        else:
+            if value not in ("json", "html"):
+                raise QueryError(f"format: {_shown(value)} is neither json nor html")
+            format_ = value
+    frozen = None if states is None else frozenset(states)
+    return Query(frozen, hanging, min_age_ms, limit, format_)
+
+
+def _shown(text: str) -> str:
+    return repr(text[:40] + ("..." if len(text) > 40 else ""))
+
+
+def select(entries: Sequence[tuple], query: Query, now_ms: int) -> tuple[list[tuple], int]:
+    """(the oldest `query.limit` matching InFlight tuples, oldest first; how many match)."""
+    states = query.states
+    matching = entries if states is None else [e for e in entries if e[3] & STATE_MASK in states]
+    # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
+    oldest = heapq.nsmallest(query.limit, matching)
+    if not query.min_age_ms:
+        return oldest, len(matching)
+    # Old enough is a prefix of that order, so the oldest `limit` of them are among the oldest of all.
+    # A tuple is old enough when it sorts before (cutoff + 1,): compared in C, no Python per entry.
+    old_enough = (now_ms - query.min_age_ms + 1,).__gt__
+    return [e for e in oldest if old_enough(e)], sum(map(old_enough, matching))
+
+
+def document(
+    model: CoordinatorModel, query: Query, now_ms: int, late_padding_ms: int, bootstrap_servers: str,
+    broker_log: bool,
+) -> dict[str, object]:
+    """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""
+    with model.lock:
+        entries = model.in_flight()
+        scan = model.hanging_scan
+    selected, matching = select(entries, query, now_ms)
+    hanging, hanging_matching = hanging_rows(scan, query, now_ms, bootstrap_servers)
+    return {
+        "now_ms": now_ms,
+        "query": {
+            "states": sorted(n for n, s in STATES.items() if query.states is None or s in query.states)
+            + ([HANGING_STATE] if query.hanging else []),
+            "min_age_seconds": query.min_age_ms / 1000,
+            "limit": query.limit,
+        },
+        "late_padding_seconds": late_padding_ms / 1000,
+        "broker_log": broker_log,
+        "in_flight_matching": matching,
+        "transactions": [transaction_row(entry, now_ms, late_padding_ms) for entry in selected],
+        "hanging_scan": scan is not None,
+        "hanging_matching": hanging_matching,
+        "hanging": hanging,
+    }
+
+
+def transaction_row(entry: tuple, now_ms: int, late_padding_ms: int) -> dict[str, object]:
+    entered_ms, tid, partition, packed, record, marker_errors = entry
+    value = record.value
+    state = packed & STATE_MASK
+    partitions = value.partitions
+    error = None
+    if not isinstance(partitions, dict) and partitions is not None:  # decoded without them: now
+        try:
+            partitions = decode_value(record.raw_value).partitions if record.raw_value is not None else None
+        except DecodeError as e:
+            partitions, error = None, str(e)
+    deadline_ms = value.start_timestamp_ms + value.transaction_timeout_ms
+    row: dict[str, object] = {
+        "transactional_id": tid,
+        "state": TransactionState(state).name,
+        "producer_id": value.producer_id,
+        "producer_epoch": value.producer_epoch,
+        "state_entered_ms": entered_ms,
+        "age_seconds": round(max(0, now_ms - entered_ms) / 1000, 3),
+        "transaction_start_ms": value.start_timestamp_ms,
+        "transaction_timeout_ms": value.transaction_timeout_ms,
+        # kafka_transactions_late's rule: ONGOING past its own timeout plus the padding.
+        "late": state == TransactionState.ONGOING and deadline_ms < now_ms - late_padding_ms,
+        "coordinator_partition": partition,
+        "partitions": [f"{topic}-{p}" for topic, ids in (partitions or {}).items() for p in ids],
+        "marker_errors": [
+            {"partition": p, "error": e, "count": count, "last_seen_ms": seen}
+            for p, (e, count, seen) in sorted((marker_errors or {}).items())
+        ],
+    }
+    if error is not None:
+        row["partitions_error"] = error
+    return row
+
+
+def hanging_rows(
+    scan: HangingScanCompleted | None, query: Query, now_ms: int, bootstrap_servers: str
+) -> tuple[list[dict[str, object]], int]:
+    """The last scan's hanging transactions that match, oldest first, with Kafka's abort command;
+    (rows up to the limit, how many match)."""
+    if scan is None or not query.hanging:
+        return [], 0
+    cutoff = now_ms - query.min_age_ms
+    found = sorted(
+        (f for f in scan.findings if f.verdict == HANGING and f.transaction.last_timestamp_ms <= cutoff),
+        key=lambda f: f.transaction.last_timestamp_ms,
+    )
+    rows = []
+    for finding in found[: query.limit]:
+        row = finding_row(finding, now_ms - finding.transaction.last_timestamp_ms)
+        row["abort_command"] = abort_command(bootstrap_servers, finding.transaction)
+        rows.append(row)
+    return rows, len(found)

@@ -1,0 +1,145 @@
+"""The README's "Tested on" table: per pinned Kafka version (exporter/harness/versions.py), the
+checks a run of the tests passed on a real broker of it. Produced by the run, never typed.
+
+- A per-version test declares its check, `@pytest.mark.tested_on("<check>")` with a key of CHECKS,
+  and gets its Kafka version as the parameter `version` (a fixture or a parametrize argument).
+- tests/conftest.py records each such test's outcome. A (version, check) cell is ✓ when every test
+  of it passed, ✗ when one failed, was skipped or xfailed: a red or skipped check never shows ✓.
+- At the end of a run that collected every cell, the run writes its table to
+  .pytest_cache/tested-on.md and fails when README.md's differs. `python -m tests.tested_on`
+  copies the last run's table into README.md; `--check` compares without writing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+from exporter.harness.versions import KAFKA_VERSIONS, VERSIONS
+
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+LAST_RUN = ROOT / ".pytest_cache" / "tested-on.md"
+BEGIN = "<!-- BEGIN TESTED-ON: written by a run of `make test` (`python -m tests.tested_on`); do not edit -->"
+END = "<!-- END TESTED-ON -->"
+
+# Column -> what a ✓ says, and where it is tested.
+CHECKS: dict[str, str] = {
+    "broker-log corpus": "the broker's own coordinator lines (failed appends at INFO and DEBUG, marker "
+    "errors, the final-append retry queue, election and resignation) parse as expected "
+    "(tests/sources/test_broker_log_corpus.py)",
+    "counts": "commits, aborts and a timeout abort: the exporter's record counts and current states equal "
+    "Kafka's DumpLogSegments of `__transaction_state` (tests/integration/test_every_version.py)",
+    "held markers": "markers held back: pending 1 with a growing oldest age, 0 after the release "
+    "(tests/integration/test_every_version.py)",
+}
+PASSED, FAILED = "✓", "✗"
+
+Outcomes = dict[tuple[str, str], bool]  # (version, check) -> every test of it passed
+
+
+def table(outcomes: Outcomes) -> str:
+    """The markdown table of ``outcomes`` (a cell missing from them is a failure too)."""
+    lines = [
+        "| Kafka | " + " | ".join(CHECKS) + " | whole suite |",
+        "|---" * (len(CHECKS) + 2) + "|",
+    ]
+    for row in VERSIONS:
+        cells = [PASSED if outcomes.get((row.version, check)) else FAILED for check in CHECKS]
+        lines.append(f"| {row.version} | " + " | ".join(cells) + f" | {'yes' if row.full_suite else ''} |")
+    legend = "\n".join(f"- **{check}**: {what}" for check, what in CHECKS.items())
+    return "\n".join(lines) + "\n\n" + legend + "\n"
+
+
+def readme_table(text: str) -> str | None:
+    """The table between the markers of ``text`` (None without them)."""
+    if BEGIN not in text or END not in text:
+        return None
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def render(text: str, generated: str) -> str:
+    head, rest = text.split(BEGIN, 1)
+    return head + BEGIN + "\n" + generated + END + rest.split(END, 1)[1]
+
+
+class Recorder:
+    """The pytest plugin (registered by tests/conftest.py) that records the cells' outcomes."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.cells: dict[str, tuple[str, str]] = {}  # node id -> (version, check)
+        self.passed: set[str] = set()  # node ids whose call passed
+        self.failed: set[str] = set()  # node ids with a phase failed, skipped or xfailed
+        self.deselected = False
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected = self.deselected or bool(items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            marker = item.get_closest_marker("tested_on")
+            if marker is None:
+                continue
+            check = marker.args[0] if marker.args else None
+            callspec = getattr(item, "callspec", None)
+            version = callspec.params.get("version") if callspec else None
+            if check not in CHECKS or version not in KAFKA_VERSIONS:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter")
+            self.cells[item.nodeid] = (version, check)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.cells:
+            return
+        if report.failed or report.skipped or hasattr(report, "wasxfail"):
+            self.failed.add(report.nodeid)
+        elif report.when == "call":
+            self.passed.add(report.nodeid)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        every = {(version, check) for version in KAFKA_VERSIONS for check in CHECKS}
+        covered = set(self.cells.values())
+        # The README's command (`pytest`, no arguments: testpaths) with nothing deselected: every
+        # cell must be there, so a check or version that lost its tests shows as failed too.
+        whole_suite = self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected
+        if covered != every and not whole_suite:
+            return  # a run of some tests only: it says nothing about the table
+        outcomes = {cell: True for cell in covered}
+        for nodeid, cell in self.cells.items():  # a test that never ran (-x, Ctrl-C) did not pass
+            if nodeid in self.failed or nodeid not in self.passed:
+                outcomes[cell] = False
+        generated = table(outcomes)
+        LAST_RUN.parent.mkdir(exist_ok=True)
+        LAST_RUN.write_text(generated)
+        if readme_table(README.read_text()) != generated:
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    "README.md's Tested-on table is not what this run verified; the run's table:\n"
+                    f"{generated}(a green run's table goes into README.md with: python -m tests.tested_on)", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Copy the last complete test run's Tested-on table into README.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 if README.md's table differs")
+    args = parser.parse_args(argv)
+    if not LAST_RUN.exists():
+        print(f"no complete run recorded in {LAST_RUN}: run `make test` first", file=sys.stderr)
+        return 1
+    generated, text = LAST_RUN.read_text(), README.read_text()
+    if readme_table(text) == generated:
+        return 0
+    if args.check:
+        print("README.md's Tested-on table differs from the last run's: python -m tests.tested_on", file=sys.stderr)
+        return 1
+    README.write_text(render(text, generated))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
