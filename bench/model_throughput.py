@@ -9,6 +9,12 @@ the run size: the default 20 is the source's 1,000 records per poll spread evenl
 partitions, the least a saturated exporter sees; 1 (every record from another partition than the
 one before) is printed too, as the floor. The full decode is printed for scale. Each figure is for
 the realistic mix of bench/synthetic.py, with the old uniform shape on the line below it.
+
+"live path" is the whole of it as `txn-exporter run` does it: the source's own loop
+(TransactionLogTail, building the runs from confluent-kafka Message objects, 1,000 per poll) and
+the model's apply_batch, with a stand-in for the consumer that hands over prebuilt messages (the
+fetch itself is librdkafka's and is left out). Targets (issue 14): >= 300k transitions/s on the mix,
+>= 250k with runs of 1.
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles  #
 from exporter.codec import decode_record  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
+from exporter.sources import kafka_topic  # noqa: E402
 from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+
+POLL_RECORDS = 1000  # what `txn-exporter run` asks of each poll (TransactionLogTail.poll's default)
 
 
 def as_fetched(records: list[RawRecord], run_length: int) -> list[list[RawRecord]]:
@@ -57,6 +66,59 @@ def run_full(runs: list[list[RawRecord]]) -> float:
     return time.perf_counter() - start
 
 
+class _Delivering:
+    """Stands in for confluent_kafka.Consumer inside TransactionLogTail: each poll's messages are
+    handed over as librdkafka would, the first by poll(), the rest by consume()."""
+
+    def __init__(self, settings: dict) -> None:
+        self.polls: list[list] = []
+        self._rest: list = []
+        self.now_s = 0.0  # the tail's clock: 3 ms after the poll's last record was appended
+
+    def poll(self, timeout: float):
+        if not self.polls:
+            return None
+        first, *self._rest = messages = self.polls.pop()
+        self.now_s = (messages[-1].timestamp()[1] + 3) / 1000
+        return first
+
+    def consume(self, n: int, timeout: float) -> list:
+        return self._rest
+
+
+def as_polls(runs: list[list[RawRecord]]) -> list[list]:
+    """confluent-kafka Messages, POLL_RECORDS per poll, in reverse order (popped from the end)."""
+    from confluent_kafka import Message
+
+    messages = [Message(topic="__transaction_state", partition=r.partition, offset=r.offset, key=r.key,
+                        value=r.value, timestamp=(1, r.timestamp_ms)) for run in runs for r in run]
+    return [messages[i : i + POLL_RECORDS] for i in range(0, len(messages), POLL_RECORDS)][::-1]
+
+
+def run_live_path(polls: list[list], first_ms: int) -> float:
+    """The source's loop and the model, on messages already fetched."""
+    recorders = LatencyRecorders(now_ms=first_ms)
+    model = CoordinatorModel(recorders.sinks())
+    real_consumer, kafka_topic.Consumer = kafka_topic.Consumer, _Delivering
+    try:
+        tail = kafka_topic.TransactionLogTail("bench:0", all_partitions=True, clock=lambda: tail._consumer.now_s)
+    finally:
+        kafka_topic.Consumer = real_consumer
+    for p in range(PARTITIONS):
+        model.apply(PartitionAssigned(p))
+        model.apply(PartitionReplayed(p))
+    # Every partition followed and live, as after replay (the tail's own ownership logic is skipped).
+    tail._followed = {p: None for p in range(PARTITIONS)}
+    tail._consumer.polls = list(polls)
+    consume, apply_batch = tail._consume, model.apply_batch
+    start = time.perf_counter()
+    for _ in range(len(polls)):
+        events: list = []
+        consume(events, 0, POLL_RECORDS)
+        apply_batch(events)
+    return time.perf_counter() - start
+
+
 def run_decode_only(records: list[RawRecord], partitions: bool) -> float:
     start = time.perf_counter()
     for r in records:
@@ -82,6 +144,8 @@ def main() -> None:
         ("decode_record as the source does:", "decode", "records/s    "),
         ("decode + event + model + metrics:", "full", "transitions/s"),
         ("  the same, runs of 1:           ", "single", "transitions/s"),
+        ("live path (source loop + model): ", "live", "transitions/s"),
+        ("  the same, runs of 1:           ", "live_single", "transitions/s"),
     ):
         for shape in SHAPES:
             f = figures[shape]
@@ -96,6 +160,8 @@ def measure(args: argparse.Namespace, shape: str) -> dict[str, float]:
     records = list(transaction_cycles(args.tids, args.transactions, shape=shape))
     fetched = as_fetched(records, args.run_length)
     one_by_one = as_fetched(records, 1)
+    first_ms = records[0].timestamp_ms
+    polls, polls_single = as_polls(fetched), as_polls(one_by_one)
     # A live source streams records; keep the pre-built input out of the garbage collector's way.
     gc.freeze()
     try:
@@ -105,6 +171,8 @@ def measure(args: argparse.Namespace, shape: str) -> dict[str, float]:
             "decode": min(run_decode_only(records, False) for _ in range(args.runs)),
             "full": min(run_full(fetched) for _ in range(args.runs)),
             "single": min(run_full(one_by_one) for _ in range(args.runs)),
+            "live": min(run_live_path(polls, first_ms) for _ in range(args.runs)),
+            "live_single": min(run_live_path(polls_single, first_ms) for _ in range(args.runs)),
         }
     finally:
         gc.unfreeze()

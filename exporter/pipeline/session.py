@@ -17,6 +17,7 @@ from exporter.pipeline.errors import PipelineError
 
 # Java 23+ breaks Hadoop's login code (Subject.getSubject); Spark 4 needs 17+.
 _JAVA_MIN, _JAVA_MAX = 17, 22
+_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
 def check_java() -> str:
@@ -56,8 +57,9 @@ def spark_session(
     # Workers must run this interpreter (it has pyarrow and the exporter package).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    submitted = _submitted()
     builder = SparkSession.builder.appName(app_name)
-    if master or not _submitted():
+    if master or not submitted:
         builder = builder.master(master or "local[*]")
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = {
@@ -73,7 +75,7 @@ def spark_session(
     }
     if shuffle_partitions:
         conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
-    if kafka:
+    if kafka and not submitted:  # spark-submit's --jars/--packages put the connector there (see below)
         from exporter.harness.spark_jars import SparkJarsError, connector_jars
 
         try:
@@ -86,7 +88,23 @@ def spark_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TXN_EXPORTER_SPARK_LOG_LEVEL", "WARN"))
+    if kafka and submitted:
+        _check_connector(spark)
     return spark
+
+
+def _check_connector(spark) -> None:
+    """Under spark-submit the driver JVM started before this code ran: spark.jars set now would not
+    reach its classpath (Spark would fail later with KAFKA_DATA_SOURCE_NOT_ENABLED, after minutes
+    on a cluster), and would replace the jars spark-submit ships. So say what to add, at once."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(_KAFKA_PROVIDER, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Exception:
+        raise PipelineError(
+            "Spark's Kafka connector is not on this spark-submit's classpath: add "
+            "--jars \"$(python -m exporter.harness.spark_jars | paste -sd, -)\" (see README, the pipeline on a cluster)"
+        ) from None
 
 
 def _submitted() -> bool:

@@ -4,7 +4,9 @@ First: Spark's Kafka source really reads `__transaction_state` (its default offs
 internal topics; the session sets useDeprecatedOffsetFetching). Then: the lifecycle table equals
 what the workload did, segment-file input and Kafka input give the same tables, a stream with tiny
 micro-batches keeps open transactions across them and ends with the batch tables, and the pending
-history agrees with the live exporter's gauge over the same window.
+history agrees with the live exporter's gauge over the same window. And the same build, run by
+`txn-exporter pipeline build --master spark://...` on a real standalone cluster (a master and two
+one-core workers from pyspark's own launcher), writes tables identical to the local run's.
 
 JVMs: one broker plus Spark's; the gauge test needs a two-broker cluster (held markers) and runs
 Spark only after both brokers are stopped (on a copy of their segments).
@@ -12,13 +14,17 @@ Spark only after both brokers are stopped (on a copy of their segments).
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from exporter.harness.spark_cluster import SparkStandalone, spark_class
 from exporter.harness.workload import create_topic, hold_markers, run_mix, _producer
 from exporter.lifecycle import pending_at
 from exporter.pipeline import tables
@@ -77,6 +83,28 @@ def built(spark, workload, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    with SparkStandalone(tmp_path_factory.mktemp("spark-standalone"), workers=2, cores=1, memory="1g") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def built_on_cluster(built, workload, standalone):
+    """The CLI's build of the same inputs (Kafka and the same segment copy) on the standalone cluster."""
+    broker, _ = workload
+    out = Path(built).parent / "out-cluster"
+    env = dict(os.environ, TXN_EXPORTER_SPARK_DRIVER_MEMORY="1g", SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter", "pipeline", "build", "--quiet", "--master", standalone.url,
+         "--out", str(out), "--kafka", f"k={broker.bootstrap_servers}",
+         "--segments", f"s={Path(built).parent / 'segments'}"],
+        capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    return str(out)
+
+
 def _rows(spark, out, table, cluster, order):
     df = spark.read.parquet(f"{out}/{table}").where(f"cluster = '{cluster}'").drop("cluster")
     return [r.asDict() for r in df.orderBy(*order).collect()]
@@ -114,6 +142,42 @@ def test_lifecycles_equal_what_the_workload_did(spark, built, workload):
 def test_segment_files_and_kafka_give_the_same_tables(spark, built, table, order):
     kafka, segments = _rows(spark, built, table, "k", order), _rows(spark, built, table, "s", order)
     assert kafka and kafka == segments
+
+
+def test_a_standalone_cluster_gives_the_local_tables(spark, built, built_on_cluster, standalone):
+    for table, order in [("transitions", ["partition", "offset"]), ("lifecycles", ["transactional_id", "begin_ms"]),
+                         ("pending_history", ["time_ms"]), ("transactional_ids", ["transactional_id"]),
+                         ("candidates", ["transactional_id", "begin_ms"])]:
+        for cluster in ("k", "s"):
+            local = _rows(spark, built, table, cluster, order)
+            assert _rows(spark, built_on_cluster, table, cluster, order) == local, (table, cluster)
+            assert local or table == "candidates", (table, cluster)
+    # The work ran on the cluster's executors, one on each worker (Kafka reads included: the
+    # connector jars reached them), not in the driver.
+    apps = standalone.status()["completedapps"] + standalone.status()["activeapps"]
+    assert [a["name"] for a in apps] == ["txn-exporter pipeline"]
+    for i in range(standalone.workers):
+        assert list(standalone.worker_dir(i).glob("app-*/*/stderr")), f"no executor ran on worker {i}"
+
+
+def test_spark_submit_without_the_connector_says_what_to_add(workload, tmp_path):
+    """Under spark-submit the driver's JVM is up before the pipeline runs: without --jars, a Kafka
+    input gets one line naming the fix, at once, instead of Spark's KAFKA_DATA_SOURCE_NOT_ENABLED."""
+    broker, _ = workload
+    import exporter
+
+    main = Path(exporter.__file__).with_name("__main__.py")
+    done = subprocess.run(
+        [str(spark_class().with_name("spark-submit")), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         "--driver-memory", "512m", str(main), "pipeline", "build", "--quiet", "--out", str(tmp_path / "out"),
+         "--kafka", f"k={broker.bootstrap_servers}"],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"),
+    )  # fmt: skip
+    output = done.stdout + done.stderr  # spark-submit passes the Python driver's stderr to its stdout
+    assert done.returncode == 2, output[-3000:]
+    assert "Spark's Kafka connector is not on this spark-submit's classpath: add --jars" in output
+    assert "Traceback" not in output
 
 
 def test_stream_keeps_open_transactions_across_micro_batches(spark, built, workload, tmp_path):

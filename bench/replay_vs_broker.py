@@ -1,0 +1,264 @@
+"""Replay against the broker (issue 14, item 4): on the same 1M-record `__transaction_state`
+partition, the exporter's start-to-ready time beside the coordinator's own load time of it.
+
+    .venv/bin/python bench/replay_vs_broker.py [--records 1000000] [--runs 3] [--source synthetic|broker]
+    .venv/bin/python bench/replay_vs_broker.py --profile      # where the exporter's replay time goes
+
+The partition: bench/decode_segment.py's cached segment (default: the synthetic realistic mix of
+bench/synthetic.py; `--source broker`: the one a real 4.4.0 broker wrote for librdkafka clients),
+the only segment of partition 0 of a one-partition `__transaction_state` on a 4.4.0 broker (TV2).
+
+Each run is a takeover of that partition by a broker restarted with its data on disk (a clean
+shutdown first, so no log recovery; the page cache is warm for both sides):
+  broker:   Kafka's `partition-load-time-max` (Kafka Metrics group
+            `kafka.server:type=transaction-coordinator-metrics`), read over JMX with Kafka's own
+            JmxTool once the load is over: from the load's scheduling to its end, as the
+            coordinator records it (its log line "Finished loading N transaction metadata ... in
+            X milliseconds" is printed beside it as a check). The metrics window is set to an hour
+            (`metrics.sample.window.ms`) so the max is that of this restart's single load.
+  exporter: a `txn-exporter run --all-partitions` process, from its start (Python start-up,
+            imports, metadata, replay to the high watermark) to its first `/readyz` 200, with the
+            broker idle.
+The broker runs on core 1 and the exporter on core 0 (2+ cores). Target: exporter / broker <= 1.
+
+`--profile` replays in this process (the source and the model, as `txn-exporter run` does) under
+cProfile and splits the time into fetch (librdkafka's poll/consume), decode and model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
+from exporter.harness.broker import KafkaBroker, _free_port  # noqa: E402
+from exporter.harness.jars import tools_libs  # noqa: E402
+from exporter.harness.workload import _producer  # noqa: E402
+
+TOPIC = "__transaction_state"
+KAFKA = "4.4.0"
+LOAD_METRICS = "kafka.server:type=transaction-coordinator-metrics"
+_FINISHED = re.compile(r"Finished loading (\d+) transaction metadata from __transaction_state-0 in (\d+) milliseconds")
+
+
+def segment(source: str, records: int) -> Path:
+    """The cached segment (generated on first use, as bench/decode_segment.py does)."""
+    if source == "broker":
+        path = DATA / f"transaction_state-{KAFKA}-{records}" / "00000000000000000000.log"
+        if not path.exists():
+            generate(KAFKA, records, processes=4, threads=16, target=path)
+    else:
+        path = DATA / f"transaction_state-synthetic-mix-{records}" / "00000000000000000000.log"
+        if not path.exists():
+            generate_synthetic("mix", records, path)
+    return path
+
+
+# -- the broker and its JMX ------------------------------------------------------------------------
+
+
+class JmxBroker(KafkaBroker):
+    """A harness broker with remote JMX on a loopback port.
+    TODO(truth): exporter/harness/jmx.py and KafkaBroker(jmx=True) replace this class and
+    `load_time_ms`'s JmxTool call once they are in main."""
+
+    jmx_port = 0
+
+    def start(self) -> None:
+        self.jmx_port = self.jmx_port or _free_port()
+        # The java launcher reads JDK_JAVA_OPTIONS; set only while the broker's JVM starts (the
+        # JmxTool JVM must not try to open the same port).
+        saved = os.environ.get("JDK_JAVA_OPTIONS")
+        os.environ["JDK_JAVA_OPTIONS"] = " ".join([
+            f"-Dcom.sun.management.jmxremote.port={self.jmx_port}", f"-Dcom.sun.management.jmxremote.rmi.port={self.jmx_port}",
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
+            "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
+        ])  # fmt: skip
+        try:
+            super().start()
+        finally:
+            if saved is None:
+                del os.environ["JDK_JAVA_OPTIONS"]
+            else:
+                os.environ["JDK_JAVA_OPTIONS"] = saved
+
+    def load_time_ms(self) -> float:
+        url = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.jmx_port}/jmxrmi"
+        done = subprocess.run(
+            ["java", "-Xmx256m", "-cp", f"{tools_libs(KAFKA)}/*", "org.apache.kafka.tools.JmxTool",
+             "--jmx-url", url, "--object-name", LOAD_METRICS, "--attributes", "partition-load-time-max",
+             "--one-time", "true", "--report-format", "properties"],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        match = re.search(r":partition-load-time-max=([-\w.E]+)", done.stdout)
+        if done.returncode != 0 or not match:
+            raise SystemExit(f"JmxTool failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        return float(match.group(1))
+
+
+def prepared_broker(workdir: Path, source: Path) -> JmxBroker:
+    """A stopped one-partition broker whose `__transaction_state-0` is `source`, recovered once."""
+    broker = JmxBroker(
+        KAFKA, 2, transaction_state_partitions=1, workdir=workdir,
+        broker_properties={"transaction.state.log.segment.bytes": str(1 << 30), "metrics.sample.window.ms": "3600000"},
+    )  # fmt: skip
+    broker.start()
+    _producer(broker.bootstrap_servers, "bench-init").init_transactions(60)  # creates the topic
+    broker.stop()
+    partition_dir = broker.log_dirs / f"{TOPIC}-0"
+    for f in partition_dir.iterdir():
+        if f.suffix in (".log", ".index", ".timeindex", ".snapshot"):
+            f.unlink()
+    shutil.copyfile(source, partition_dir / source.name)
+    # The checkpoints still name the tiny log: recovery rebuilds from the segment itself (once, here).
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
+        (broker.log_dirs / name).unlink(missing_ok=True)
+    broker.start()
+    wait_loaded(broker, 0)
+    broker.stop()
+    return broker
+
+
+def _loads(broker: KafkaBroker) -> list[tuple[int, int]]:
+    text = broker.server_log.read_text(errors="replace") if broker.server_log.exists() else ""
+    return [(int(n), int(ms)) for n, ms in _FINISHED.findall(text)]
+
+
+def wait_loaded(broker: KafkaBroker, before: int, timeout: float = 600) -> tuple[int, int]:
+    """The (transactional ids, ms) of the broker's load after the `before` loads already logged."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        loads = _loads(broker)
+        if len(loads) > before:
+            return loads[before]
+        time.sleep(0.05)
+    raise SystemExit(f"the broker did not finish loading {TOPIC}-0 in {timeout:.0f} s (see {broker.server_log})")
+
+
+def broker_takeover(broker: JmxBroker) -> tuple[float, int, int]:
+    """Restart with the data on disk: (JMX partition-load-time-max, ids loaded, the log's ms)."""
+    before = len(_loads(broker))
+    broker.start()
+    ids, logged_ms = wait_loaded(broker, before)
+    return broker.load_time_ms(), ids, logged_ms
+
+
+# -- the exporter ------------------------------------------------------------------------------------
+
+
+def exporter_ready_seconds(bootstrap: str) -> float:
+    port = _free_port()
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap, "--all-partitions",
+         "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+                    if r.status == 200:
+                        return time.perf_counter() - start
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise SystemExit(f"txn-exporter run exited with {process.returncode} before it was ready")
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def profile_replay(bootstrap: str, top: int) -> None:
+    """The exporter's replay in this process, under cProfile: fetch, decode, model."""
+    from exporter.metrics.recorders import LatencyRecorders
+    from exporter.model import CoordinatorModel
+    from exporter.sources.events import PartitionReplayed
+    from exporter.sources.kafka_topic import TransactionLogTail
+
+    model = CoordinatorModel(LatencyRecorders().sinks())
+    tail = TransactionLogTail(bootstrap, all_partitions=True)
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    replayed = False
+    while not replayed:
+        events = tail.poll()  # what txn-exporter run's poll loop does
+        model.apply_batch(events)
+        replayed = any(isinstance(e, PartitionReplayed) for e in events)
+    profiler.disable()
+    wall = time.perf_counter() - start
+    tail.close()
+    stats = pstats.Stats(profiler)
+    total = sum(v[2] for v in stats.stats.values())  # own time of every function
+
+    def cumulative(pattern: str) -> float:
+        return sum(v[3] for (file, _, name), v in stats.stats.items() if re.search(pattern, f"{file}:{name}"))
+
+    fetch = cumulative(r"method '(poll|consume)' of 'cimpl")
+    decode = cumulative(r"codec/transaction_log.py:decode_record$")
+    model_s = cumulative(r"model/coordinator.py:apply_batch$")
+    print(f"in-process replay to PartitionReplayed: {wall:.2f} s wall, {total:.2f} s profiled")
+    for name, seconds in (("fetch (librdkafka poll/consume)", fetch), ("decode (decode_record)", decode),
+                          ("model (apply_batch)", model_s),
+                          ("rest of the source loop", total - fetch - decode - model_s)):
+        print(f"  {name:34} {seconds:6.2f} s  {seconds / total:5.1%}")
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    print(out.getvalue())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--source", choices=("synthetic", "broker"), default="synthetic")
+    parser.add_argument("--profile", action="store_true", help="profile the exporter's replay in process instead")
+    parser.add_argument("--top", type=int, default=25, help="functions shown by --profile")
+    args = parser.parse_args()
+    source = segment(args.source, args.records)
+    pin = (os.cpu_count() or 1) >= 2
+    loads, readies = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        broker = prepared_broker(Path(tmp) / "broker", source)
+        try:
+            for run in range(1 if args.profile else args.runs):
+                broker.stop()
+                if pin:  # the broker's JVM inherits the affinity it starts with
+                    os.sched_setaffinity(0, {1})
+                load_ms, ids, logged_ms = broker_takeover(broker)
+                if pin:
+                    os.sched_setaffinity(0, {0})
+                if args.profile:
+                    profile_replay(broker.bootstrap_servers, args.top)
+                    return
+                ready_s = exporter_ready_seconds(broker.bootstrap_servers)
+                loads.append(load_ms / 1000)
+                readies.append(ready_s)
+                print(f"run {run + 1}: broker load {load_ms / 1000:6.2f} s (log: {ids:,} ids in {logged_ms / 1000:.2f} s), "
+                      f"exporter start-to-ready {ready_s:6.2f} s, ratio {ready_s / (load_ms / 1000):.2f}", flush=True)
+        finally:
+            broker.stop()
+    load, ready = statistics.median(loads), statistics.median(readies)
+    print(f"records                               {args.records:,} ({args.source}, {source.stat().st_size / 2**20:.0f} MiB, one partition, Kafka {KAFKA})")
+    print(f"coordinator load (partition-load-time-max)  {load:6.2f} s  median of {len(loads)} (min {min(loads):.2f})")
+    print(f"exporter start to /readyz                   {ready:6.2f} s  median of {len(readies)} (min {min(readies):.2f})")
+    print(f"ratio exporter / broker                     {ready / load:6.2f}  (target <= 1)")
+
+
+if __name__ == "__main__":
+    main()
