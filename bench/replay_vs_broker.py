@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
 from exporter.harness.broker import KafkaBroker, _free_port  # noqa: E402
-from exporter.harness.jars import tools_libs  # noqa: E402
+from exporter.harness import jmx  # noqa: E402
 from exporter.harness.workload import _producer  # noqa: E402
 
 TOPIC = "__transaction_state"
@@ -71,49 +71,18 @@ def segment(source: str, records: int) -> Path:
 # -- the broker and its JMX ------------------------------------------------------------------------
 
 
-class JmxBroker(KafkaBroker):
-    """A harness broker with remote JMX on a loopback port.
-    TODO(truth): exporter/harness/jmx.py and KafkaBroker(jmx=True) replace this class and
-    `load_time_ms`'s JmxTool call once they are in main."""
-
-    jmx_port = 0
-
-    def start(self) -> None:
-        self.jmx_port = self.jmx_port or _free_port()
-        # The java launcher reads JDK_JAVA_OPTIONS; set only while the broker's JVM starts (the
-        # JmxTool JVM must not try to open the same port).
-        saved = os.environ.get("JDK_JAVA_OPTIONS")
-        os.environ["JDK_JAVA_OPTIONS"] = " ".join([
-            f"-Dcom.sun.management.jmxremote.port={self.jmx_port}", f"-Dcom.sun.management.jmxremote.rmi.port={self.jmx_port}",
-            "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
-            "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
-        ])  # fmt: skip
-        try:
-            super().start()
-        finally:
-            if saved is None:
-                del os.environ["JDK_JAVA_OPTIONS"]
-            else:
-                os.environ["JDK_JAVA_OPTIONS"] = saved
-
-    def load_time_ms(self) -> float:
-        url = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.jmx_port}/jmxrmi"
-        done = subprocess.run(
-            ["java", "-Xmx256m", "-cp", f"{tools_libs(KAFKA)}/*", "org.apache.kafka.tools.JmxTool",
-             "--jmx-url", url, "--object-name", LOAD_METRICS, "--attributes", "partition-load-time-max",
-             "--one-time", "true", "--report-format", "properties"],
-            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        match = re.search(r":partition-load-time-max=([-\w.E]+)", done.stdout)
-        if done.returncode != 0 or not match:
-            raise SystemExit(f"JmxTool failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-        return float(match.group(1))
+def load_time_ms(broker: KafkaBroker) -> float:
+    """The coordinator's own partition-load-time-max, read over JMX with Kafka's JmxTool."""
+    values = jmx.read(broker, LOAD_METRICS, "partition-load-time-max")
+    if len(values) != 1:
+        raise SystemExit(f"no single {LOAD_METRICS} over JMX: {values}")
+    return next(iter(values.values()))
 
 
-def prepared_broker(workdir: Path, source: Path) -> JmxBroker:
+def prepared_broker(workdir: Path, source: Path) -> KafkaBroker:
     """A stopped one-partition broker whose `__transaction_state-0` is `source`, recovered once."""
-    broker = JmxBroker(
-        KAFKA, 2, transaction_state_partitions=1, workdir=workdir,
+    broker = KafkaBroker(
+        KAFKA, 2, transaction_state_partitions=1, workdir=workdir, jmx=True,
         broker_properties={"transaction.state.log.segment.bytes": str(1 << 30), "metrics.sample.window.ms": "3600000"},
     )  # fmt: skip
     broker.start()
@@ -149,12 +118,12 @@ def wait_loaded(broker: KafkaBroker, before: int, timeout: float = 600) -> tuple
     raise SystemExit(f"the broker did not finish loading {TOPIC}-0 in {timeout:.0f} s (see {broker.server_log})")
 
 
-def broker_takeover(broker: JmxBroker) -> tuple[float, int, int]:
+def broker_takeover(broker: KafkaBroker) -> tuple[float, int, int]:
     """Restart with the data on disk: (JMX partition-load-time-max, ids loaded, the log's ms)."""
     before = len(_loads(broker))
     broker.start()
     ids, logged_ms = wait_loaded(broker, before)
-    return broker.load_time_ms(), ids, logged_ms
+    return load_time_ms(broker), ids, logged_ms
 
 
 # -- the exporter ------------------------------------------------------------------------------------
