@@ -34,6 +34,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -114,6 +116,25 @@ def _commit_while_state_log_fails(first: KafkaBroker, second: KafkaBroker, tid: 
         second.start()
 
 
+@contextmanager
+def _commit_held(first: KafkaBroker, second: KafkaBroker, topic: str, tid: str) -> Iterator[int]:
+    """A commit whose markers to ``topic`` are held (its min.insync.replicas 2, ``second`` stopped)
+    and have failed once; yields broker 1's log size before the commit. ``second`` restarts on exit."""
+    producer = _producer(first, tid)
+    producer.begin_transaction()
+    producer.produce(topic, b"x", partition=0)
+    producer.flush(30)
+    alter_topic_config(first.bootstrap_servers, topic, {"min.insync.replicas": "2"})
+    second.stop()
+    try:
+        start = first.server_log.stat().st_size
+        producer.commit_transaction(60)  # PREPARE_COMMIT written; the markers are retried
+        _wait_for_log(first, "has failed with error", start)
+        yield start
+    finally:
+        second.start()
+
+
 def run_scenario(version: str, root: Path) -> Path:
     """Runs the faults on a fresh cluster of ``version``; returns broker 1's server.log."""
     first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=PARTITIONS)
@@ -139,41 +160,21 @@ def run_scenario(version: str, root: Path) -> Path:
         finally:
             set_logger_level(first, STATE_MANAGER, None)
 
-        producer = _producer(first, "cap-complete")
-        producer.begin_transaction()
-        producer.produce("held", b"x", partition=0)
-        producer.flush(30)
-        alter_topic_config(bootstrap, "held", {"min.insync.replicas": "2"})
-        second.stop()
-        try:
-            start = first.server_log.stat().st_size
-            producer.commit_transaction(60)  # PREPARE_COMMIT written; the markers are retried
-            _wait_for_log(first, "has failed with error", start)
-            # Markers go through now, but the COMPLETE_COMMIT append fails: the retry queue.
-            alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "2"})
-            alter_topic_config(bootstrap, "held", {"min.insync.replicas": "1"})
-            _wait_for_log(first, "Not available to append", start)
-        finally:
-            alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "1"})
-            second.start()
+        with _commit_held(first, second, "held", "cap-complete") as start:
+            try:
+                # Markers go through now, but the COMPLETE_COMMIT append fails: the retry queue.
+                alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "2"})
+                alter_topic_config(bootstrap, "held", {"min.insync.replicas": "1"})
+                _wait_for_log(first, "Not available to append", start)
+            finally:
+                alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "1"})
         commit_transactions(bootstrap, "cap-wake", "plain", 1)  # wakes the marker sender: drains the queue
 
-        producer = _producer(first, "cap-doomed")
-        producer.begin_transaction()
-        producer.produce("doomed", b"x", partition=0)
-        producer.flush(30)
-        alter_topic_config(bootstrap, "doomed", {"min.insync.replicas": "2"})
-        second.stop()
-        try:
-            start = first.server_log.stat().st_size
-            producer.commit_transaction(60)
-            _wait_for_log(first, "has failed with error", start)
+        with _commit_held(first, second, "doomed", "cap-doomed"):
             start = first.server_log.stat().st_size
             admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its futures need it alive
             admin.delete_topics(["doomed"])["doomed"].result(60)
             _wait_for_log(first, r"permanently failed.*doomed-0|doomed-0.*permanently failed|Set\(doomed-0\)", start)
-        finally:
-            second.start()
 
         start = first.server_log.stat().st_size
         reassign_partitions(first, {(STATE_TOPIC, PARTITIONS - 1): [2]}, root / "move.json")
@@ -227,9 +228,9 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix=f"corpus-{version}-") as root:
             log = run_scenario(version, Path(root))
             lines = log.read_text(errors="replace").splitlines()
-        target = CORPUS / f"{version}.log"
-        target.write_text("".join(line + "\n" for line in excerpt(lines)))
-        print(f"{target}: {len(excerpt(lines))} of {len(lines)} lines", flush=True)
+        target, kept = CORPUS / f"{version}.log", excerpt(lines)
+        target.write_text("".join(line + "\n" for line in kept))
+        print(f"{target}: {len(kept)} of {len(lines)} lines", flush=True)
         if args.expected:
             (CORPUS / f"{version}.expected.json").write_text(json.dumps(expected(target), indent=1) + "\n")
 
