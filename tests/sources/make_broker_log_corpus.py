@@ -42,6 +42,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from exporter.broker_log import BrokerLogParser
+from exporter.codec.states import TransactionState
 from exporter.harness.broker import KafkaBroker
 from exporter.harness.workload import (
     alter_topic_config,
@@ -202,19 +204,20 @@ def excerpt(lines: list[str]) -> list[str]:
     return kept
 
 
+def as_json(event, line: int) -> dict:
+    """One event of the parser as <VERSION>.expected.json lists it (also what the test compares)."""
+    fields = asdict(event)
+    fields.pop("seen_ms", None)  # when the line was read, not what it says
+    if "target_state" in fields:
+        fields["target_state"] = TransactionState(fields["target_state"]).name
+    return {"line": line, "event": type(event).__name__, **fields}
+
+
 def expected(path: Path) -> dict:
     """The parser's reading of the corpus, in the layout of <VERSION>.expected.json."""
-    from exporter.broker_log import BrokerLogParser
-    from exporter.codec.states import TransactionState
-
     parser = BrokerLogParser()
-    events = []
-    for number, line in enumerate(path.read_bytes().split(b"\n")[:-1], 1):
-        for event in parser.feed([line]):
-            fields = asdict(event)
-            if "target_state" in fields:
-                fields["target_state"] = TransactionState(fields["target_state"]).name
-            events.append({"line": number, "event": type(event).__name__, **fields})
+    lines = path.read_bytes().split(b"\n")[:-1]
+    events = [as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
     return {"lines": parser.lines, "malformed": parser.malformed, "unrecognized": parser.unrecognized,
             "events": events}
 
