@@ -104,8 +104,7 @@ def _form(query: Query) -> str:
 
 
 def _single_state(query: Query) -> str:
-    names = [n for n, s in STATES.items() if query.states is not None and s in query.states]
-    names += [HANGING_STATE] if query.hanging else []
+    names = query.state_names()
     return names[0] if len(names) == 1 else ""
 
 
