@@ -81,8 +81,11 @@ def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> d
 @dataclass(frozen=True, slots=True)
 class ScanResult:
     event: HangingScanCompleted
-    findings: list[Finding]
     unreadable_topics: tuple[str, ...] = ()  # seen, but without Read: not scanned
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.event.findings
 
     @property
     def events(self) -> list[HangingScanCompleted]:
@@ -212,7 +215,7 @@ class HangingScanner:
             hanging_transactions=sum(1 for f in findings if f.verdict == "hanging"),
             findings=tuple(findings),
         )
-        return ScanResult(event, findings, self._unreadable)
+        return ScanResult(event, self._unreadable)
 
     def _transactional_ids(self, producer_ids: set[int]) -> dict[int, str]:
         by_broker = self._admin.list_transactions(producer_id_filters=sorted(producer_ids))
@@ -268,5 +271,5 @@ class HangingScanner:
                 return ScanResult(
                     HangingScanCompleted(scanned, result.event.partitions_with_late_transactions,
                                          result.event.hanging_transactions, findings=result.event.findings),
-                    result.findings, result.unreadable_topics,
+                    result.unreadable_topics,
                 )  # fmt: skip
