@@ -53,6 +53,16 @@ _PROBE_TRANSACTIONAL_ID = "txn-exporter-acl-probe"
 class ScanAccessError(Exception):
     """The scan lacks a right it cannot work without; the message names the ACL to grant."""
 
+
+class _NoClientConfiguration(logging.Filter):
+    """kafka-python's admin client logs its whole configuration at DEBUG, SASL password included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Starting KafkaAdminClient with configuration")
+
+
+_NO_CLIENT_CONFIGURATION = _NoClientConfiguration()
+
 # librdkafka setting names (Settings.kafka) -> kafka-python's KafkaAdminClient arguments.
 _KAFKA_PYTHON_SETTINGS = {
     "security.protocol": "security_protocol",
@@ -110,6 +120,7 @@ class HangingScanner:
         skipped = sorted(set(kafka_settings or {}) - set(_KAFKA_PYTHON_SETTINGS))
         if skipped:
             log.warning("hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped)
+        logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
         self._admin = KafkaAdminClient(**admin_config(bootstrap_servers, kafka_settings or {}))
         self.broker_id = broker_id
         self.max_timeout_ms = max_timeout_ms

@@ -98,13 +98,31 @@ def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp
     text = log.read_text()
     assert PASSWORD not in text
     lines = [json.loads(line) for line in text.splitlines()]
-    assert any("sasl.password" in line["message"] and "***" in line["message"] for line in lines)
+    # The first line names the client settings, not their values (the settings, masked, are at DEBUG: below).
+    assert any("client settings" in line["message"] and "sasl.password" in line["message"] for line in lines)
     # ... and says so once, naming the missing ACL.
-    scan = [line for line in lines if "hanging-transaction scan" in line["message"]]
+    scan = [line for line in lines if "hanging-transaction scan failed" in line["message"]]
     assert len(scan) == 1 and scan[0]["level"] == "WARNING", scan
     assert "no Describe on transactional ids" in scan[0]["message"] and "--transactional-id '*'" in scan[0]["message"]
     # Nothing per record at INFO: 20 transactions (~100 records) and a handful of lines.
     assert len(lines) < 20, text
+
+
+def test_at_debug_the_settings_are_masked_and_no_client_logs_the_password(secured, tmp_path: Path) -> None:
+    log = tmp_path / "exporter.log"
+    process = ExporterProcess(secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "txn-exporter", PASSWORD)),
+                              "--hanging-scan-interval-seconds", "0.5", "--log-level", "DEBUG", log=log)
+    try:
+        process.wait_ready(90)
+        # A round ran: the scan's kafka-python client was made (it logs its configuration at DEBUG).
+        process.wait_for(lambda: (process.value("txn_exporter_hanging_scan_errors_total") or 0) >= 1, 60,
+                         "a hanging-scan round")
+    finally:
+        _stop(process)
+    text = log.read_text()
+    assert PASSWORD not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert any("sasl.password" in line["message"] and "***" in line["message"] for line in lines)
 
 
 def test_missing_read_right_keeps_the_process_up_and_not_ready(secured, tmp_path: Path) -> None:
