@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.model.hanging import (
+    HANGING,
     CoordinatorTransaction,
     Finding,
     OpenTransaction,
@@ -223,7 +224,7 @@ class HangingScanner:
         event = HangingScanCompleted(
             partitions_scanned=len(batch),
             partitions_with_late_transactions=partitions_with_late_transactions(late),
-            hanging_transactions=sum(1 for f in findings if f.verdict == "hanging"),
+            hanging_transactions=sum(1 for f in findings if f.verdict == HANGING),
             findings=tuple(findings),
         )
         return ScanResult(event, self._unreadable)
