@@ -38,12 +38,15 @@ td.id,code{font-family:ui-monospace,monospace;word-break:break-all}td.n{white-sp
 """
 
 
+def printable(value: object) -> str:
+    """`value` with its non-printable characters as Python escapes (also the terminal table's)."""
+    s = str(value)
+    return s if s.isprintable() else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+
+
 def text(value: object) -> str:
     """Shown as text: non-printable characters escaped, then HTML-escaped."""
-    s = str(value)
-    if not s.isprintable():
-        s = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
-    return html.escape(s, quote=True)
+    return html.escape(printable(value), quote=True)
 
 
 def age(seconds: float) -> str:

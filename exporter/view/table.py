@@ -16,9 +16,7 @@ ABORT_INTRO = "To abort a hanging transaction, after checking it (kafka-transact
 HANGING_COLUMNS = ("PARTITION", "PRODUCER_ID", "EPOCH", "START_OFFSET", "TRANSACTIONAL_ID", "AGE", "REASON")
 
 
-def safe(value: object) -> str:
-    s = str(value)
-    return s if s.isprintable() else "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in s)
+safe = page.printable
 
 
 def age(seconds: float) -> str:
