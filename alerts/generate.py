@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from dashboards.generate import DRILLDOWN_UID, OVERVIEW_UID
+from dashboards.generated import write_or_check
 from dashboards.metrics import feature_of, ref
 
 RULES_PATH = Path(__file__).parent / "kafka-txn-exporter.rules.yml"
@@ -329,14 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RULES_PATH)
     args = parser.parse_args(argv)
     text = render(rules(args.grafana_url, args.runbook_url, args.exporter_url))
-    if args.check:
-        if not args.output.exists() or args.output.read_text() != text:
-            print(f"{args.output} is out of date (run python -m alerts.generate)", file=sys.stderr)
-            return 1
-        return 0
-    args.output.write_text(text)
-    print(f"wrote {args.output}")
-    return 0
+    return write_or_check({args.output: text}, "python -m alerts.generate", args.check)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+from dashboards.generated import write_or_check
 from dashboards.metrics import HANGING_VIEW, feature_of, grafana_unit, help_of, ref
 
 OUT_DIR = Path(__file__).parent / "json"
@@ -453,20 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dashboards.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed JSON is not up to date")
     args = parser.parse_args(argv)
-    stale = []
-    for spec in DASHBOARDS:
-        path, text = path_of(spec), render(spec)
-        if args.check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(path)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            print(f"wrote {path}")
-    if stale:
-        print("out of date (run python -m dashboards.generate):", *map(str, stale), file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check({path_of(spec): render(spec) for spec in DASHBOARDS}, "python -m dashboards.generate", args.check)
 
 
 if __name__ == "__main__":

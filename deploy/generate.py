@@ -21,6 +21,7 @@ import yaml
 
 from alerts.generate import RULES_PATH
 from dashboards.generate import DASHBOARDS, path_of
+from dashboards.generated import write_or_check
 
 COMPONENT_DIR = Path(__file__).parent / "monitoring"
 RULE_PATH = COMPONENT_DIR / "prometheusrule.yaml"
@@ -78,18 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deploy.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a committed file is not up to date")
     args = parser.parse_args(argv)
-    stale = []
-    for path, text in outputs().items():
-        if args.check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(path)
-        else:
-            path.write_text(text)
-            print(f"wrote {path}")
-    if stale:
-        print("out of date (run python -m deploy.generate):", *map(str, stale), file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(outputs(), "python -m deploy.generate", args.check)
 
 
 if __name__ == "__main__":

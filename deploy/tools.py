@@ -23,13 +23,15 @@ from pathlib import Path
 
 import yaml
 
+from exporter.harness.jars import cache_root
+
 KUSTOMIZE = "sigs.k8s.io/kustomize/kustomize/v5@v5.5.0"  # as in kubectl 1.32
 KUBERNETES_VERSION = "1.32.0"
 PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
 PROMETHEUS_OPERATOR_CRDS = ("podmonitors", "prometheusrules")  # the kinds deploy/ uses
 STRIMZI_MODELS = "@kubernetes-models/strimzi-kafka-operator@1.0.1"
 STRIMZI_CRDS = "0.49.0"  # what STRIMZI_MODELS was generated from (its package.json)
-HOME = Path(os.environ.get("TXN_EXPORTER_CACHE") or Path.home() / ".cache" / "kafka-txn-exporter")
+HOME = cache_root()  # the Kafka jars' cache (TXN_EXPORTER_CACHE)
 KUSTOMIZE_BIN = HOME / "tools" / ("kustomize-" + KUSTOMIZE.rsplit("@", 1)[1]) / "kustomize"
 CACHE = HOME / "schemas"
 CRD_DIR = CACHE / ("prometheus-operator-" + PROMETHEUS_OPERATOR.rsplit("@", 1)[1])

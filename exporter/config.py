@@ -73,8 +73,8 @@ _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")  # RFC 1123 names; dotted IPv4 matches too
 
 
-def _split_host_port(value: str) -> tuple[str, int]:
-    """`HOST:PORT` or `[IPV6]:PORT` to (host, port); ValueError with a readable reason."""
+def split_listen(value: str) -> tuple[str, int]:
+    """A `listen` value, `HOST:PORT` or `[IPV6]:PORT`, as (host, port) to bind; ValueError with a readable reason."""
     host, sep, port_text = value.rpartition(":")
     if not sep:
         raise ValueError(f"expected HOST:PORT, got {value!r}")
@@ -98,7 +98,7 @@ def _split_host_port(value: str) -> tuple[str, int]:
 
 
 def _check_listen(value: str) -> str:
-    _split_host_port(value)
+    split_listen(value)
     return value
 
 
@@ -237,12 +237,7 @@ def _is_secret(key: str) -> bool:
 
 def listen_address(settings: Settings) -> tuple[str, int]:
     """(host, port) to bind; an IPv6 host comes back without its brackets."""
-    return _split_host_port(settings.listen)
-
-
-def split_listen(value: str) -> tuple[str, int]:
-    """A `listen` value (`HOST:PORT`, `[IPV6]:PORT`) as (host, port) to bind; ValueError saying why not."""
-    return _split_host_port(value)
+    return split_listen(settings.listen)
 
 
 def flag_name(field: str) -> str:

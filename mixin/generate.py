@@ -25,6 +25,7 @@ import yaml
 
 from alerts.generate import DEFAULT_GRAFANA_URL, DEFAULT_RUNBOOK_URL, EXPORTER_JOB, RULES_PATH
 from dashboards.generate import DASHBOARDS, path_of
+from dashboards.generated import write_or_check
 from dashboards.metrics import JmxMetric, resolve
 
 TEMPLATES_PATH = Path(__file__).parent / "templates.json"
@@ -145,15 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mixin.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is not up to date")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not TEMPLATES_PATH.exists() or TEMPLATES_PATH.read_text() != text:
-            print(f"{TEMPLATES_PATH} is out of date (run python -m mixin.generate)", file=sys.stderr)
-            return 1
-        return 0
-    TEMPLATES_PATH.write_text(text)
-    print(f"wrote {TEMPLATES_PATH}")
-    return 0
+    return write_or_check({TEMPLATES_PATH: render()}, "python -m mixin.generate", args.check)
 
 
 if __name__ == "__main__":

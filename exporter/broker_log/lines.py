@@ -1,4 +1,4 @@
-"""Pure parsers of single broker log lines (Kafka 3.6 to 4.x, default pattern `[%d] %p %m (%c)%n`).
+"""Pure parsers of single broker log lines (Kafka 3.6 to 4.4, default pattern `[%d] %p %m (%c)%n`).
 
 `parse_entry(text)` takes the first line of one log entry (it starts with `[`) and returns what the
 exporter reads from it, or None for every other line. `parse_fatal_continuation(text)` reads the
@@ -15,7 +15,7 @@ error. Formats, by logger (package `kafka.coordinator.transaction`):
   `Sending <tid>'s transaction marker from partition <tp> has failed with  <ERROR>. This partition
   will be removed ...` (permanent).
 - TransactionMarkerChannelManager: `Not available to append PendingCompleteTxn(transactionalId=<tid>,
-  ...` (`PendingCompleteTxn[` from 4.x): the final COMPLETE_* append goes to the retry queue.
+  ...` (`PendingCompleteTxn[` from 4.4): the final COMPLETE_* append goes to the retry queue.
 - TransactionCoordinator: `Elected as the txn coordinator for partition <n> at epoch <e>` /
   `Resigned as the txn coordinator for partition <n> at epoch <Some(e)|None>`.
 """

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
 from exporter.model.hanging import HANGING, abort_command, finding_row
+from exporter.view.table import ABORT_INTRO, aligned
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -99,15 +100,12 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(row))
         return 0
     table = [[("-" if row[c] is None else str(row[c])) for c in COLUMNS] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in table)) for i, c in enumerate(COLUMNS)]
-    print("  ".join(c.upper().ljust(w) for c, w in zip(COLUMNS, widths)).rstrip())
-    for r in table:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    print("\n".join(aligned(tuple(c.upper() for c in COLUMNS), table)))
     event = result.event
     print(f"\n{event.partitions_scanned} partitions described, {event.partitions_with_late_transactions} with late "
           f"transactions, {len(hanging)} hanging transactions.")
     if hanging:
-        print("\nTo abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):")
+        print("\n" + ABORT_INTRO)
         for finding in hanging:
             print("  " + abort_command(args.bootstrap_servers, finding.transaction))
     return 0

@@ -50,8 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _split(url: str) -> urllib.parse.SplitResult:
+    """--url's parts; a bare host:port is http."""
+    return urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+
+
 def view_url(base: str, args: argparse.Namespace) -> str:
-    parts = urllib.parse.urlsplit(base if "://" in base else f"http://{base}")
+    parts = _split(base)
     path = parts.path.rstrip("/")
     if not path.endswith(PATH):
         path += PATH
@@ -64,7 +69,7 @@ def view_url(base: str, args: argparse.Namespace) -> str:
 
 
 def _credentials(args: argparse.Namespace) -> tuple[str, str] | None:
-    parts = urllib.parse.urlsplit(args.url if "://" in args.url else f"http://{args.url}")
+    parts = _split(args.url)
     if parts.username is not None:
         return urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
     if args.username is None:

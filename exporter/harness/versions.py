@@ -44,7 +44,7 @@ class KafkaVersion:
     # generated messages' JSON (`"transactionStatus":4`) from 4.1.
     transaction_log_dump: Literal["text", "json"] = "text"
     # Runs the whole test suite (the newest 3.x and the newest 4.x); every version runs the
-    # per-version checks (tests/versions).
+    # per-version checks (the tests marked tested_on, tests/tested_on.py).
     full_suite: bool = False
 
     @property

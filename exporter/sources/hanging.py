@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.model.hanging import (
+    HANGING,
     CoordinatorTransaction,
     Finding,
     OpenTransaction,
@@ -52,6 +53,16 @@ _PROBE_TRANSACTIONAL_ID = "txn-exporter-acl-probe"
 
 class ScanAccessError(Exception):
     """The scan lacks a right it cannot work without; the message names the ACL to grant."""
+
+
+class _NoClientConfiguration(logging.Filter):
+    """kafka-python's admin client logs its whole configuration at DEBUG, SASL password included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Starting KafkaAdminClient with configuration")
+
+
+_NO_CLIENT_CONFIGURATION = _NoClientConfiguration()
 
 # librdkafka setting names (Settings.kafka) -> kafka-python's KafkaAdminClient arguments.
 _KAFKA_PYTHON_SETTINGS = {
@@ -81,8 +92,11 @@ def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> d
 @dataclass(frozen=True, slots=True)
 class ScanResult:
     event: HangingScanCompleted
-    findings: list[Finding]
     unreadable_topics: tuple[str, ...] = ()  # seen, but without Read: not scanned
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.event.findings
 
     @property
     def events(self) -> list[HangingScanCompleted]:
@@ -107,6 +121,7 @@ class HangingScanner:
         skipped = sorted(set(kafka_settings or {}) - set(_KAFKA_PYTHON_SETTINGS))
         if skipped:
             log.warning("hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped)
+        logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
         self._admin = KafkaAdminClient(**admin_config(bootstrap_servers, kafka_settings or {}))
         self.broker_id = broker_id
         self.max_timeout_ms = max_timeout_ms
@@ -209,10 +224,10 @@ class HangingScanner:
         event = HangingScanCompleted(
             partitions_scanned=len(batch),
             partitions_with_late_transactions=partitions_with_late_transactions(late),
-            hanging_transactions=sum(1 for f in findings if f.verdict == "hanging"),
+            hanging_transactions=sum(1 for f in findings if f.verdict == HANGING),
             findings=tuple(findings),
         )
-        return ScanResult(event, findings, self._unreadable)
+        return ScanResult(event, self._unreadable)
 
     def _transactional_ids(self, producer_ids: set[int]) -> dict[int, str]:
         by_broker = self._admin.list_transactions(producer_id_filters=sorted(producer_ids))
@@ -268,5 +283,5 @@ class HangingScanner:
                 return ScanResult(
                     HangingScanCompleted(scanned, result.event.partitions_with_late_transactions,
                                          result.event.hanging_transactions, findings=result.event.findings),
-                    result.findings, result.unreadable_topics,
+                    result.unreadable_topics,
                 )  # fmt: skip

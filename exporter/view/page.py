@@ -38,12 +38,15 @@ td.id,code{font-family:ui-monospace,monospace;word-break:break-all}td.n{white-sp
 """
 
 
+def printable(value: object) -> str:
+    """`value` with its non-printable characters as Python escapes (also the terminal table's)."""
+    s = str(value)
+    return s if s.isprintable() else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+
+
 def text(value: object) -> str:
     """Shown as text: non-printable characters escaped, then HTML-escaped."""
-    s = str(value)
-    if not s.isprintable():
-        s = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
-    return html.escape(s, quote=True)
+    return html.escape(printable(value), quote=True)
 
 
 def age(seconds: float) -> str:
@@ -104,8 +107,7 @@ def _form(query: Query) -> str:
 
 
 def _single_state(query: Query) -> str:
-    names = [n for n, s in STATES.items() if query.states is not None and s in query.states]
-    names += [HANGING_STATE] if query.hanging else []
+    names = query.state_names()
     return names[0] if len(names) == 1 else ""
 
 

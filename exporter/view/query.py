@@ -44,12 +44,16 @@ class Query:
     limit: int = DEFAULT_LIMIT
     format: str | None = None  # "json", "html" or None (content negotiation)
 
+    def state_names(self) -> list[str]:
+        """The states it selects, by name, HANGING last."""
+        names = sorted(n for n, s in STATES.items() if self.states is None or s in self.states)
+        return names + ([HANGING_STATE] if self.hanging else [])
+
     def parameters(self, **changes: str) -> str:
         """This query as a URL query string (for links), with `changes` applied."""
         params: dict[str, str] = {}
         if self.states is not None or not self.hanging:
-            names = sorted(n for n, s in STATES.items() if self.states is None or s in self.states)
-            params["state"] = ",".join(names + ([HANGING_STATE] if self.hanging else []))
+            params["state"] = ",".join(self.state_names())
         if self.min_age_ms:
             params["min_age"] = f"{self.min_age_ms}ms"
         if self.limit != DEFAULT_LIMIT:
@@ -133,8 +137,7 @@ def document(
     return {
         "now_ms": now_ms,
         "query": {
-            "states": sorted(n for n, s in STATES.items() if query.states is None or s in query.states)
-            + ([HANGING_STATE] if query.hanging else []),
+            "states": query.state_names(),
             "min_age_seconds": query.min_age_ms / 1000,
             "limit": query.limit,
         },

@@ -12,20 +12,20 @@ from exporter.view import page
 
 COLUMNS = ("TRANSACTIONAL_ID", "STATE", "PRODUCER_ID", "EPOCH", "AGE", "TIMEOUT", "LATE", "TXN_PARTITION",
            "PARTITIONS", "MARKER_ERRORS")  # fmt: skip
+ABORT_INTRO = "To abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):"
 HANGING_COLUMNS = ("PARTITION", "PRODUCER_ID", "EPOCH", "START_OFFSET", "TRANSACTIONAL_ID", "AGE", "REASON")
 
 
-def safe(value: object) -> str:
-    s = str(value)
-    return s if s.isprintable() else "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in s)
+safe = page.printable
 
 
 def age(seconds: float) -> str:
     return page.age(seconds).replace(" ", "")  # one word per column
 
 
-def _table(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    """The header and rows in left-aligned columns (also `txn-exporter hanging`'s table)."""
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     return lines
@@ -48,7 +48,7 @@ def render(doc: dict) -> str:
         for r in doc["transactions"]
     ]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
-    lines = _table(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
+    lines = aligned(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
     lines.append(f'\n{doc["in_flight_matching"]} in flight match, {len(rows)} shown, oldest first (at {when} UTC).')
     if doc["hanging"]:
         hanging = [
@@ -56,8 +56,8 @@ def render(doc: dict) -> str:
              safe(h["transactional_id"] or "-"), age(h["age_seconds"]), safe(h["reason"])]
             for h in doc["hanging"]
         ]  # fmt: skip
-        lines += ["\nHanging transactions (last scan):", *_table(HANGING_COLUMNS, hanging)]
-        lines.append("\nTo abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):")
+        lines += ["\nHanging transactions (last scan):", *aligned(HANGING_COLUMNS, hanging)]
+        lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
     elif not doc["hanging_scan"]:
         lines.append("No hanging-transaction scan has completed on this exporter.")

@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -77,34 +79,54 @@ def _stop(process: ExporterProcess) -> None:
     assert process.stop() == 0
 
 
-def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp_path: Path) -> None:
-    log = tmp_path / "exporter.log"
+@contextmanager
+def _least_privilege_exporter(secured, tmp_path: Path, *args: str) -> Iterator[ExporterProcess]:
+    """The exporter as the least-privilege user, its hanging scan (no rights) every 0.5 s; stopped on exit."""
     process = ExporterProcess(secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "txn-exporter", PASSWORD)),
-                              "--hanging-scan-interval-seconds", "0.5", log=log)
+                              "--hanging-scan-interval-seconds", "0.5", *args, log=tmp_path / "exporter.log")
     try:
         process.wait_ready(90)
+        yield process
+    finally:
+        _stop(process)
+
+
+def _failed_scan_rounds(process: ExporterProcess, rounds: int) -> None:
+    process.wait_for(lambda: (process.value("txn_exporter_hanging_scan_errors_total") or 0) >= rounds, 60,
+                     "failed hanging-scan rounds")
+
+
+def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp_path: Path) -> None:
+    with _least_privilege_exporter(secured, tmp_path) as process:
         create_topic(secured.bootstrap_servers, "auth-orders", partitions=2)
         commit_transactions(secured.bootstrap_servers, "auth-1", "auth-orders", count=20)
         process.wait_for(lambda: process.value("kafka_transactions", state="COMPLETE_COMMIT") == 1, 60,
                          "the committed transaction")
         assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == 20
         # The hanging scan (on by default) lacks its rights: every round fails and is counted.
-        process.wait_for(lambda: (process.value("txn_exporter_hanging_scan_errors_total") or 0) >= 3, 60,
-                         "failed hanging-scan rounds")
+        _failed_scan_rounds(process, 3)
         assert process.value("kafka_hanging_transactions") is None
         assert process.value("txn_exporter_http_rejected_connections_total") == 0
-    finally:
-        _stop(process)
-    text = log.read_text()
+    text = process.log.read_text()
     assert PASSWORD not in text
     lines = [json.loads(line) for line in text.splitlines()]
-    assert any("sasl.password" in line["message"] and "***" in line["message"] for line in lines)
-    # ... and says so once, naming the missing ACL.
-    scan = [line for line in lines if "hanging-transaction scan" in line["message"]]
+    # The first line names the client settings, not their values (the settings, masked, are at DEBUG: below).
+    assert any("client settings" in line["message"] and "sasl.password" in line["message"] for line in lines)
+    # The scan says once that it lacks its rights, naming the missing ACL.
+    scan = [line for line in lines if "hanging-transaction scan failed" in line["message"]]
     assert len(scan) == 1 and scan[0]["level"] == "WARNING", scan
     assert "no Describe on transactional ids" in scan[0]["message"] and "--transactional-id '*'" in scan[0]["message"]
     # Nothing per record at INFO: 20 transactions (~100 records) and a handful of lines.
     assert len(lines) < 20, text
+
+
+def test_at_debug_the_settings_are_masked_and_no_client_logs_the_password(secured, tmp_path: Path) -> None:
+    with _least_privilege_exporter(secured, tmp_path, "--log-level", "DEBUG") as process:
+        _failed_scan_rounds(process, 1)  # the scan's kafka-python client was made (it logs its configuration at DEBUG)
+    text = process.log.read_text()
+    assert PASSWORD not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert any("sasl.password" in line["message"] and "***" in line["message"] for line in lines)
 
 
 def test_missing_read_right_keeps_the_process_up_and_not_ready(secured, tmp_path: Path) -> None:

@@ -34,12 +34,16 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from exporter.broker_log import BrokerLogParser
+from exporter.codec.states import TransactionState
 from exporter.harness.broker import KafkaBroker
 from exporter.harness.workload import (
     alter_topic_config,
@@ -114,6 +118,25 @@ def _commit_while_state_log_fails(first: KafkaBroker, second: KafkaBroker, tid: 
         second.start()
 
 
+@contextmanager
+def _commit_held(first: KafkaBroker, second: KafkaBroker, topic: str, tid: str) -> Iterator[int]:
+    """A commit whose markers to ``topic`` are held (its min.insync.replicas 2, ``second`` stopped)
+    and have failed once; yields broker 1's log size before the commit. ``second`` restarts on exit."""
+    producer = _producer(first, tid)
+    producer.begin_transaction()
+    producer.produce(topic, b"x", partition=0)
+    producer.flush(30)
+    alter_topic_config(first.bootstrap_servers, topic, {"min.insync.replicas": "2"})
+    second.stop()
+    try:
+        start = first.server_log.stat().st_size
+        producer.commit_transaction(60)  # PREPARE_COMMIT written; the markers are retried
+        _wait_for_log(first, "has failed with error", start)
+        yield start
+    finally:
+        second.start()
+
+
 def run_scenario(version: str, root: Path) -> Path:
     """Runs the faults on a fresh cluster of ``version``; returns broker 1's server.log."""
     first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=PARTITIONS)
@@ -139,41 +162,21 @@ def run_scenario(version: str, root: Path) -> Path:
         finally:
             set_logger_level(first, STATE_MANAGER, None)
 
-        producer = _producer(first, "cap-complete")
-        producer.begin_transaction()
-        producer.produce("held", b"x", partition=0)
-        producer.flush(30)
-        alter_topic_config(bootstrap, "held", {"min.insync.replicas": "2"})
-        second.stop()
-        try:
-            start = first.server_log.stat().st_size
-            producer.commit_transaction(60)  # PREPARE_COMMIT written; the markers are retried
-            _wait_for_log(first, "has failed with error", start)
-            # Markers go through now, but the COMPLETE_COMMIT append fails: the retry queue.
-            alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "2"})
-            alter_topic_config(bootstrap, "held", {"min.insync.replicas": "1"})
-            _wait_for_log(first, "Not available to append", start)
-        finally:
-            alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "1"})
-            second.start()
+        with _commit_held(first, second, "held", "cap-complete") as start:
+            try:
+                # Markers go through now, but the COMPLETE_COMMIT append fails: the retry queue.
+                alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "2"})
+                alter_topic_config(bootstrap, "held", {"min.insync.replicas": "1"})
+                _wait_for_log(first, "Not available to append", start)
+            finally:
+                alter_topic_config(bootstrap, STATE_TOPIC, {"min.insync.replicas": "1"})
         commit_transactions(bootstrap, "cap-wake", "plain", 1)  # wakes the marker sender: drains the queue
 
-        producer = _producer(first, "cap-doomed")
-        producer.begin_transaction()
-        producer.produce("doomed", b"x", partition=0)
-        producer.flush(30)
-        alter_topic_config(bootstrap, "doomed", {"min.insync.replicas": "2"})
-        second.stop()
-        try:
-            start = first.server_log.stat().st_size
-            producer.commit_transaction(60)
-            _wait_for_log(first, "has failed with error", start)
+        with _commit_held(first, second, "doomed", "cap-doomed"):
             start = first.server_log.stat().st_size
             admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its futures need it alive
             admin.delete_topics(["doomed"])["doomed"].result(60)
             _wait_for_log(first, r"permanently failed.*doomed-0|doomed-0.*permanently failed|Set\(doomed-0\)", start)
-        finally:
-            second.start()
 
         start = first.server_log.stat().st_size
         reassign_partitions(first, {(STATE_TOPIC, PARTITIONS - 1): [2]}, root / "move.json")
@@ -201,19 +204,20 @@ def excerpt(lines: list[str]) -> list[str]:
     return kept
 
 
+def as_json(event, line: int) -> dict:
+    """One event of the parser as <VERSION>.expected.json lists it (also what the test compares)."""
+    fields = asdict(event)
+    fields.pop("seen_ms", None)  # when the line was read, not what it says
+    if "target_state" in fields:
+        fields["target_state"] = TransactionState(fields["target_state"]).name
+    return {"line": line, "event": type(event).__name__, **fields}
+
+
 def expected(path: Path) -> dict:
     """The parser's reading of the corpus, in the layout of <VERSION>.expected.json."""
-    from exporter.broker_log import BrokerLogParser
-    from exporter.codec.states import TransactionState
-
     parser = BrokerLogParser()
-    events = []
-    for number, line in enumerate(path.read_bytes().split(b"\n")[:-1], 1):
-        for event in parser.feed([line]):
-            fields = asdict(event)
-            if "target_state" in fields:
-                fields["target_state"] = TransactionState(fields["target_state"]).name
-            events.append({"line": number, "event": type(event).__name__, **fields})
+    lines = path.read_bytes().split(b"\n")[:-1]
+    events = [as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
     return {"lines": parser.lines, "malformed": parser.malformed, "unrecognized": parser.unrecognized,
             "events": events}
 
@@ -227,9 +231,9 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix=f"corpus-{version}-") as root:
             log = run_scenario(version, Path(root))
             lines = log.read_text(errors="replace").splitlines()
-        target = CORPUS / f"{version}.log"
-        target.write_text("".join(line + "\n" for line in excerpt(lines)))
-        print(f"{target}: {len(excerpt(lines))} of {len(lines)} lines", flush=True)
+        target, kept = CORPUS / f"{version}.log", excerpt(lines)
+        target.write_text("".join(line + "\n" for line in kept))
+        print(f"{target}: {len(kept)} of {len(lines)} lines", flush=True)
         if args.expected:
             (CORPUS / f"{version}.expected.json").write_text(json.dumps(expected(target), indent=1) + "\n")
 

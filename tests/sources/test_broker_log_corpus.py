@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from exporter.broker_log import BrokerLogParser
-from exporter.codec.states import TransactionState
 from exporter.harness.versions import KAFKA_VERSIONS, kafka_version
 from exporter.sources.broker_log import BrokerLogFollower
+from tests.sources.make_broker_log_corpus import as_json
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
 VERSIONS = KAFKA_VERSIONS
@@ -31,19 +30,11 @@ def _expected(version: str) -> dict:
     return json.loads((CORPUS / f"{version}.expected.json").read_text())
 
 
-def _as_json(event, line: int) -> dict:
-    fields = asdict(event)
-    fields.pop("seen_ms", None)  # when the line was read, not what it says
-    if "target_state" in fields:
-        fields["target_state"] = TransactionState(fields["target_state"]).name
-    return {"line": line, "event": type(event).__name__, **fields}
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 def test_each_line_parses_as_expected(version):
     lines = (CORPUS / f"{version}.log").read_bytes().split(b"\n")[:-1]
     parser = BrokerLogParser()
-    got = [_as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
+    got = [as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
     expected = _expected(version)
     assert got == expected["events"]
     assert (parser.lines, parser.malformed, parser.unrecognized) == (
@@ -57,7 +48,7 @@ def test_the_follower_reads_the_same_events_in_one_go(version):
     follower.close()
     stats = events.pop()
     expected = _expected(version)
-    assert [{k: v for k, v in _as_json(e, 0).items() if k != "line"} for e in events] == [
+    assert [{k: v for k, v in as_json(e, 0).items() if k != "line"} for e in events] == [
         {k: v for k, v in e.items() if k != "line"} for e in expected["events"]]
     assert stats.lines == expected["lines"]
 
