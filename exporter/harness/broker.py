@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
 from exporter.harness.transaction_log_dump import DumpedRecord, dumped_records
-from exporter.harness.versions import kafka_version
+from exporter.harness.versions import KafkaVersion, kafka_version
 from exporter.harness.workload import alter_topic_config, create_internal_topics
 from exporter.logs import kafka_client_logger
 
@@ -108,11 +108,10 @@ class KafkaBroker:
         server_log_backups: int = SERVER_LOG_BACKUPS,
         jmx: bool = False,
     ) -> None:
-        self.kafka = kafka_version(version)  # what differs between versions
-        if transaction_version is not None and transaction_version not in self.kafka.transaction_versions:
+        levels = kafka_version(version).transaction_versions
+        if transaction_version is not None and transaction_version not in levels:
             raise ValueError(
-                f"Kafka {version} has no transaction.version {transaction_version} "
-                f"(levels: {self.kafka.transaction_versions or 'none'})")
+                f"Kafka {version} has no transaction.version {transaction_version} (levels: {levels or 'none'})")
         if join is not None and node_id == join.node_id:
             raise ValueError("a joining broker needs its own node_id")
         if sasl_users and join is not None:
@@ -168,6 +167,12 @@ class KafkaBroker:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def kafka(self) -> KafkaVersion:
+        """What differs between versions, for the version this broker runs now (a rolling upgrade
+        changes `version` between a stop and a start)."""
+        return kafka_version(self.version)
 
     def __repr__(self) -> str:
         return f"KafkaBroker({self.version}, tv={self.transaction_version}, {self.workdir})"

@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from exporter.harness.broker import KafkaBroker
 
-# In the kafka-tools jar of every pinned version (it moved there from core in 3.5; 3.x core keeps a
-# deprecated kafka.tools.JmxTool that forwards to it), run from the broker's tools classpath.
-JMX_TOOL = "org.apache.kafka.tools.JmxTool"
 _NO_MATCH = "No matched attributes"
 
 
@@ -25,7 +22,7 @@ def read(broker: KafkaBroker, object_name: str, attribute: str = "Count") -> dic
     """``attribute`` of every MBean matching ``object_name`` (a JMX pattern: ``error=*``), by object
     name, read once. Empty when none matches: Kafka registers a meter on its first mark."""
     proc = broker.run_tool(
-        JMX_TOOL, "--jmx-url", broker.jmx_url, "--object-name", object_name, "--attributes", attribute,
+        broker.kafka.jmx_tool_class, "--jmx-url", broker.jmx_url, "--object-name", object_name, "--attributes", attribute,
         "--one-time", "true", "--report-format", "properties", timeout=60,
     )
     if proc.returncode != 0:

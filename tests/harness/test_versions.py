@@ -76,3 +76,13 @@ def test_the_jars_command_lists_every_version():
 def test_the_demo_takes_every_version():
     out = subprocess.run([sys.executable, "-m", "exporter", "demo", "--help"], capture_output=True, text=True, check=True)
     assert all(v in out.stdout for v in KAFKA_VERSIONS)
+
+
+def test_a_broker_reads_the_row_of_the_version_it_runs(tmp_path):
+    """A rolling upgrade changes a stopped broker's version: its tools are then the new version's."""
+    from exporter.harness.broker import KafkaBroker
+
+    broker = KafkaBroker("3.9.2", workdir=tmp_path)
+    assert broker.kafka == kafka_version("3.9.2")
+    broker.version = "4.4.0"
+    assert broker.kafka == kafka_version("4.4.0")
