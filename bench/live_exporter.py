@@ -40,20 +40,21 @@ SEGMENT = Path(__file__).parent / "data" / "transaction_state-4.4.0-1000000" / "
 TOPIC = "__transaction_state"
 
 
-def broker_with_segment(workdir: Path) -> KafkaBroker:
-    """A single-partition broker whose `__transaction_state-0` is the cached 1M-record segment."""
-    broker = KafkaBroker(
-        "4.4.0", 2, transaction_state_partitions=1,
-        broker_properties={"transaction.state.log.segment.bytes": str(1 << 30)}, workdir=workdir,
-    )
+def broker_with_segment(workdir: Path, segment: Path = SEGMENT, **options) -> KafkaBroker:
+    """A started one-partition 4.4.0 broker whose `__transaction_state-0` is a copy of `segment`
+    (recovered from the segment itself at this start). `options`: more KafkaBroker arguments;
+    their `broker_properties` are added to the one-segment setting."""
+    properties = {"transaction.state.log.segment.bytes": str(1 << 30), **options.pop("broker_properties", {})}
+    broker = KafkaBroker("4.4.0", 2, transaction_state_partitions=1, broker_properties=properties, workdir=workdir,
+                         **options)  # fmt: skip
     broker.start()
     _producer(broker.bootstrap_servers, "bench-init").init_transactions(60)  # creates the topic
     broker.stop()
-    (partition_dir,) = [p for p in broker.log_dirs.glob(f"{TOPIC}-0")]
+    partition_dir = broker.log_dirs / f"{TOPIC}-0"
     for f in partition_dir.iterdir():
         if f.suffix in (".log", ".index", ".timeindex", ".snapshot"):
             f.unlink()
-    shutil.copyfile(SEGMENT, partition_dir / SEGMENT.name)
+    shutil.copyfile(segment, partition_dir / segment.name)
     # The checkpoints still name the tiny log: recovery rebuilds from the segment itself.
     for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
         (broker.log_dirs / name).unlink(missing_ok=True)

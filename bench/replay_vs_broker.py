@@ -33,7 +33,6 @@ import io
 import os
 import pstats
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -45,9 +44,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
+from bench.live_exporter import broker_with_segment  # noqa: E402
 from exporter.harness.broker import KafkaBroker, _free_port  # noqa: E402
 from exporter.harness import jmx  # noqa: E402
-from exporter.harness.workload import _producer  # noqa: E402
 
 TOPIC = "__transaction_state"
 KAFKA = "4.4.0"
@@ -81,22 +80,7 @@ def load_time_ms(broker: KafkaBroker) -> float:
 
 def prepared_broker(workdir: Path, source: Path) -> KafkaBroker:
     """A stopped one-partition broker whose `__transaction_state-0` is `source`, recovered once."""
-    broker = KafkaBroker(
-        KAFKA, 2, transaction_state_partitions=1, workdir=workdir, jmx=True,
-        broker_properties={"transaction.state.log.segment.bytes": str(1 << 30), "metrics.sample.window.ms": "3600000"},
-    )  # fmt: skip
-    broker.start()
-    _producer(broker.bootstrap_servers, "bench-init").init_transactions(60)  # creates the topic
-    broker.stop()
-    partition_dir = broker.log_dirs / f"{TOPIC}-0"
-    for f in partition_dir.iterdir():
-        if f.suffix in (".log", ".index", ".timeindex", ".snapshot"):
-            f.unlink()
-    shutil.copyfile(source, partition_dir / source.name)
-    # The checkpoints still name the tiny log: recovery rebuilds from the segment itself (once, here).
-    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
-        (broker.log_dirs / name).unlink(missing_ok=True)
-    broker.start()
+    broker = broker_with_segment(workdir, source, jmx=True, broker_properties={"metrics.sample.window.ms": "3600000"})
     wait_loaded(broker, 0)
     broker.stop()
     return broker

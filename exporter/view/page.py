@@ -69,7 +69,6 @@ def utc(ms: int, now_ms: int | None = None) -> str:
 def render(doc: dict, query: Query) -> str:
     now_ms = doc["now_ms"]
     rows = doc["transactions"]
-    hanging = doc["hanging"]
     parts = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',

@@ -4,18 +4,17 @@ partitions moving away, restarts of the exporter and of the broker."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from exporter.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
-from exporter.harness.workload import create_internal_topics, create_topic, held_commit, run_mix, transaction_state_partition
+from exporter.harness.workload import create_internal_topics, create_topic, run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
+from tests.integration.held_markers import pending_while_held
 
 LATENCY = "kafka_transaction_state_log_append_latency_seconds_count"
 RECORDS = "kafka_transaction_state_log_records_total"
 PENDING = "kafka_transactions_with_pending_markers"
-OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"
 TARGET_STATES = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT")
 
 
@@ -101,14 +100,8 @@ def test_pending_markers_while_markers_are_held_back(cluster, exporter):
     first, second = cluster
     process = exporter(first.bootstrap_servers, "--all-partitions")
     assert process.value(PENDING) == 0
-    with held_commit(first.bootstrap_servers, second, "held", "held-tx"):
-        process.wait_for(lambda: process.value(PENDING) == 1, 30, "a pending transaction")
-        age = process.value(OLDEST)
-        time.sleep(2)
-        assert process.value(OLDEST) >= age + 1.5  # the oldest pending one keeps ageing
-        assert process.value(PENDING) == 1
-    process.wait_for(lambda: process.value(PENDING) == 0, 30, "markers written after the release")
-    assert process.value(OLDEST) == 0
+    with pending_while_held(process, first, second, "held", "held-tx"):
+        pass
     assert process.value(RECORDS, target_state="COMPLETE_COMMIT") == 1
     assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == 1
 

@@ -101,15 +101,15 @@ def test_each_bucket_reports_the_slowest_of_the_slices_in_the_window(steps, idle
     def key(o: Observation) -> int:
         return LAYOUT.key(min(o.value_ms, HIGHEST_TRACKABLE_MS))
 
-    for bucket, exemplar in enumerate(got):
+    for bucket, kept in enumerate(got):
         recent = [o for o in seen
                   if LAYOUT.bucket_index(key(o)) == bucket and o.observed_at_ms // SLICE_MS >= oldest_slice]
         if not recent:
-            assert exemplar is None
+            assert kept is None
             continue
         slowest = max(map(key, recent))
         newest_slice = max(o.observed_at_ms // SLICE_MS for o in recent if key(o) == slowest)
-        assert exemplar == next(o for o in recent if key(o) == slowest and o.observed_at_ms // SLICE_MS == newest_slice)
+        assert kept == next(o for o in recent if key(o) == slowest and o.observed_at_ms // SLICE_MS == newest_slice)
 
 
 # -- labels within 128 characters ----------------------------------------------------------------
