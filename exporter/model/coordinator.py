@@ -19,7 +19,9 @@ Decisions a reader of the metrics needs to know:
 - Gauges (transactions by state, pending markers) only include partitions whose replay finished
   (`PartitionReplayed`): mid-replay, a long-completed prepare looks pending until its complete
   record is replayed, which would fake an old pending transaction.
-- Decode errors count replayed and live records alike: the record is broken either way.
+- Decode errors count replayed and live records alike: the record is broken either way. (A replay
+  hands over only each id's last record, exporter.sources.kafka_topic: the ones it replaces never
+  reach the codec.)
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
   beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare

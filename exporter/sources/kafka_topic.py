@@ -9,7 +9,9 @@ their state and every series they fed.
 
 Replay: a newly assigned partition is read from its first offset up to the high watermark seen at
 assignment with `replay=True`, which rebuilds state without observing latency; `PartitionReplayed`
-marks the switch to live records.
+marks the switch to live records. Only each transactional id's last record of a replay window is
+decoded (see _ReplayWindow): a replayed record matters only as the state it leaves, which a later
+record of the same id overwrites, so that is the broker's own rule when it loads the partition.
 
 The consumer uses manual assignment and never commits or joins a group: it needs Describe and Read
 on the topic only. The group id is required by the client but unused.
@@ -17,12 +19,14 @@ on the topic only. The group id is required by the client but unused.
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import time
 from collections.abc import Callable
+from operator import attrgetter
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from exporter.codec import DecodeError, decode_record
 from exporter.logs import kafka_client_logger
@@ -68,7 +72,11 @@ _ACCESS_ERRORS = {
 # librdkafka's "(after 3ms in state CONNECT)" differs at each attempt: without it, the repeats of one
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
+_BY_OFFSET = attrgetter("offset")
 _PROGRESS_INTERVAL_SECONDS = 1.0
+# A replaying partition's window of last records is decoded and handed to the model once it holds
+# this many transactional ids, so a replay of millions of ids keeps a bounded number of messages.
+_REPLAY_WINDOW_IDS = 65_536
 _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
 
@@ -107,6 +115,8 @@ class TransactionLogTail:
         )
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
+        # Replaying partitions -> their records not yet decoded: the last message of each key.
+        self._replay_windows: dict[int, dict[bytes, Message]] = {}
         # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
         # yet, and "owns nothing" would read as ready), for owned partitions whose leader did not
         # answer yet, and for replays. Else records written meanwhile would be replayed later as
@@ -177,26 +187,35 @@ class TransactionLogTail:
         received_ms = int(self._clock() * 1000)
         messages = [first, *self._consumer.consume(max_records - 1, 0)]
         followed = self._followed
+        windows = self._replay_windows
+        next_offset = self._next_offset
         append = events.append
-        run: TransactionLogRecords | None = None  # the run of one partition's records being filled
+        errors = 0
+        run: TransactionLogRecords | None = None  # the run of one partition's live records being filled
         for message in messages:
             error = message.error()
             if error is not None:
-                if error.code() in _ACCESS_ERRORS:
-                    self._denied(error)
-                elif error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-                    log.debug("consumer error (the unused group id has no ACL, harmless): %s", error)
-                elif error.code() != KafkaError._PARTITION_EOF:
-                    log.warning("consumer error: %s", error)
+                errors += 1
+                self._message_error(error)
                 continue
-            self._access_error = None
             partition = message.partition()
+            offset = message.offset()
+            key = message.key()
+            window = windows.get(partition)
+            if window is not None:  # replaying: a later record of the key replaces this one undecoded
+                next_offset[partition] = offset + 1
+                if key is None:
+                    append(UndecodableRecord(partition, offset, DecodeError("bad_length", "null key")))
+                else:
+                    window[key] = message
+                if offset + 1 >= followed[partition]:
+                    self._end_replay(partition, events)
+                elif len(window) >= _REPLAY_WINDOW_IDS:
+                    self._hand_over_replayed(partition, events)
+                continue
             if partition not in followed:
                 continue  # fetched just before an unassign
-            offset = message.offset()
-            self._next_offset[partition] = offset + 1
-            target = followed[partition]  # the offset replay runs to; None once live
-            key = message.key()
+            next_offset[partition] = offset + 1
             try:
                 if key is None:
                     raise DecodeError("bad_length", "null key")
@@ -207,13 +226,52 @@ class TransactionLogTail:
                 run = None
             else:
                 if run is None or run.partition != partition:
-                    run = TransactionLogRecords(partition, [], received_ms, target is not None)
+                    run = TransactionLogRecords(partition, [], received_ms, False)
                     append(run)
                 run.records.append(record)
-            if target is not None and offset + 1 >= target:
-                followed[partition] = None
-                append(PartitionReplayed(partition))
-                run = None  # what follows is live
+        if errors < len(messages):
+            self._access_error = None
+
+    def _message_error(self, error: KafkaError) -> None:
+        if error.code() in _ACCESS_ERRORS:
+            self._denied(error)
+        elif error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            log.debug("consumer error (the unused group id has no ACL, harmless): %s", error)
+        elif error.code() != KafkaError._PARTITION_EOF:
+            log.warning("consumer error: %s", error)
+
+    def _hand_over_replayed(self, partition: int, events: list[TopicEvent]) -> None:
+        """Decodes the replay window's last records and hands them to the model as one replay run,
+        in offset order; the window starts again empty."""
+        window = self._replay_windows[partition]
+        if not window:
+            return
+        self._replay_windows[partition] = {}
+        records = []
+        # Every record made here outlives the loop, so the cyclic collector would run over and over
+        # through the growing list (about 40% of the hand-over's time) to free nothing: none of it
+        # has cycles. It is paused for the loop only.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for key, message in window.items():
+                offset = message.offset()
+                try:
+                    records.append(decode_record(key, message.value(), offset, message.timestamp()[1], False))
+                except DecodeError as e:
+                    events.append(UndecodableRecord(partition, offset, e))
+        finally:
+            if collecting:
+                gc.enable()
+        if records:
+            records.sort(key=_BY_OFFSET)
+            events.append(TransactionLogRecords(partition, records, int(self._clock() * 1000), True))
+
+    def _end_replay(self, partition: int, events: list[TopicEvent]) -> None:
+        self._hand_over_replayed(partition, events)
+        del self._replay_windows[partition]
+        self._followed[partition] = None
+        events.append(PartitionReplayed(partition))
 
     def _refresh_ownership(self, events: list[TopicEvent]) -> None:
         try:
@@ -274,6 +332,7 @@ class TransactionLogTail:
             self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in gone])
             for partition in gone:
                 del self._followed[partition]
+                self._replay_windows.pop(partition, None)
                 self._next_offset.pop(partition, None)
                 events.append(PartitionRevoked(partition))
             log.info("stopped following %s partitions %s", TOPIC, gone)
@@ -298,6 +357,7 @@ class TransactionLogTail:
                 events.append(PartitionReplayed(partition))
             else:
                 self._followed[partition] = high
+                self._replay_windows[partition] = {}
         if assigned:
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
@@ -312,8 +372,7 @@ class TransactionLogTail:
                 events.append(PartitionProgress(partition, position, high))
             if target is not None and high >= 0 and position >= high:
                 # Replay done though the last offset below the watermark never came (compacted away).
-                self._followed[partition] = None
-                events.append(PartitionReplayed(partition))
+                self._end_replay(partition, events)
 
     def _set_up(self, up: bool, events: list[TopicEvent]) -> None:
         if up != self._up:
