@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 
 from prometheus_client import CollectorRegistry
 
@@ -196,6 +197,12 @@ class Exporter:
         from exporter.sources.hanging import HangingScanner
 
         settings = self.settings
+        # The first round waits for the replay, at most one interval: a round holds the GIL too,
+        # and readiness waits on the replay alone.
+        deadline = time.monotonic() + settings.hanging_scan_interval_seconds
+        while not self.ready() and time.monotonic() < deadline:
+            if stop.wait(0.1):
+                return
         scanner = None
         failing = False
         while not stop.is_set():
