@@ -143,10 +143,11 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
         raise SystemExit(f"only {n} records in {segment}: expected {records}")
 
 
-def generate_synthetic(shape: str, records: int, target: Path) -> None:
+def generate_synthetic(shape: str, records: int, target: Path, tids: int | None = None) -> None:
     """bench/synthetic.py's records in one segment file, with consecutive offsets, written through
-    a buffer of whole batches."""
-    tids = max(1, min(10_000 if shape == "mix" else 100_000, records // 30))
+    a buffer of whole batches; `tids` transactional ids (default: about 30 records per id, at most
+    10,000 in the mix and 100,000 uniform)."""
+    tids = tids or max(1, min(10_000 if shape == "mix" else 100_000, records // 30))
     # The mix: one EMPTY per id, then three records per transaction; uniform: three per transaction.
     transactions = -(-(records - (tids if shape == "mix" else 0)) // 3)
     print(f"generating: {records:,} records of the {shape} shape ({transactions:,} transactions over "

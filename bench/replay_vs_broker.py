@@ -2,10 +2,14 @@
 partition, the exporter's start-to-ready time beside the coordinator's own load time of it.
 
     .venv/bin/python bench/replay_vs_broker.py [--records 1000000] [--runs 3] [--source synthetic|broker]
+    .venv/bin/python bench/replay_vs_broker.py --ids 250000     # the synthetic mix over more ids
     .venv/bin/python bench/replay_vs_broker.py --profile      # where the exporter's replay time goes
 
 The partition: bench/decode_segment.py's cached segment (default: the synthetic realistic mix of
-bench/synthetic.py; `--source broker`: the one a real 4.4.0 broker wrote for librdkafka clients),
+bench/synthetic.py, 10,000 ids of about 100 records each, as an active segment holds them; `--ids`
+spreads the same records over more ids, down to the few records per id of a compacted partition,
+where the exporter's replay decodes nearly every record; `--source broker`: the one a real 4.4.0
+broker wrote for librdkafka clients),
 the only segment of partition 0 of a one-partition `__transaction_state` on a 4.4.0 broker (TV2).
 
 Each run is a takeover of that partition by a broker restarted with its data on disk (a clean
@@ -54,16 +58,17 @@ LOAD_METRICS = "kafka.server:type=transaction-coordinator-metrics"
 _FINISHED = re.compile(r"Finished loading (\d+) transaction metadata from __transaction_state-0 in (\d+) milliseconds")
 
 
-def segment(source: str, records: int) -> Path:
+def segment(source: str, records: int, ids: int | None) -> Path:
     """The cached segment (generated on first use, as bench/decode_segment.py does)."""
     if source == "broker":
         path = DATA / f"transaction_state-{KAFKA}-{records}" / "00000000000000000000.log"
         if not path.exists():
             generate(KAFKA, records, processes=4, threads=16, target=path)
     else:
-        path = DATA / f"transaction_state-synthetic-mix-{records}" / "00000000000000000000.log"
+        suffix = f"-{ids}-ids" if ids else ""
+        path = DATA / f"transaction_state-synthetic-mix-{records}{suffix}" / "00000000000000000000.log"
         if not path.exists():
-            generate_synthetic("mix", records, path)
+            generate_synthetic("mix", records, path, ids)
     return path
 
 
@@ -180,10 +185,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--source", choices=("synthetic", "broker"), default="synthetic")
+    parser.add_argument("--ids", type=int, help="transactional ids of the synthetic mix (default 10,000)")
     parser.add_argument("--profile", action="store_true", help="profile the exporter's replay in process instead")
     parser.add_argument("--top", type=int, default=25, help="functions shown by --profile")
     args = parser.parse_args()
-    source = segment(args.source, args.records)
+    source = segment(args.source, args.records, args.ids)
     pin = (os.cpu_count() or 1) >= 2
     loads, readies = [], []
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
