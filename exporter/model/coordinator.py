@@ -46,6 +46,7 @@ from exporter.model.partition import (
     EFFECTIVE_STATE_OF_UNWRITTEN,
     EPOCH_MASK,
     EPOCH_SHIFT,
+    IN_FLIGHT_STATES,
     PRODUCER_ID_SHIFT,
     STATE_MASK,
     TRACKED_STATES,
@@ -99,6 +100,7 @@ _ENTERS_ONGOING = 32  # also ONGOING -> ONGOING (partitions added): the deadline
 _ONGOING = _LEAVES_ONGOING | _ENTERS_ONGOING
 _ENDS_TRANSACTION = 64  # ONGOING -> PREPARE_*: the transaction's duration is known
 _ENTERS_IN_FLIGHT = _ENTERS_ONGOING | _ENTERS_PENDING
+_LEAVES_IN_FLIGHT_STATE = 128  # from ONGOING or PREPARE_* to another state: out of that state's dict
 
 # Results of the transaction-duration sinks, by index.
 DURATION_RESULTS = ("commit", "abort", "timeout")
@@ -118,6 +120,8 @@ def _action(old: int, new: int) -> int:
         action |= _LEAVES_ONGOING
         if new in prepares:
             action |= _ENDS_TRANSACTION
+    if old in IN_FLIGHT_STATES and new != old:
+        action |= _LEAVES_IN_FLIGHT_STATE
     return action
 
 
@@ -219,11 +223,11 @@ class CoordinatorModel:
                         part.retrying.discard(tid)
                 if action & _ENTERS_PENDING:
                     part.pending[tid] = (record.timestamp_ms << 1) | live
+            if action & _LEAVES_IN_FLIGHT_STATE:
+                del inflight[old][tid]
             if action & _ENTERS_IN_FLIGHT:  # InFlight's fields
                 entered = value.start_timestamp_ms if new == _ONGOING_STATE else record.timestamp_ms
-                inflight[tid] = (entered, tid, partition, packed, record, None)
-            elif action & (_ONGOING | _PENDING):
-                del inflight[tid]
+                inflight[new][tid] = (entered, tid, partition, packed, record, None)
             if not live:
                 continue
             if new == ABSENT:
@@ -325,14 +329,15 @@ class CoordinatorModel:
         if tid is None or partition is None:
             return
         for part in self._partitions.values():  # a scan beats knowing the partition count
-            entry = part.inflight.get(tid)
-            if entry is not None:
-                if entry[3] & STATE_MASK in _PREPARES:
+            for state in _PREPARES:
+                prepared = part.inflight[state]
+                entry = prepared.get(tid)
+                if entry is not None:
                     errors = dict(entry[5] or ())
                     previous = errors.get(partition)
                     errors[partition] = (event.error, 1 if previous is None else previous[1] + 1, event.seen_ms)
-                    part.inflight[tid] = (*entry[:5], errors)
-                return
+                    prepared[tid] = (*entry[:5], errors)
+                    return
 
     # --- Reading (hold `lock`) ---
 
@@ -350,14 +355,16 @@ class CoordinatorModel:
                     totals[state] += counts[state]
         return totals
 
-    def in_flight(self) -> list[tuple]:
-        """The ONGOING and PREPARE_* transactions of the live partitions, as InFlight tuples
-        (exporter.model.partition), unordered. Only references are copied (no allocation per
-        transaction), so the lock is held briefly; select and format after releasing it."""
+    def in_flight(self, states: Iterable[int] = IN_FLIGHT_STATES) -> list[tuple]:
+        """The transactions of the live partitions in `states` (of ONGOING and PREPARE_*), as
+        InFlight tuples (exporter.model.partition), unordered. Only references are copied (no
+        allocation per transaction), so the lock is held briefly; select and format after releasing
+        it."""
         entries: list[tuple] = []
         for part in self._partitions.values():
-            if part.live and part.inflight:
-                entries += part.inflight.values()
+            if part.live:
+                for state in states:
+                    entries += part.inflight[state].values()
         return entries
 
     def late_transactions(self, now_ms: int, padding_ms: int) -> int:

@@ -12,6 +12,8 @@ TRACKED_STATES = 6  # EMPTY .. COMPLETE_ABORT
 # The "state" of an id without a record (or whose record is a tombstone). It takes DEAD's id, which
 # is never stored, so tallies can index it unconditionally instead of branching on None.
 ABSENT = int(TransactionState.DEAD)
+# The states of a transaction in flight: begun and not yet completed.
+IN_FLIGHT_STATES = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 
 class PartitionState:
@@ -37,8 +39,10 @@ class PartitionState:
     `start_timestamp_ms + transaction_timeout_ms`, for the late-transactions gauge.
 
     `inflight` holds the ids in ONGOING or PREPARE_* (the only ones whose data partitions are kept),
-    as InFlight tuples, for the transactions view. A tuple is replaced, never changed, so a reader
-    can copy references under the model's lock and read them after releasing it.
+    as InFlight tuples, for the transactions view: one dict per state, indexed by state id (None for
+    the others), so the view's usual question (which PREPARE_COMMITs are old?) reads only that
+    state's tuples. A tuple is replaced, never changed, so a reader can copy references under the
+    model's lock and read them after releasing it.
     """
 
     __slots__ = (
@@ -59,7 +63,10 @@ class PartitionState:
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
         self.ongoing: dict[str, int] = {}
-        self.inflight: dict[str, tuple] = {}  # InFlight fields as a plain tuple: cheaper to build
+        # InFlight fields as a plain tuple: cheaper to build.
+        self.inflight: list[dict[str, tuple] | None] = [
+            {} if state in IN_FLIGHT_STATES else None for state in range(ABSENT + 1)
+        ]
         # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.

@@ -110,10 +110,9 @@ def _shown(text: str) -> str:
     return repr(text[:40] + ("..." if len(text) > 40 else ""))
 
 
-def select(entries: Sequence[tuple], query: Query, now_ms: int) -> tuple[list[tuple], int]:
-    """(the oldest `query.limit` matching InFlight tuples, oldest first; how many match)."""
-    states = query.states
-    matching = entries if states is None else [e for e in entries if e[3] & STATE_MASK in states]
+def select(matching: Sequence[tuple], query: Query, now_ms: int) -> tuple[list[tuple], int]:
+    """(the oldest `query.limit` InFlight tuples of `matching` (of the query's states) that are old
+    enough, oldest first; how many are)."""
     # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
     oldest = heapq.nsmallest(query.limit, matching)
     if not query.min_age_ms:
@@ -130,7 +129,7 @@ def document(
 ) -> dict[str, object]:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""
     with model.lock:
-        entries = model.in_flight()
+        entries = model.in_flight() if query.states is None else model.in_flight(query.states)
         scan = model.hanging_scan
     selected, matching = select(entries, query, now_ms)
     hanging, hanging_matching = hanging_rows(scan, query, now_ms, bootstrap_servers)

@@ -48,6 +48,24 @@ def test_kept_while_ongoing_or_pending_with_state_entry_times():
     assert in_flight(model) == {}
 
 
+def test_selected_by_state_and_moved_with_each_transition():
+    model = live_model(0, 1)
+    model.apply(log_event("ongoing", S.ONGOING, partition=0))
+    model.apply(log_event("commit", S.ONGOING, partition=1))
+    model.apply(log_event("commit", S.PREPARE_COMMIT, partition=1))
+    model.apply(log_event("fenced", S.PREPARE_COMMIT, partition=0))
+    model.apply(log_event("fenced", S.PREPARE_ABORT, partition=0))  # an epoch fence turns it around
+
+    def ids(*states):
+        return sorted(e[1] for e in model.in_flight(states))
+
+    assert ids(S.ONGOING) == ["ongoing"]
+    assert ids(S.PREPARE_COMMIT) == ["commit"]
+    assert ids(S.PREPARE_ABORT) == ["fenced"]
+    assert ids(S.ONGOING, S.PREPARE_ABORT) == ["fenced", "ongoing"]
+    assert sorted(in_flight(model)) == ["commit", "fenced", "ongoing"]
+
+
 def test_only_live_partitions_and_revoked_ones_forgotten():
     model = live_model(0)
     model.apply(PartitionAssigned(1))  # replaying: its state is partial

@@ -79,7 +79,7 @@ def model_state(model: CoordinatorModel) -> list:
             part.states,
             part.pending,
             part.ongoing,
-            {tid: entry[:4] + (entry[4].offset,) for tid, entry in part.inflight.items()},
+            [{tid: entry[:4] + (entry[4].offset,) for tid, entry in states.items()} for states in part.inflight if states is not None],
             part.state_counts[:6],
             part.last_record.offset,
         )
