@@ -75,8 +75,10 @@ _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _BY_OFFSET = attrgetter("offset")
 _PROGRESS_INTERVAL_SECONDS = 1.0
 # A replaying partition's window of last records is decoded and handed to the model once it holds
-# this many transactional ids, so a replay of millions of ids keeps a bounded number of messages.
-_REPLAY_WINDOW_IDS = 65_536
+# this many transactional ids, so a replay of millions of ids keeps a bounded number of messages
+# (about 600 bytes each with their key and value: 10 MiB a window). Ids with more records than
+# that between two of theirs are decoded more than once, which costs time, never correctness.
+_REPLAY_WINDOW_IDS = 16_384
 _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
 
