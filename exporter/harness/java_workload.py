@@ -78,12 +78,13 @@ def java_transactions(
     duration_s: float | None = None,
     abort_every: int = 0,
     messages_per_txn: int = 1,
-    timeout: float = 600,
+    timeout: float | None = 600,
 ) -> WorkloadResult:
     """One Java transactional producer per id, all at once (a thread each, one JVM): init once, then
     begin / send ``messages_per_txn`` records / commit, aborting every ``abort_every``-th transaction
     (0: none), until ``transactions`` per id or ``duration_s`` (the first reached; at least one each).
-    The client is the broker version's kafka-clients. Raises JavaWorkloadError if any producer failed."""
+    The client is the broker version's kafka-clients. Raises JavaWorkloadError if any producer failed;
+    ``timeout`` (seconds, None: none) bounds the whole run."""
     if transactions is None and duration_s is None:
         raise ValueError("java_transactions needs transactions or duration_s")
     if not ids or any("," in tid or not tid for tid in ids):
