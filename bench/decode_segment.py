@@ -8,10 +8,14 @@ Two kinds of segment, each written once and cached under bench/data/ (gitignored
   the old uniform shape: `--shapes`) written in one file as a coordinator writes them, one record
   per batch, CREATE_TIME, uncompressed, value v1;
 - `--source broker`: a real broker from the harness (4.4.0 with TV2 writes value v1, 3.9.2 value
-  v0). Many concurrent librdkafka transactional producers (a few processes of threads) each loop
-  begin / produce one message / commit, so the coordinator writes ONGOING, PREPARE_COMMIT and
-  COMPLETE_COMMIT per transaction (EMPTY once per id); one `__transaction_state` partition and a
-  1 GiB `transaction.state.log.segment.bytes` keep every record in one file.
+  v0), written by clients of both kinds at once, about half the records each: librdkafka
+  transactional producers (a few processes of threads) each looping begin / produce one message /
+  commit, and as many Java ones (exporter.harness.java_workload: the broker version's kafka-clients,
+  which on 4.4.0 runs transaction version 2, so its records carry ClientTransactionVersion 2 and a
+  producer epoch bumped per transaction) doing the same with every 50th transaction aborted (2%).
+  The coordinator writes ONGOING, PREPARE_* and COMPLETE_* per transaction (EMPTY once per id); one
+  `__transaction_state` partition and a 1 GiB `transaction.state.log.segment.bytes` keep every
+  record in one file.
 
 Then, on each file, in one run:
   (a) Kafka's DumpLogSegments --transaction-log-decoder, as kafka-dump-log.sh runs it (a fresh JVM
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -55,6 +60,7 @@ KAFKA_RUN_CLASS_OPTS = [
     "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
 ]
 TRANSACTION_VERSIONS = {"4.4.0": 2, "3.9.2": None}  # 4.4.0 TV2: value v1; 3.9.2: value v0
+JAVA_ABORT_EVERY = 50  # the Java producers abort 2% of their transactions, as the synthetic mix does
 
 
 # -- generation ------------------------------------------------------------------------------------
@@ -94,10 +100,13 @@ def _producer_process(bootstrap: str, worker: int, threads: int, transactions: i
 
 def generate(version: str, records: int, processes: int, threads: int, target: Path) -> None:
     from exporter.harness.broker import KafkaBroker
+    from exporter.harness.java_workload import java_transactions
     from exporter.harness.workload import create_topic
 
-    producers = processes * threads
-    # One EMPTY per id, then three records per committed transaction.
+    # As many Java producers as librdkafka ones, as many transactions each: about half the records.
+    java_ids = [f"bench-java-{n}" for n in range(processes * threads)]
+    producers = processes * threads + len(java_ids)
+    # One EMPTY per id, then three records per transaction (ONGOING, PREPARE_*, COMPLETE_*).
     transactions = -(-(records - producers) // (3 * producers))
     workdir = DATA / f"broker-{version}"
     shutil.rmtree(workdir, ignore_errors=True)
@@ -108,13 +117,24 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
         broker_properties={"transaction.state.log.segment.bytes": str(SEGMENT_BYTES)},
         workdir=workdir,
     )
-    print(f"generating: Kafka {version}, {producers} transactional producers ({processes} processes x "
-          f"{threads} threads) x {transactions} transactions", flush=True)
+    print(f"generating: Kafka {version}, {producers} transactional producers (librdkafka: {processes} processes x "
+          f"{threads} threads; Java: {len(java_ids)} threads in one JVM) x {transactions} transactions", flush=True)
     start = time.perf_counter()
     broker.start()
     try:
         create_topic(broker.bootstrap_servers, TOPIC, partitions=TOPIC_PARTITIONS)
         produce_start = time.perf_counter()
+        java_errors: list[BaseException] = []
+
+        def java() -> None:
+            try:
+                java_transactions(broker, TOPIC, java_ids, transactions=transactions, abort_every=JAVA_ABORT_EVERY,
+                                  timeout=None)
+            except BaseException as e:  # re-raised below, once the librdkafka producers are done too
+                java_errors.append(e)
+
+        java_thread = threading.Thread(target=java)
+        java_thread.start()
         # spawn, not fork: this process already runs librdkafka threads (the harness's AdminClient).
         ctx = multiprocessing.get_context("spawn")
         workers = [
@@ -125,9 +145,12 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
             w.start()
         for w in workers:
             w.join()
+        java_thread.join()
         produce_s = time.perf_counter() - produce_start
         if any(w.exitcode for w in workers):
-            raise SystemExit("a producer process failed")
+            raise SystemExit("a librdkafka producer process failed")
+        if java_errors:
+            raise SystemExit(f"the Java producers failed: {java_errors[0]}")
     finally:
         broker.stop()
     (segment,) = broker.transaction_state_segments()  # one partition, one segment: else the setup is wrong
@@ -139,8 +162,20 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
     print(f"generated {n:,} records ({target.stat().st_size / 2**20:.0f} MiB) in {total_s:.0f} s "
           f"(producing {produce_s:.0f} s: {n / produce_s:,.0f} records/s, "
           f"{transactions * producers / produce_s:,.0f} transactions/s)", flush=True)
+    print_mix(target.read_bytes())
     if n < records:
         raise SystemExit(f"only {n} records in {segment}: expected {records}")
+
+
+def print_mix(data: bytes) -> None:
+    """Records by client kind (the id's prefix), state and ClientTransactionVersion."""
+    mix = Counter(
+        ("java" if r.transactional_id.startswith("bench-java-") else "librdkafka", r.value.state.name,
+         r.value.client_transaction_version)
+        for r in decode_batches(data) if type(r) is TransactionLogRecord and r.value is not None
+    )  # fmt: skip
+    for (client, state, ctv), count in sorted(mix.items()):
+        print(f"  {client:<10} {state:<16} client_transaction_version {ctv}: {count:>9,}")
 
 
 def generate_synthetic(shape: str, records: int, target: Path, tids: int | None = None) -> None:
@@ -243,7 +278,7 @@ def main() -> None:
         segment = DATA / f"transaction_state-{args.kafka}-{records}" / "00000000000000000000.log"
         if args.regenerate or not segment.exists():
             generate(args.kafka, records, args.processes, args.threads, segment)
-        segments.append((f"written by Kafka {args.kafka} (librdkafka clients)", segment))
+        segments.append((f"written by Kafka {args.kafka} (librdkafka and Java clients)", segment))
     else:
         for shape in args.shapes.split(","):
             segment = DATA / f"transaction_state-synthetic-{shape}-{records}" / "00000000000000000000.log"

@@ -9,7 +9,7 @@ The partition: bench/decode_segment.py's cached segment (default: the synthetic 
 bench/synthetic.py, 10,000 ids of about 100 records each, as an active segment holds them; `--ids`
 spreads the same records over more ids, down to the few records per id of a compacted partition,
 where the exporter's replay decodes nearly every record; `--source broker`: the one a real 4.4.0
-broker wrote for librdkafka clients),
+broker wrote for librdkafka and TV2 Java clients),
 the only segment of partition 0 of a one-partition `__transaction_state` on a 4.4.0 broker (TV2).
 
 Each run is a takeover of that partition by a broker restarted with its data on disk (a clean
