@@ -4,6 +4,7 @@ partitions moving away, restarts of the exporter and of the broker."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -85,6 +86,24 @@ def test_broker_restart_reports_the_source_down_then_recovers(own_broker, export
     process.wait_for(lambda: process.value("txn_exporter_source_up") == 1, 90, "source up again")
     run_mix(broker.bootstrap_servers, "orders", ["after"], commits=1, aborts=0)
     process.wait_for(lambda: process.value(RECORDS, target_state="COMPLETE_COMMIT") == 1, 60, "live records again")
+
+
+def test_a_new_clusters_first_transactions_are_counted(own_broker, exporter):
+    """Started before `__transaction_state` exists, the exporter counts every record of the first
+    transactions, as DumpLogSegments lists them: none was written before it looked, so none is history."""
+    broker = own_broker(version=DEFAULT_KAFKA_VERSION, transaction_state_partitions=4)
+    create_topic(broker.bootstrap_servers, "orders", partitions=1)
+    # Ready: nothing to follow yet. Ownership read every 30 s as by default (the other tests: 1 s),
+    # so the topic, created by the first transactional producer, is found after its first records.
+    process = exporter(broker.bootstrap_servers, "--metadata-refresh-seconds", "30")
+    result = run_mix(broker.bootstrap_servers, "orders", ["first-0", "first-1"], commits=2, aborts=1)
+    process.wait_for(
+        lambda: process.value(RECORDS, target_state="COMPLETE_ABORT") == result.aborts and process.value(PENDING) == 0,
+        60, "the last transactions completed",
+    )  # fmt: skip
+    dumped = Counter(record.state for record in broker.transaction_log_records())
+    assert dumped["COMPLETE_COMMIT"] == result.commits and dumped["EMPTY"] == 2
+    process.wait_for(lambda: _by_state(process, RECORDS) == {s: dumped[s] for s in TARGET_STATES}, 30, "every record")
 
 
 @pytest.fixture(scope="module", params=FULL_SUITE_VERSIONS)

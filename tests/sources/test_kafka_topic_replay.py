@@ -1,5 +1,6 @@
 """Replay decodes only each transactional id's last record (of a bounded window) and still leaves the
-model exactly as applying every record would. Driven by the scripted client of the runs tests; the
+model exactly as applying every record would; what no exporter can have seen (a new topic, a partition
+after a time without leader) is live. Driven by the scripted client of the runs tests; the
 real broker tests are in tests/integration/test_live_exporter.py (restart, partition moves)."""
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from confluent_kafka import KafkaError
 
 import exporter.sources.kafka_topic as kafka_topic
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.sources.events import TransactionLogRecords
+from exporter.sources.events import PartitionRevoked, SourceStatus, TransactionLogRecords
 from tests.sources.test_kafka_topic_runs import DeliveringConsumer, Message, shape
 
 S = TransactionState
@@ -117,3 +119,69 @@ class TombstoneAware(Message):
     def __init__(self, partition: int, offset: int, value: bytes | None, key: bytes) -> None:
         super().__init__(partition, offset, b"", key)
         self._value = value
+
+
+class TimedMessage(Message):
+    """The runs tests' Message with a timestamp of its own (ms)."""
+
+    def __init__(self, partition: int, offset: int, timestamp_ms: int) -> None:
+        super().__init__(partition, offset)
+        self._timestamp_ms = timestamp_ms
+
+    def timestamp(self):
+        return (1, self._timestamp_ms)
+
+
+def unled_tail(monkeypatch):
+    """A tail at clock 1000 s whose cluster has __transaction_state partition 0 only."""
+    monkeypatch.setattr(kafka_topic, "Consumer", DeliveringConsumer)
+    clock = SimpleNamespace(now=1000.0)
+    tail = kafka_topic.TransactionLogTail("127.0.0.1:9092", metadata_refresh_seconds=30, clock=lambda: clock.now)
+    tail._consumer.leaders = {0: 1}
+    tail._consumer.high = {0: 0}
+    return tail, clock
+
+
+def test_a_topic_created_after_the_exporter_looked_is_live_from_its_first_record(monkeypatch):
+    """Nobody can have counted the first records of a new cluster: they are live, not history."""
+    tail, clock = unled_tail(monkeypatch)
+    tail._consumer.topic_error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+    assert tail.poll(timeout=0) == [SourceStatus(True)] and tail.not_ready is None  # ready: nothing to follow
+    clock.now += 1.0  # asked again a second later, not 30: the topic is absent
+    tail._consumer.topic_error = None
+    tail._consumer.high = {0: 2}  # written meanwhile, at 1000.2 s and 1000.9 s
+    tail._consumer.queued = [TimedMessage(0, 0, 1_000_200), TimedMessage(0, 1, 1_000_900)]
+    assert shape(tail.poll(timeout=0)) == [("replayed", 0), ("records", 0, [0, 1], False)]
+
+
+def test_a_partition_seen_leaderless_turns_live_at_its_first_record_after_that(monkeypatch):
+    tail, clock = unled_tail(monkeypatch)
+    tail._consumer.high = {0: 3}
+    tail._consumer.queued = [TimedMessage(0, 0, 900_000), TimedMessage(0, 1, 950_000), TimedMessage(0, 2, 999_000)]
+    tail.poll(timeout=0)  # followed and replayed: history
+    clock.now += 30
+    tail._consumer.leaders = {0: -1}  # its broker died: revoked, leaderless since 1030 s
+    assert [type(e) for e in tail.poll(timeout=0)] == [PartitionRevoked]
+    clock.now += 1
+    tail._consumer.leaders = {0: 1}  # elected again: its coordinator loads it and appends
+    tail._consumer.high = {0: 5}
+    tail._consumer.queued = [TimedMessage(0, offset, ts) for offset, ts in
+                             ((0, 900_000), (1, 950_000), (2, 999_000), (3, 1_030_500), (4, 1_030_600))]  # fmt: skip
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1, 2], True), ("replayed", 0), ("records", 0, [3, 4], False)]
+
+
+def test_a_partition_moving_in_from_another_broker_is_replayed_whole(monkeypatch):
+    """What its previous coordinator appended, the exporter beside that broker saw."""
+    tail, clock = unled_tail(monkeypatch)
+    tail._consumer.leaders = {0: -1}
+    tail._consumer.topic_error = None
+    tail.poll(timeout=0)  # leaderless at start: not known yet
+    clock.now += 1
+    tail._consumer.leaders = {0: 2}  # led by broker 2; this exporter runs beside broker 1
+    tail._broker_id = 1
+    tail.poll(timeout=0)
+    clock.now += 30
+    tail._consumer.leaders = {0: 1}  # moved here
+    tail._consumer.high = {0: 2}
+    tail._consumer.queued = [TimedMessage(0, 0, 1_000_500), TimedMessage(0, 1, 1_020_000)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
