@@ -49,8 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
 from bench.live_exporter import broker_with_segment  # noqa: E402
-from exporter.harness.broker import KafkaBroker, _free_port  # noqa: E402
 from exporter.harness import jmx  # noqa: E402
+from exporter.harness.broker import KafkaBroker  # noqa: E402
+from exporter.harness.processes import free_port  # noqa: E402
 
 TOPIC = "__transaction_state"
 KAFKA = "4.4.0"
@@ -119,7 +120,7 @@ def broker_takeover(broker: KafkaBroker) -> tuple[float, int, int]:
 
 
 def exporter_ready_seconds(bootstrap: str) -> float:
-    port = _free_port()
+    port = free_port()
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap, "--all-partitions",

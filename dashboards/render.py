@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from dashboards.generate import OVERVIEW, Panel
+from exporter.harness.processes import free_port
 
 KEY_PANELS = (
     "Transactions with pending markers, by broker",
@@ -33,12 +33,6 @@ KEY_PANELS = (
     "p99 prepare-to-complete by result",
 )
 _UNITS = {"s": "seconds", "ops": "per second", "short": ""}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> dict:
@@ -103,7 +97,7 @@ def demo(seconds: float, out: Path) -> None:
     if prometheus_bin is None:
         sys.exit("prometheus is not on PATH (scripts/setup installs it)")
     workdir = Path(tempfile.mkdtemp(prefix="txn-exporter-render-"))
-    exporter_port, prometheus_port = _free_port(), _free_port()
+    exporter_port, prometheus_port = free_port(), free_port()
     config = workdir / "prometheus.yml"
     config.write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import atexit
 import base64
-import ctypes
 import re
-import signal
 import socket
 import subprocess
 import tempfile
@@ -21,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
 from exporter.harness.transaction_log_dump import DumpedRecord, dumped_records
+from exporter.harness.processes import die_with_parent, free_port, tail, terminate
 from exporter.harness.versions import KafkaVersion, kafka_version
 from exporter.harness.workload import alter_topic_config, create_internal_topics
 from exporter.logs import kafka_client_logger
@@ -39,18 +38,6 @@ _JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 _live: set[KafkaBroker] = set()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    # PR_SET_PDEATHSIG: the JVM gets SIGTERM if the Python process dies without running atexit
-    # (SIGKILL, unhandled SIGTERM). Caveat: it fires when the *thread* that started it exits.
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-
-
 def _run_java(libs: Path, main_class: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["java", "-Xmx256m", "-cp", f"{libs}/*", main_class, *args],
@@ -66,11 +53,6 @@ def _random_cluster_id() -> str:
         if not cluster_id.startswith("-"):
             return cluster_id
 
-
-def _tail(path: Path, lines: int = 60) -> str:
-    if not path.exists():
-        return f"({path} does not exist)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 class KafkaBrokerError(RuntimeError):
@@ -199,11 +181,11 @@ class KafkaBroker:
             # broker: create them now so they all live on the first node, which stays up.
             create_internal_topics(self.join.bootstrap_servers)
         if not self._port:  # restart() keeps the ports: clients and the quorum config stay valid
-            self._port, self._controller_port = _free_port(), _free_port()
+            self._port, self._controller_port = free_port(), free_port()
             if self.sasl_users:
-                self._sasl_port = _free_port()
+                self._sasl_port = free_port()
             if self.jmx:
-                self._jmx_port = _free_port()
+                self._jmx_port = free_port()
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         props = self._write_server_properties()
         if not (self.log_dirs / "meta.properties").exists():
@@ -222,7 +204,7 @@ class KafkaBroker:
             self._proc = subprocess.Popen(
                 ["java", *_JVM_OPTS, *logging_opts, *self._jmx_opts(), "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, preexec_fn=_die_with_parent,
+                cwd=self.workdir, preexec_fn=die_with_parent,
                 # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
                 # its brokers in order, instead of also killing each JVM under its clients' feet.
                 process_group=0,
@@ -238,15 +220,8 @@ class KafkaBroker:
         """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent."""
         proc, self._proc = self._proc, None
         _live.discard(self)
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            terminate(proc, _STOP_TIMEOUT_S)
 
     def restart(self) -> None:
         self.stop()
@@ -355,12 +330,12 @@ class KafkaBroker:
         if self._proc.poll() is not None:
             raise KafkaBrokerError(
                 f"Kafka {self.version} exited with {self._proc.returncode} during start\n"
-                f"--- {self.stdout_log}:\n{_tail(self.stdout_log)}\n--- {self.server_log}:\n{_tail(self.server_log)}"
+                f"--- {self.stdout_log}:\n{tail(self.stdout_log)}\n--- {self.server_log}:\n{tail(self.server_log)}"
             )
         if time.monotonic() > deadline:
             raise KafkaBrokerError(
                 f"Kafka {self.version} not ready after {_START_TIMEOUT_S:.0f} s\n"
-                f"--- {self.server_log}:\n{_tail(self.server_log)}"
+                f"--- {self.server_log}:\n{tail(self.server_log)}"
             )
 
     # -- tools -----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from exporter.harness.broker import _die_with_parent, _free_port, _tail
+from exporter.harness.processes import die_with_parent, free_port, tail, terminate
 
 _START_TIMEOUT_S = 120.0
 _STOP_TIMEOUT_S = 30.0
@@ -42,7 +42,7 @@ class SparkStandalone:
     def __init__(self, workdir: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
         self.workdir = Path(workdir)
         self.workers, self.cores, self.memory = workers, cores, memory
-        self.port, self.ui_port = _free_port(), _free_port()
+        self.port, self.ui_port = free_port(), free_port()
         self._processes: list[tuple[subprocess.Popen[bytes], Path]] = []
 
     @property
@@ -69,7 +69,7 @@ class SparkStandalone:
             for i in range(self.workers):
                 self.worker_dir(i).mkdir(exist_ok=True)
                 self._spawn(f"worker-{i}", "org.apache.spark.deploy.worker.Worker",
-                            "--host", "127.0.0.1", "--webui-port", str(_free_port()),
+                            "--host", "127.0.0.1", "--webui-port", str(free_port()),
                             "--cores", str(self.cores), "--memory", self.memory,
                             "--work-dir", str(self.worker_dir(i)), self.url)  # fmt: skip
             self._wait_workers()
@@ -84,13 +84,7 @@ class SparkStandalone:
 
     def stop(self) -> None:
         for process, _ in reversed(self._processes):  # workers first: they report to the master
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(_STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            terminate(process, _STOP_TIMEOUT_S)
         self._processes.clear()
         _live.discard(self)
 
@@ -101,7 +95,7 @@ class SparkStandalone:
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [str(spark_class()), main_class, *args], stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent,
+                stdin=subprocess.DEVNULL, env=env, preexec_fn=die_with_parent,
             )
         self._processes.append((process, log))
 
@@ -111,7 +105,7 @@ class SparkStandalone:
         while time.monotonic() < deadline:
             for process, log in self._processes:
                 if process.poll() is not None:
-                    raise SparkClusterError(f"{log.stem} exited with {process.returncode}:\n{_tail(log)}")
+                    raise SparkClusterError(f"{log.stem} exited with {process.returncode}:\n{tail(log)}")
             try:
                 alive = self.status().get("aliveworkers", 0)
             except OSError:
@@ -119,7 +113,7 @@ class SparkStandalone:
             if alive >= self.workers:
                 return
             time.sleep(0.5)
-        logs = "\n".join(f"--- {log.name}\n{_tail(log, 20)}" for _, log in self._processes)
+        logs = "\n".join(f"--- {log.name}\n{tail(log, 20)}" for _, log in self._processes)
         raise SparkClusterError(f"{alive}/{self.workers} workers registered after {_START_TIMEOUT_S:.0f} s:\n{logs}")
 
 

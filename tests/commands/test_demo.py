@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from exporter.harness.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,12 +22,6 @@ def _demo(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.Complet
         [sys.executable, "-m", "exporter", "demo", *args], capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "TMPDIR": str(tmp_path)}, stdin=subprocess.DEVNULL,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_port_in_use_stops_the_demo_before_anything_starts(tmp_path: Path) -> None:
@@ -45,7 +41,7 @@ def test_a_port_in_use_stops_the_demo_before_anything_starts(tmp_path: Path) -> 
 @pytest.mark.parametrize("keep", [False, True], ids=["removed", "kept"])
 def test_the_work_dir_is_removed_on_exit_unless_kept(tmp_path: Path, kafka_broker_factory, keep: bool) -> None:
     kafka_broker_factory.make_room()  # the demo's two JVMs, beside at most one of the session's
-    proc = _demo(tmp_path, "--duration", "1", "--listen", f"127.0.0.1:{_free_port()}",
+    proc = _demo(tmp_path, "--duration", "1", "--listen", f"127.0.0.1:{free_port()}",
                  *(["--keep-work-dir"] if keep else []), timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     work_dirs = list(tmp_path.glob("txn-exporter-demo-*"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,20 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from exporter.harness.processes import free_port
+
 SECRET = "hunter2-never-printed"
 # The text format: `2026-11-24 05:40:21,712 INFO txn_exporter: message`.
 LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (DEBUG|INFO|WARNING|ERROR|CRITICAL) (\S+): (.*)$")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _refused_address() -> str:
     """A loopback port nobody listens on: connections are refused at once."""
-    return f"127.0.0.1:{_free_port()}"
+    return f"127.0.0.1:{free_port()}"
 
 
 class Run:
@@ -34,7 +29,7 @@ class Run:
         self.log = tmp_path / "run.log"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", _refused_address(),
-             "--listen", f"127.0.0.1:{_free_port()}", "--kafka-config", f"sasl.password={SECRET}", *args],
+             "--listen", f"127.0.0.1:{free_port()}", "--kafka-config", f"sasl.password={SECRET}", *args],
             stdout=subprocess.DEVNULL, stderr=self.log.open("w"),
         )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -12,18 +11,14 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.harness.processes import free_port
+
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ExporterProcess:
     def __init__(self, bootstrap: str, *args: str, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self._process = subprocess.Popen(
