@@ -121,7 +121,7 @@ def tagged_as_written(draw):
     return value
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_make_and_a_partitions_memo_change_nothing_else(data):
     """make= gets the fields TransactionLogValue would; PartitionsMemo gives what its convert makes
