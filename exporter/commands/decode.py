@@ -152,6 +152,7 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
     The text of partitions is made once per distinct array while the codec's memo holds it, and
     once per distinct (topic, ids) entry while `entries` holds it (both bounded)."""
     entries: dict[tuple, str] = {}
+    few_values: dict[tuple, tuple[str, str]] = {}
 
     def partitions_json(partitions: dict[str, list[int]] | None) -> str:
         if not partitions:
@@ -173,14 +174,29 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
         previous_producer_id: int = -1, next_producer_id: int = -1, client_transaction_version: int = 0,
         next_producer_epoch: int = -1,
     ) -> str:  # fmt: skip
+        # An int's text costs as much as a dict lookup and a half: the fields that take few values
+        # are looked up, as three fragments, by their values.
+        key = (version, producer_epoch, timeout_ms, state, next_producer_id, client_transaction_version,
+               next_producer_epoch)  # fmt: skip
+        fragments = few_values.get(key)
+        if fragments is None:
+            if len(few_values) >= _CACHED_FRAGMENTS:
+                few_values.clear()
+            fragments = few_values[key] = (
+                f'{{"version": {version}, "producer_id": ',
+                f', "producer_epoch": {producer_epoch}, "transaction_timeout_ms": {timeout_ms}, '
+                f'"state": {_STATE_JSON[state]}, "partitions": ',
+                f'"next_producer_id": {next_producer_id}, "client_transaction_version": {client_transaction_version}, '
+                f'"next_producer_epoch": {next_producer_epoch}}}',
+            )
+        lead, head, tail = fragments
+        pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
         # `partitions` is already text when the codec's memo made it; else a dict or None.
         return (
-            f'{{"version": {version}, "producer_id": {producer_id}, "producer_epoch": {producer_epoch}, '
-            f'"transaction_timeout_ms": {timeout_ms}, "state": {_STATE_JSON[state]}, '
-            f'"partitions": {partitions if type(partitions) is str else partitions_json(partitions)}, '
+            f'{lead}{pid}{head}'
+            f'{partitions if type(partitions) is str else partitions_json(partitions)}, '
             f'"last_update_timestamp_ms": {last_update_ms}, "start_timestamp_ms": {start_ms}, '
-            f'"previous_producer_id": {previous_producer_id}, "next_producer_id": {next_producer_id}, '
-            f'"client_transaction_version": {client_transaction_version}, "next_producer_epoch": {next_producer_epoch}}}'
+            f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}, {tail}'
         )
 
     def make_record(offset: int, timestamp_ms: int, transactional_id: str, value: str | None) -> str:
@@ -194,3 +210,4 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
 
 _CACHED_ARRAYS = 65536  # about 10 MiB of keys and text
 _CACHED_ENTRIES = 16384
+_CACHED_FRAGMENTS = 16384
