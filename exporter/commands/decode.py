@@ -155,7 +155,7 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
     few_values: dict[tuple, tuple[str, str]] = {}
 
     def partitions_json(partitions: dict[str, list[int]] | None) -> str:
-        if not partitions:
+        if not partitions:  # (the codec's memo can have these too, from a count written on 2 bytes)
             return "null" if partitions is None else "{}"
         texts = []
         for topic, ids in partitions.items():
@@ -190,11 +190,11 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
                 f'"next_producer_epoch": {next_producer_epoch}}}',
             )
         lead, head, tail = fragments
+        if type(partitions) is not str:  # else the codec's memo made it
+            partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
-        # `partitions` is already text when the codec's memo made it; else a dict or None.
         return (
-            f'{lead}{pid}{head}'
-            f'{partitions if type(partitions) is str else partitions_json(partitions)}, '
+            f'{lead}{pid}{head}{partitions}, '
             f'"last_update_timestamp_ms": {last_update_ms}, "start_timestamp_ms": {start_ms}, '
             f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}, {tail}'
         )

@@ -300,3 +300,15 @@ def test_a_topic_name_that_is_not_utf8_is_an_error_line_wherever_the_array_is_re
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["value"]["partitions"] for line in lines[::2]] == [{"orders": [0, 2], "xx": [1]}] * 2
     assert [(line["offset"], line["error"].split(":")[0]) for line in lines[1::2]] == [(1, "invalid_utf8"), (3, "invalid_utf8")]
+
+
+def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, capsys):
+    """A varint may be written longer than it needs (Kafka's reader takes it): a null or empty
+    array so written goes through the codec's general path and its memo, not the fast paths."""
+    for partitions, count in ((None, b"\x80\x00"), ({}, b"\x81\x00")):
+        value = TransactionLogValue(1, 42, 3, 60000, TransactionState.EMPTY, partitions, 1010, 1000)
+        raw = encode_value(value)
+        assert raw[17] == count[0] & 0x7F
+        path = segment(tmp_path, encode_batch(0, [(encode_key("t"), raw[:17] + count + raw[18:], 5)]), name=f"{count.hex()}.log")
+        assert main(["decode", str(path)]) == 0
+        assert capsys.readouterr().out == _expected_line(0, 5, "t", value)
