@@ -152,7 +152,10 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
     The text of partitions is made once per distinct array while the codec's memo holds it, and
     once per distinct (topic, ids) entry while `entries` holds it (both bounded)."""
     entries: dict[tuple, str] = {}
-    few_values: dict[tuple, tuple[str, str]] = {}
+    few_values: dict[tuple, tuple[str, str, str]] = {}
+    # The last value's last-update time and its text: the record's own timestamp is usually the
+    # same (the coordinator reads its clock for both), and so is the start time of an ONGOING.
+    last_update, last_update_text = None, ""
 
     def partitions_json(partitions: dict[str, list[int]] | None) -> str:
         if not partitions:  # (the codec's memo can have these too, from a count written on 2 bytes)
@@ -192,16 +195,19 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
         lead, head, tail = fragments
         if type(partitions) is not str:  # else the codec's memo made it
             partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"
+        nonlocal last_update, last_update_text
+        last_update, last_update_text = last_update_ms, f"{last_update_ms}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
         return (
-            f'{lead}{pid}{head}{partitions}, '
-            f'"last_update_timestamp_ms": {last_update_ms}, "start_timestamp_ms": {start_ms}, '
+            f'{lead}{pid}{head}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
+            f'"start_timestamp_ms": {last_update_text if start_ms == last_update_ms else start_ms}, '
             f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}, {tail}'
         )
 
     def make_record(offset: int, timestamp_ms: int, transactional_id: str, value: str | None) -> str:
         return (
-            f'{{"offset": {offset}, "timestamp_ms": {timestamp_ms}, "transactional_id": {_json_str(transactional_id)}, '
+            f'{{"offset": {offset}, "timestamp_ms": {last_update_text if timestamp_ms == last_update else timestamp_ms}, '
+            f'"transactional_id": {_json_str(transactional_id)}, '
             f'"value": {"null" if value is None else value}{tail}}}\n'
         )
 

@@ -255,9 +255,11 @@ _int64 = st.integers(-(2**63), 2**63 - 1)
 def _values(draw):
     version = draw(st.sampled_from([0, 1]))
     tagged = version == 1
+    last_update = draw(_int64)
     return TransactionLogValue(
         version, draw(_int64), draw(st.integers(-(2**15), 2**15 - 1)), draw(st.integers(-(2**31), 2**31 - 1)),
-        draw(st.sampled_from(list(TransactionState))), draw(_partitions), draw(_int64), draw(_int64),
+        draw(st.sampled_from(list(TransactionState))), draw(_partitions), last_update,
+        draw(st.just(last_update) | _int64),  # start: the same when ONGOING
         # Each tagged field absent (its default) or not: the shapes coordinators write, and others.
         draw(st.just(-1) | _int64) if tagged else -1, draw(st.just(-1) | _int64) if tagged else -1,
         draw(st.sampled_from([0, 2, -5])) if tagged else 0, draw(st.sampled_from([-1, 7])) if tagged else -1,
@@ -267,14 +269,18 @@ def _values(draw):
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.none() | _values(), min_size=1, max_size=4),
-    st.lists(st.tuples(st.text(max_size=12), st.integers(0, 3), st.integers(0, 2**41)), min_size=1, max_size=30),
+    # The record's timestamp: its value's last update time (None) as usual, or another.
+    st.lists(st.tuples(st.text(max_size=12), st.integers(0, 3), st.none() | st.integers(0, 2**41)), min_size=1, max_size=30),
 )
 def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
     """Every line is the contract's JSON (escaping and UTF-8 included), through the codec's fast
     paths, the general one, and the memo of partitions arrays (values repeat across records)."""
     from exporter.commands.decode import decode_file, format_record
 
-    records = [(tid, values[k % len(values)], ts) for tid, k, ts in picks]
+    records = []
+    for tid, k, ts in picks:
+        value = values[k % len(values)]
+        records.append((tid, value, ts if ts is not None else 0 if value is None else value.last_update_timestamp_ms))
     path = tmp_path_factory.mktemp("seg") / "00000000000000000000.log"
     path.write_bytes(b"".join(
         encode_batch(i, [(encode_key(tid), None if v is None else encode_value(v), ts)])
