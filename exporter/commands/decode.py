@@ -214,6 +214,6 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
     return PartitionsMemo(partitions_json, _CACHED_ARRAYS), make_record, make_value
 
 
-_CACHED_ARRAYS = 65536  # about 10 MiB of keys and text
+_CACHED_ARRAYS = 16384  # a few MiB of keys and text; 4x that saves ~0.5% of the time for 4x the memory
 _CACHED_ENTRIES = 16384
 _CACHED_FRAGMENTS = 16384
