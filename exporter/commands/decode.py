@@ -192,16 +192,16 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
                 f'"next_producer_id": {next_producer_id}, "client_transaction_version": {client_transaction_version}, '
                 f'"next_producer_epoch": {next_producer_epoch}}}',
             )
-        lead, head, tail = fragments
+        lead, middle, end = fragments
         if type(partitions) is not str:  # else the codec's memo made it
             partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"
         nonlocal last_update, last_update_text
         last_update, last_update_text = last_update_ms, f"{last_update_ms}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
         return (
-            f'{lead}{pid}{head}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
+            f'{lead}{pid}{middle}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
             f'"start_timestamp_ms": {last_update_text if start_ms == last_update_ms else start_ms}, '
-            f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}, {tail}'
+            f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}, {end}'
         )
 
     def make_record(offset: int, timestamp_ms: int, transactional_id: str, value: str | None) -> str:
