@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from crc32c import crc32c
 
 from exporter.codec.errors import DecodeError
-from exporter.codec.transaction_log import KEY_V0_HEADS, TransactionLogRecord, decode_key, decode_value
+from exporter.codec.transaction_log import (
+    KEY_V0_HEADS,
+    PartitionsMemo,
+    TransactionLogRecord,
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+)
 
 _LENGTH = struct.Struct(">qi")
 # baseOffset, batchLength, (partitionLeaderEpoch), magic, crc, attributes, (lastOffsetDelta),
@@ -68,9 +75,13 @@ class RecordError:
 Decoded = TransactionLogRecord | RecordError | BatchError
 
 
-def decode_batches(buf: bytes | mmap.mmap) -> Iterator[Decoded]:
+def decode_batches(
+    buf: bytes | mmap.mmap, partitions: bool | PartitionsMemo = True, make_record=TransactionLogRecord, make_value=TransactionLogValue
+) -> Iterator[Decoded]:
     """Yields every record of every batch in `buf` (bytes, or a read-only mmap of a file), in order,
-    with errors in their place."""
+    with errors in their place. `partitions` and `make_value` are decode_value's `partitions` and
+    `make`; `make_record` builds each record from (offset, timestamp_ms, transactional_id, value) in
+    place of TransactionLogRecord."""
     pos = 0
     end = len(buf)
     budget = [RESYNC_CRC_FACTOR * end + RESYNC_CRC_SLACK]  # CRC bytes resynchronisation may still spend
@@ -107,13 +118,19 @@ def decode_batches(buf: bytes | mmap.mmap) -> Iterator[Decoded]:
             log_append_ts = max_ts if attributes & _LOG_APPEND_TIME else None
             p = pos + HEADER_SIZE
             if count == 1:  # every batch a coordinator writes to this topic: no loop to set up
-                yield _decode_single_record(
-                    buf, p, next_pos, base_offset, base_ts if log_append_ts is None else log_append_ts
-                ) or _decode_record(buf, p, next_pos, base_offset, 0, base_ts, log_append_ts)[0]
+                item = _decode_single_record(
+                    buf, p, next_pos, base_offset, base_ts if log_append_ts is None else log_append_ts,
+                    partitions, make_record, make_value,
+                )  # fmt: skip
+                yield item if item is not None else _decode_record(
+                    buf, p, next_pos, base_offset, 0, base_ts, log_append_ts, partitions, make_record, make_value
+                )[0]
                 pos = next_pos
                 continue
             for index in range(count):
-                item, p = _decode_record(buf, p, next_pos, base_offset, index, base_ts, log_append_ts)
+                item, p = _decode_record(
+                    buf, p, next_pos, base_offset, index, base_ts, log_append_ts, partitions, make_record, make_value
+                )
                 yield item
                 if p < 0:
                     break  # the record's own length was bad: the rest of the batch cannot be located
@@ -121,7 +138,8 @@ def decode_batches(buf: bytes | mmap.mmap) -> Iterator[Decoded]:
 
 
 def _decode_single_record(
-    buf: bytes, p: int, end: int, offset: int, timestamp_ms: int
+    buf: bytes, p: int, end: int, offset: int, timestamp_ms: int,
+    partitions: bool | PartitionsMemo = True, make_record=TransactionLogRecord, make_value=TransactionLogValue,
 ) -> TransactionLogRecord | RecordError | None:
     """The one record of a batch, when it has the shape a coordinator writes; else None, and
     _decode_record reads it (and finds what is wrong with it, if anything).
@@ -156,13 +174,14 @@ def _decode_single_record(
     except UnicodeDecodeError:
         return None
     try:
-        return TransactionLogRecord(offset, timestamp_ms, tid, decode_value(buf[value_start : end - 1]))
+        return make_record(offset, timestamp_ms, tid, decode_value(buf[value_start : end - 1], partitions, make_value))
     except DecodeError as e:
         return RecordError(offset, e)
 
 
 def _decode_record(
-    buf: bytes, p: int, end: int, base_offset: int, index: int, base_ts: int, log_append_ts: int | None
+    buf: bytes, p: int, end: int, base_offset: int, index: int, base_ts: int, log_append_ts: int | None,
+    partitions: bool | PartitionsMemo = True, make_record=TransactionLogRecord, make_value=TransactionLogValue,
 ) -> tuple[TransactionLogRecord | RecordError, int]:
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index
@@ -227,11 +246,11 @@ def _decode_record(
             tid = buf[key_start + 4 : key_start + key_length].decode()
         else:
             tid = decode_key(buf[key_start : key_start + key_length])
-        return TransactionLogRecord(
+        return make_record(
             offset,
             base_ts + ts_delta if log_append_ts is None else log_append_ts,
             tid,
-            None if value_length < 0 else decode_value(buf[p : p + value_length]),
+            None if value_length < 0 else decode_value(buf[p : p + value_length], partitions, make_value),
         ), record_end
     except UnicodeDecodeError as e:
         return RecordError(offset, DecodeError("invalid_utf8", f"transactional id: {e}")), record_end

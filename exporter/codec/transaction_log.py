@@ -17,11 +17,17 @@ The coordinator model never reads TransactionPartitions, the one costly field (t
 lists: ~2 us of ~3 for a value naming 2 topics x 3 partitions). `partitions=False` walks the array
 with every length and bound checked but builds nothing, and the value's `partitions` is
 PARTITIONS_SKIPPED. What that walk cannot see is invalid UTF-8 inside a topic name.
+
+`make=` builds the value from its fields in place of TransactionLogValue (same positional
+signature), as json's hooks do: `txn-exporter decode` formats JSON straight from the parsed fields,
+with no object in between; with `partitions=PartitionsMemo(...)`, it formats each distinct
+partitions array once instead of once per record.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from exporter.codec.errors import DecodeError
@@ -72,6 +78,24 @@ class _PartitionsSkipped:
 
 
 PARTITIONS_SKIPPED = _PartitionsSkipped()
+
+
+class PartitionsMemo:
+    """A `partitions=` mode for a caller that makes something of each distinct partitions array
+    rather than of each record's (txn-exporter decode: its JSON text). A v1 array that no fast path
+    reads reaches `make` as `convert(its dict)`, made once per distinct array while it stays in
+    `known` (by the array's bytes; cleared when it holds `limit`). Other arrays come as dicts.
+
+    A known array is not walked again: where it would end is guessed from the shape of the tagged
+    fields after it, and confirmed by finding the bytes up to there in `known`, which is enough: the
+    bytes of a whole valid array end where the array does."""
+
+    __slots__ = ("convert", "known", "limit")
+
+    def __init__(self, convert: Callable[[dict[str, list[int]]], object], limit: int) -> None:
+        self.convert = convert
+        self.known: dict[bytes, object] = {}
+        self.limit = limit
 
 
 @dataclass(slots=True)
@@ -138,8 +162,9 @@ def decode_key(buf: bytes) -> str:
     return _utf8(buf[4 : 4 + length])
 
 
-def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
-    """Decodes a non-null value; with partitions=False, see PARTITIONS_SKIPPED. Raises DecodeError.
+def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=TransactionLogValue) -> TransactionLogValue:
+    """Decodes a non-null value; with partitions=False, see PARTITIONS_SKIPPED; for `make`, the
+    module doc; for PartitionsMemo, its doc. Raises DecodeError.
 
     Value v1, which every 4.x coordinator writes, is decoded inline: a call less per record."""
     version = buf[:2]  # compared as bytes: cheaper than unpacking on every record
@@ -156,7 +181,7 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
             if count < 2:  # an empty partitions array (Complete* records) or a null one (Empty records)
                 if len(buf) == 45 and buf[34:37] == _ONLY_PREVIOUS_PRODUCER_ID:
                     producer_id, epoch, timeout_ms, last_update, start, previous_id = _V1_NO_PARTITIONS_PREVIOUS_ID.unpack_from(buf, 0)
-                    return TransactionLogValue(
+                    return make(
                         1, producer_id, epoch, timeout_ms, state,
                         ({} if count else None) if partitions else PARTITIONS_SKIPPED, last_update, start, previous_id,
                     )  # fmt: skip
@@ -169,7 +194,7 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
                     producer_id, epoch, timeout_ms, topic, first, last_update, start, previous_id = (
                         _V1_ONE_TOPIC_PREVIOUS_ID[n].unpack_from(buf, 0)
                     )
-                    return TransactionLogValue(
+                    return make(
                         1, producer_id, epoch, timeout_ms, state,
                         {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED, last_update, start, previous_id,
                     )  # fmt: skip
@@ -177,40 +202,42 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
                 topics = {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED
                 pos = 41 + n
             else:
-                if partitions:
+                if not partitions:
+                    topics, pos = PARTITIONS_SKIPPED, _v1_partitions_end(buf)
+                elif partitions is True:
                     topics, pos = _v1_partitions(buf)
                 else:
-                    topics, pos = PARTITIONS_SKIPPED, _v1_partitions_end(buf)
+                    topics, pos = _memo_v1_partitions(buf, partitions)
                 around = _V1_AROUND_PARTITIONS.get(pos) or _v1_around_partitions(pos)
                 producer_id, epoch, timeout_ms, last_update, start = around.unpack_from(buf, 0)
                 pos += 16
             # Top-level tagged fields: the usual cases first.
             tags = buf[pos : pos + 3]
             if tags[0] == 0:
-                return TransactionLogValue(1, producer_id, epoch, timeout_ms, state, topics, last_update, start)
+                return make(1, producer_id, epoch, timeout_ms, state, topics, last_update, start)
             if tags == _ONLY_PREVIOUS_PRODUCER_ID:  # a 4.x coordinator, a client before TV2
                 previous_id = _I64.unpack_from(buf, pos + 3)[0]
-                return TransactionLogValue(
+                return make(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id
                 )
             if tags == _PREVIOUS_THEN_CLIENT_VERSION_HEAD and buf[pos + 11 : pos + 13] == _CLIENT_VERSION_HEAD:
                 # A 4.3+ coordinator, a TV2 client: PreviousProducerId and ClientTransactionVersion.
                 previous_id, client_version = _PREVIOUS_THEN_CLIENT_VERSION.unpack_from(buf, pos)
-                return TransactionLogValue(
+                return make(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id, -1, client_version
                 )
             if tags == _ONLY_CLIENT_TRANSACTION_VERSION:  # a 4.0-4.2 coordinator, a TV2 client
                 client_version = _I16.unpack_from(buf, pos + 3)[0]
-                return TransactionLogValue(
+                return make(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, -1, -1, client_version
                 )
             previous_id, next_id, client_version, next_epoch = _v1_tagged_fields(buf, pos)
-            return TransactionLogValue(
+            return make(
                 1, producer_id, epoch, timeout_ms, state, topics, last_update, start,
                 previous_id, next_id, client_version, next_epoch,
             )
         if version == _VERSION_0:
-            return _decode_value_v0(buf, partitions)
+            return _decode_value_v0(buf, partitions, make)
     except (IndexError, struct.error):
         raise DecodeError("truncated", f"value v{version[1]} of {len(buf)} bytes") from None
     except UnicodeDecodeError as e:
@@ -220,7 +247,8 @@ def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue:
     raise DecodeError("unknown_value_version", f"value version {_I16.unpack_from(buf, 0)[0]}")
 
 
-def _decode_value_v0(buf: bytes, build_partitions: bool) -> TransactionLogValue:
+def _decode_value_v0(buf: bytes, build_partitions: bool | PartitionsMemo, make) -> TransactionLogValue:
+    # (PartitionsMemo gets dicts here: v0 values are from brokers before 4.0, and rare.)
     _, producer_id, epoch, timeout_ms, status, count = _VALUE_HEAD_V0.unpack_from(buf, 0)
     state = _STATES.get(status)
     if state is None:
@@ -232,7 +260,7 @@ def _decode_value_v0(buf: bytes, build_partitions: bool) -> TransactionLogValue:
         if 0 <= n < 256 and len(buf) >= 47 + n:
             topic, ids, first, last_update, start = _V0_ONE_TOPIC[n].unpack_from(buf, 23)
             if ids == 1:
-                return TransactionLogValue(
+                return make(
                     0, producer_id, epoch, timeout_ms, state,
                     {topic.decode(): [first]} if build_partitions else PARTITIONS_SKIPPED, last_update, start,
                 )  # fmt: skip
@@ -268,7 +296,7 @@ def _decode_value_v0(buf: bytes, build_partitions: bool) -> TransactionLogValue:
             partitions[topic] = list(_int32_array(n).unpack_from(buf, pos))
             pos = end
     last_update, start = _TIMESTAMPS.unpack_from(buf, pos)
-    return TransactionLogValue(0, producer_id, epoch, timeout_ms, state, partitions, last_update, start)
+    return make(0, producer_id, epoch, timeout_ms, state, partitions, last_update, start)
 
 
 def _v0_partitions_end(buf: bytes, count: int) -> int:
@@ -289,6 +317,31 @@ def _v0_partitions_end(buf: bytes, count: int) -> int:
         if pos > size:
             raise IndexError
     return pos
+
+
+def _memo_v1_partitions(buf: bytes, memo: PartitionsMemo) -> tuple[object, int]:
+    """For PartitionsMemo: what the v1 array is converted to, and where it ends."""
+    size = len(buf)
+    # Where the array ends if the value ends with one of the tagged-field shapes decode_value knows
+    # (timestamps, then the tags); a wrong guess finds nothing in `known`.
+    if buf[size - 11 : size - 8] == _ONLY_PREVIOUS_PRODUCER_ID:
+        pos = size - 27
+    elif buf[size - 15 : size - 12] == _PREVIOUS_THEN_CLIENT_VERSION_HEAD:
+        pos = size - 31
+    elif buf[size - 5 : size - 2] == _ONLY_CLIENT_TRANSACTION_VERSION:
+        pos = size - 21
+    else:
+        pos = size - 17  # no tagged fields
+    known = memo.known
+    if pos > 17:
+        found = known.get(buf[17:pos], known)  # (`known` itself: never a value in it)
+        if found is not known:
+            return found, pos
+    topics, pos = _v1_partitions(buf)
+    if len(known) >= memo.limit:
+        known.clear()
+    found = known[buf[17:pos]] = memo.convert(topics)
+    return found, pos
 
 
 def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
@@ -339,7 +392,11 @@ def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
 def _v1_partitions_end(buf: bytes) -> int:
     """Where the v1 partitions array ends, every length and bound checked as _v1_partitions does."""
     size = len(buf)
-    count, pos = _uvarint(buf, 17)
+    count = buf[17]
+    if count < 0x80:
+        pos = 18
+    else:
+        count, pos = _uvarint(buf, 17)
     if count == 0:
         return pos
     count -= 1

@@ -53,14 +53,14 @@ def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
         os.close(fd)
 
 
-def read_segment(path: Path) -> Iterator[Decoded]:
-    """Decodes one segment file. Raises NotARegularFile or OSError if it cannot be read; bad bytes
-    come as errors.
+def read_segment(path: Path, **options) -> Iterator[Decoded]:
+    """Decodes one segment file (`options`: decode_batches'). Raises NotARegularFile or OSError if
+    it cannot be read; bad bytes come as errors.
 
     The pages read are dropped from the process every _RELEASE_EVERY items (they stay in the page
     cache): else a mapped file's pages count in the process's resident memory until it ends."""
     with mapped(path) as data:
-        items = decode_batches(data)
+        items = decode_batches(data, **options)
         if type(data) is bytes:
             yield from items
             return

@@ -27,6 +27,7 @@ from exporter.codec.record_batch import (
     decode_batches,
     encode_batch,
 )
+from exporter.codec.transaction_log import PartitionsMemo
 
 int16 = st.integers(-(2**15), 2**15 - 1)
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -105,6 +106,45 @@ def test_skipping_partitions_changes_nothing_else(data):
         assert skipped == dataclasses.replace(full, partitions=PARTITIONS_SKIPPED)
     elif full != "invalid_utf8":
         assert skipped == full
+
+
+@st.composite
+def tagged_as_written(draw):
+    """Values v1 whose tagged fields are each absent (default) or not, as coordinators write them:
+    the tagged-field shapes PartitionsMemo guesses from, and others."""
+    value = draw(values())
+    value.version = 1
+    for name, default in (("previous_producer_id", -1), ("next_producer_id", -1),
+                          ("client_transaction_version", 0), ("next_producer_epoch", -1)):
+        if draw(st.booleans()):
+            setattr(value, name, default)
+    return value
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.data())
+def test_make_and_a_partitions_memo_change_nothing_else(data):
+    """make= gets the fields TransactionLogValue would; PartitionsMemo gives what its convert makes
+    of the array, the same the second time (found in the memo, not walked again), and every error
+    the full decode gives, invalid UTF-8 in a topic name included."""
+    raws = [data.draw(_mutations(encode_value(data.draw(tagged_as_written()))) | st.binary(max_size=120)) for _ in range(3)]
+    memo = PartitionsMemo(lambda p: ("text of", p), limit=2)  # small: cleared on the way
+
+    def make(*fields):
+        return "made", TransactionLogValue(*fields)
+
+    for raw in raws + raws:
+        full = _outcome(lambda: decode_value(raw))
+        memoized = _outcome(lambda: decode_value(raw, memo, make))
+        if not isinstance(full, TransactionLogValue):
+            assert memoized == full
+            continue
+        made, value = memoized
+        assert made == "made"
+        if type(value.partitions) is tuple:
+            assert value.partitions == ("text of", full.partitions)
+            value.partitions = full.partitions
+        assert value == full
 
 
 @given(names, values())

@@ -222,17 +222,99 @@ def test_resident_memory_stays_flat_in_the_file_size(tmp_path):
     assert large_rss < small_rss + 24 * 1024, (small_rss, large_rss)
 
 
-@settings(max_examples=300)
-@given(st.lists(st.none() | st.dictionaries(st.text(max_size=8), st.lists(st.integers(0, 40), max_size=3), max_size=3),
-                min_size=1, max_size=20))
-def test_the_formatting_caches_change_no_line(partition_sets):
-    """Lines made through the caches of partitions text (kept across a file's records) are the lines
-    made without them, and valid JSON of the record's partitions."""
-    from exporter.commands.decode import format_record
+class _Collect:
+    def __init__(self):
+        self.text = ""
 
-    cache = {}
-    for partitions in partition_sets:
-        record = TransactionLogRecord(1, 2, "t", TransactionLogValue(1, 3, 4, 5, TransactionState.ONGOING, partitions, 6, 7))
-        line = format_record(record, cache)
-        assert line == format_record(record)
-        assert json.loads(line)["value"]["partitions"] == partitions
+    def write(self, text):
+        self.text += text
+        return len(text)
+
+
+def _expected_line(offset, ts, tid, v):
+    """The contract's line, by json.dumps (ensure_ascii=False: decode writes UTF-8 as is)."""
+    value = None if v is None else {
+        "version": v.version, "producer_id": v.producer_id, "producer_epoch": v.producer_epoch,
+        "transaction_timeout_ms": v.transaction_timeout_ms, "state": v.state.name, "partitions": v.partitions,
+        "last_update_timestamp_ms": v.last_update_timestamp_ms, "start_timestamp_ms": v.start_timestamp_ms,
+        "previous_producer_id": v.previous_producer_id, "next_producer_id": v.next_producer_id,
+        "client_transaction_version": v.client_transaction_version, "next_producer_epoch": v.next_producer_epoch,
+    }  # fmt: skip
+    line = {"offset": offset, "timestamp_ms": ts, "transactional_id": tid, "value": value}
+    return json.dumps(line, ensure_ascii=False) + "\n"
+
+
+# Names that need escaping or are not ASCII, and plain ones; few enough that arrays repeat (the
+# decode command formats each distinct array once while it is in its memo).
+_names = st.sampled_from(["orders", 'q"x', "back\\slash", "tab\tnew\nline\x00", "ünïcødé", "𝄞-clef", "", "a" * 130])
+_partitions = st.none() | st.dictionaries(_names, st.lists(st.integers(0, 2**31 - 1), max_size=4), max_size=4)
+_int64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@st.composite
+def _values(draw):
+    version = draw(st.sampled_from([0, 1]))
+    tagged = version == 1
+    last_update = draw(_int64)
+    return TransactionLogValue(
+        version, draw(_int64), draw(st.integers(-(2**15), 2**15 - 1)), draw(st.integers(-(2**31), 2**31 - 1)),
+        draw(st.sampled_from(list(TransactionState))), draw(_partitions), last_update,
+        draw(st.just(last_update) | _int64),  # start: the same when ONGOING
+        # Each tagged field absent (its default) or not: the shapes coordinators write, and others.
+        draw(st.just(-1) | _int64) if tagged else -1, draw(st.just(-1) | _int64) if tagged else -1,
+        draw(st.sampled_from([0, 2, -5])) if tagged else 0, draw(st.sampled_from([-1, 7])) if tagged else -1,
+    )  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.none() | _values(), min_size=1, max_size=4),
+    # The record's timestamp: its value's last update time (None) as usual, or another.
+    st.lists(st.tuples(st.text(max_size=12), st.integers(0, 3), st.none() | st.integers(0, 2**41)), min_size=1, max_size=30),
+)
+def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
+    """Every line is the contract's JSON (escaping and UTF-8 included), through the codec's fast
+    paths, the general one, and the memo of partitions arrays (values repeat across records)."""
+    from exporter.commands.decode import decode_file, format_record
+
+    records = []
+    for tid, k, ts in picks:
+        value = values[k % len(values)]
+        records.append((tid, value, ts if ts is not None else 0 if value is None else value.last_update_timestamp_ms))
+    path = tmp_path_factory.mktemp("seg") / "00000000000000000000.log"
+    path.write_bytes(b"".join(
+        encode_batch(i, [(encode_key(tid), None if v is None else encode_value(v), ts)])
+        for i, (tid, v, ts) in enumerate(records)
+    ))  # fmt: skip
+    out = _Collect()
+    assert decode_file(path, out) is False
+    expected = [_expected_line(i, ts, tid, v) for i, (tid, v, ts) in enumerate(records)]
+    assert out.text.split("\n") == [line[:-1] for line in expected] + [""]  # (not splitlines: \x85 is a line end)
+    # format_record, for a record already decoded, writes the same line.
+    assert [format_record(TransactionLogRecord(i, ts, tid, v)) for i, (tid, v, ts) in enumerate(records)] == expected
+
+
+def test_a_topic_name_that_is_not_utf8_is_an_error_line_wherever_the_array_is_read(tmp_path, capsys):
+    """The memo of partitions arrays decodes each array it has not seen, invalid UTF-8 included:
+    the record is an invalid_utf8 line, the same array seen again is one again, the others decode."""
+    good = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], "xx": [1]}, 1010, 1000,
+                               previous_producer_id=42)
+    raw = encode_value(good)
+    bad = raw.replace(b"xx", b"\xff\xfe")
+    path = segment(tmp_path, *(encode_batch(i, [(encode_key("t"), value, 5)]) for i, value in enumerate((raw, bad, raw, bad))))
+    assert main(["decode", str(path)]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["value"]["partitions"] for line in lines[::2]] == [{"orders": [0, 2], "xx": [1]}] * 2
+    assert [(line["offset"], line["error"].split(":")[0]) for line in lines[1::2]] == [(1, "invalid_utf8"), (3, "invalid_utf8")]
+
+
+def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, capsys):
+    """A varint may be written longer than it needs (Kafka's reader takes it): a null or empty
+    array so written goes through the codec's general path and its memo, not the fast paths."""
+    for partitions, count in ((None, b"\x80\x00"), ({}, b"\x81\x00")):
+        value = TransactionLogValue(1, 42, 3, 60000, TransactionState.EMPTY, partitions, 1010, 1000)
+        raw = encode_value(value)
+        assert raw[17] == count[0] & 0x7F
+        path = segment(tmp_path, encode_batch(0, [(encode_key("t"), raw[:17] + count + raw[18:], 5)]), name=f"{count.hex()}.log")
+        assert main(["decode", str(path)]) == 0
+        assert capsys.readouterr().out == _expected_line(0, 5, "t", value)
