@@ -19,15 +19,15 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from itertools import islice
 from json.encoder import encode_basestring as _json_str
 from pathlib import Path
-from collections.abc import Callable
 from typing import TextIO
 
 from exporter.codec import TransactionLogRecord, TransactionState
-from exporter.codec.transaction_log import PartitionsMemo
 from exporter.codec.record_batch import BatchError, RecordError
+from exporter.codec.transaction_log import PartitionsMemo
 from exporter.sources.segment_files import NotARegularFile, check_regular, partition_of, read_segment, segments_in
 
 _PROG = "txn-exporter decode"
