@@ -79,9 +79,9 @@ def pipeline_rate(bootstrap: str, total: int) -> tuple[float, float]:
     recorders = LatencyRecorders()
     model = CoordinatorModel(recorders.sinks())
     tail = TransactionLogTail(bootstrap, all_partitions=True, metadata_refresh_seconds=3600)
-    # Every record live, as the source takes a partition nobody could have read before (one seen
-    # without a leader since time 0): a replay would decode only each id's last record.
-    tail._unled_since_ms[0] = 0
+    # Every record live, as the source takes a new cluster's partition (one created after time 0):
+    # a replay would decode only each id's last record.
+    tail._created_since_ms[0] = 0
     n, start, cpu = 0, time.perf_counter(), time.process_time()
     while n < total:
         events = tail.poll(timeout=1.0, max_records=5000)

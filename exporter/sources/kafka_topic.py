@@ -9,13 +9,18 @@ their state and every series they fed.
 
 Replay: a newly assigned partition is read from its first offset up to the high watermark seen at
 assignment with `replay=True`, which rebuilds state without observing latency; `PartitionReplayed`
-marks the switch to live records. Except for what no exporter can have seen: a partition the
-exporter saw without a leader, or before `__transaction_state` existed (a new cluster), turns live
-at its first record appended after that sight (by the record's timestamp; the sidecar shares the
-broker's clock), so a cluster's first transactions and those of a re-elected partition are counted.
-While the topic is absent or a partition leaderless, ownership is read again every second. Only each transactional id's last record of a replay window is
-decoded (see _ReplayWindow): a replayed record matters only as the state it leaves, which a later
-record of the same id overwrites, so that is the broker's own rule when it loads the partition.
+marks the switch to live records. Only each transactional id's last record of a replay window is
+decoded (see _hand_over_replayed): a replayed record matters only as the state it leaves, which a
+later record of the same id overwrites, as the broker's own load of the partition keeps the last.
+
+One exception to replay: a cluster's first records. When this exporter, before it ever saw
+`__transaction_state`, found it absent, nothing in the topic can predate that moment, so the
+partitions it then takes are live from their first record, if that record was appended since (by its
+timestamp; the sidecar shares the broker's clock): one from before means the broker answered wrongly,
+and the partition is replayed. The rule is not applied to a topic that disappears after it
+was seen, nor to partitions without a leader for a while: a restarting broker answers so, while the
+exporter beside another broker may still be reading those records. While the topic is absent or a
+partition leaderless, ownership is read again every second.
 
 The consumer uses manual assignment and never commits or joins a group: it needs Describe and Read
 on the topic only. The group id is required by the client but unused.
@@ -77,7 +82,6 @@ _ACCESS_ERRORS = {
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _BY_OFFSET = attrgetter("offset")
-_NEVER = 1 << 62  # a timestamp (ms) no record reaches
 _PROGRESS_INTERVAL_SECONDS = 1.0
 # A replaying partition's window of last records is decoded and handed to the model once it holds
 # this many transactional ids, so a replay of millions of ids keeps a bounded number of messages
@@ -124,10 +128,12 @@ class TransactionLogTail:
         self._followed: dict[int, int | None] = {}
         # Replaying partitions -> their records not yet decoded: the last message of each key.
         self._replay_windows: dict[int, dict[bytes, Message]] = {}
-        # Partitions seen leaderless (or the topic absent) -> when first seen so (ms); once assigned,
-        # the partitions whose records from that time on are live though replay has not ended.
-        self._unled_since_ms: dict[int, int] = {}
+        # When the exporter, never having seen the topic, first found it absent (ms); then, once it
+        # exists, its partitions not yet taken by this exporter; once taken, those whose records from
+        # that time on are live though replay has not ended.
+        self._topic_seen = False
         self._topic_absent_since_ms: int | None = None
+        self._created_since_ms: dict[int, int] = {}
         self._live_from_ms: dict[int, int] = {}
         # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
         # yet, and "owns nothing" would read as ready), for owned partitions whose leader did not
@@ -215,9 +221,12 @@ class TransactionLogTail:
             offset = message.offset()
             key = message.key()
             window = windows.get(partition)
-            if window is not None and live_from_ms and message.timestamp()[1] >= live_from_ms.get(partition, _NEVER):
-                self._end_replay(partition, events)  # appended after nobody could see it: live
-                window = None
+            if window is not None and live_from_ms and partition in live_from_ms:  # a new topic's first record
+                if message.timestamp()[1] >= live_from_ms.pop(partition):
+                    self._end_replay(partition, events)  # appended after the exporter looked: live
+                    window = None
+                # else the partition holds records from before: the topic was there, whatever the
+                # broker said (one starting up may say so), and this is history to replay
             if window is not None:  # replaying: a later record of the key replaces this one undecoded
                 next_offset[partition] = offset + 1
                 if key is None:
@@ -305,7 +314,8 @@ class TransactionLogTail:
         error = None if topic is None else topic.error
         if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
             # The topic is created on the first transaction: nothing to follow yet, not an outage.
-            if self._topic_absent_since_ms is None:
+            if not self._topic_seen and self._topic_absent_since_ms is None:
+                # (Not after it was seen: a restarting broker may answer so for a while.)
                 self._topic_absent_since_ms = self._now_ms()
             self._next_refresh = self._clock() + _RETRY_SECONDS
             self._complete_view = True
@@ -315,7 +325,10 @@ class TransactionLogTail:
             self._denied(error)
             return
         leaderless = {p for p, pm in topic.partitions.items() if pm.leader < 0}
-        self._note_unled(topic.partitions, leaderless)
+        if topic.partitions:  # (a topic being created may come without them)
+            self._note_created(topic.partitions)
+        if leaderless:
+            self._next_refresh = min(self._next_refresh, self._clock() + _RETRY_SECONDS)
         if error is not None or not metadata.brokers or (leaderless and not self._complete_view):
             # A cluster still starting (no brokers, no leaders, LEADER_NOT_AVAILABLE): ownership is
             # not known yet, so nothing changes until it is; ask again soon.
@@ -329,22 +342,17 @@ class TransactionLogTail:
             if self._broker_id is None:
                 self._broker_id = self._discover_broker_id(metadata)
             owned = {p for p, pm in topic.partitions.items() if pm.leader == self._broker_id}
-        for partition in set(self._unled_since_ms) - owned - leaderless:
+        for partition in set(self._created_since_ms) - owned - leaderless:
             # Led by another broker: its own exporter sees what its coordinator appends.
-            del self._unled_since_ms[partition]
+            del self._created_since_ms[partition]
         self._waiting = self._apply_ownership(owned, events)
 
-    def _note_unled(self, partitions: dict, leaderless: set[int]) -> None:
-        """Notes since when partitions have had no leader (or no topic)."""
-        now_ms = self._now_ms()
-        if self._topic_absent_since_ms is not None:  # created since: nothing in it predates that
-            for partition in partitions:
-                self._unled_since_ms.setdefault(partition, self._topic_absent_since_ms)
+    def _note_created(self, partitions: dict) -> None:
+        """The topic exists: if this exporter saw it absent first, nothing in it predates that."""
+        self._topic_seen = True
+        if self._topic_absent_since_ms is not None:
+            self._created_since_ms = dict.fromkeys(partitions, self._topic_absent_since_ms)
             self._topic_absent_since_ms = None
-        for partition in leaderless:
-            self._unled_since_ms.setdefault(partition, now_ms)
-        if leaderless:
-            self._next_refresh = min(self._next_refresh, self._clock() + _RETRY_SECONDS)
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -392,15 +400,15 @@ class TransactionLogTail:
             assigned.append(partition)
             events.append(PartitionAssigned(partition))
             self._next_offset[partition] = 0
-            unled_since_ms = self._unled_since_ms.pop(partition, None)
+            created_since_ms = self._created_since_ms.pop(partition, None)
             if high <= 0:
                 self._followed[partition] = None
                 events.append(PartitionReplayed(partition))
             else:
                 self._followed[partition] = high
                 self._replay_windows[partition] = {}
-                if unled_since_ms is not None:
-                    self._live_from_ms[partition] = unled_since_ms
+                if created_since_ms is not None:
+                    self._live_from_ms[partition] = created_since_ms
         if assigned:
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)

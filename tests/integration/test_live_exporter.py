@@ -33,7 +33,7 @@ def test_known_workload_gives_exact_counts_per_target_state(broker, exporter, re
     process = exporter(broker.bootstrap_servers)
     # Precondition: every partition of this single broker followed and live. Readiness does not
     # imply it: a partition still without a leader at the exporter's first complete view is followed
-    # once elected (its records since then counted live: test_a_new_clusters_first_transactions...).
+    # once elected, and what its coordinator wrote before is replayed as history.
     process.wait_for(lambda: process.value("txn_exporter_partitions_followed", phase="live") == 50, 60, "all live")
     ids = [f"{prefix}-{i}" for i in range(3)]
     result = run_mix(broker.bootstrap_servers, topic, ids, commits=4, aborts=2, timeouts=1)

@@ -1,6 +1,6 @@
 """Replay decodes only each transactional id's last record (of a bounded window) and still leaves the
-model exactly as applying every record would; what no exporter can have seen (a new topic, a partition
-after a time without leader) is live. Driven by the scripted client of the runs tests; the
+model exactly as applying every record would; a new cluster's first records, which nobody can have
+seen, are live. Driven by the scripted client of the runs tests; the
 real broker tests are in tests/integration/test_live_exporter.py (restart, partition moves)."""
 
 from __future__ import annotations
@@ -154,20 +154,48 @@ def test_a_topic_created_after_the_exporter_looked_is_live_from_its_first_record
     assert shape(tail.poll(timeout=0)) == [("replayed", 0), ("records", 0, [0, 1], False)]
 
 
-def test_a_partition_seen_leaderless_turns_live_at_its_first_record_after_that(monkeypatch):
+def test_a_topic_said_absent_by_a_starting_broker_is_history_when_it_holds_older_records(monkeypatch):
+    """Exporter and broker starting together: if the broker says the topic does not exist, records
+    from before that say it did, and other exporters may have counted them: replayed whole."""
     tail, clock = unled_tail(monkeypatch)
-    tail._consumer.high = {0: 3}
-    tail._consumer.queued = [TimedMessage(0, 0, 900_000), TimedMessage(0, 1, 950_000), TimedMessage(0, 2, 999_000)]
-    tail.poll(timeout=0)  # followed and replayed: history
-    clock.now += 30
-    tail._consumer.leaders = {0: -1}  # its broker died: revoked, leaderless since 1030 s
-    assert [type(e) for e in tail.poll(timeout=0)] == [PartitionRevoked]
+    tail._consumer.topic_error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+    tail.poll(timeout=0)
     clock.now += 1
-    tail._consumer.leaders = {0: 1}  # elected again: its coordinator loads it and appends
-    tail._consumer.high = {0: 5}
-    tail._consumer.queued = [TimedMessage(0, offset, ts) for offset, ts in
-                             ((0, 900_000), (1, 950_000), (2, 999_000), (3, 1_030_500), (4, 1_030_600))]  # fmt: skip
-    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1, 2], True), ("replayed", 0), ("records", 0, [3, 4], False)]
+    tail._consumer.topic_error = None
+    tail._consumer.high = {0: 2}
+    tail._consumer.queued = [TimedMessage(0, 0, 900_000), TimedMessage(0, 1, 1_000_500)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
+
+
+def test_a_partition_back_from_a_time_without_leader_is_replayed_whole(monkeypatch):
+    """Its records since may have been read by the exporter beside its leader meanwhile: a
+    rolling-upgrade run counted one twice when this exporter took them as live."""
+    tail, clock = unled_tail(monkeypatch)
+    tail._consumer.high = {0: 1}
+    tail._consumer.queued = [TimedMessage(0, 0, 900_000)]
+    tail.poll(timeout=0)  # followed and replayed
+    clock.now += 30
+    tail._consumer.leaders = {0: -1}
+    assert [type(e) for e in tail.poll(timeout=0)] == [PartitionRevoked]
+    clock.now += 1  # asked again a second later, not 30: a partition is leaderless
+    tail._consumer.leaders = {0: 1}
+    tail._consumer.high = {0: 2}
+    tail._consumer.queued = [TimedMessage(0, 0, 900_000), TimedMessage(0, 1, 1_030_500)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
+
+
+def test_a_topic_absent_after_it_was_seen_is_history_when_back(monkeypatch):
+    """A restarting broker may answer that the topic does not exist: that is no new cluster."""
+    tail, clock = unled_tail(monkeypatch)
+    tail.poll(timeout=0)  # seen, empty
+    clock.now += 30
+    tail._consumer.topic_error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+    tail.poll(timeout=0)
+    clock.now += 1
+    tail._consumer.topic_error = None
+    tail._consumer.high = {0: 1}
+    tail._consumer.queued = [TimedMessage(0, 0, 1_030_500)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0], True), ("replayed", 0)]
 
 
 def test_a_partition_moving_in_from_another_broker_is_replayed_whole(monkeypatch):
