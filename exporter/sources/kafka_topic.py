@@ -129,12 +129,11 @@ class TransactionLogTail:
         # Replaying partitions -> their records not yet decoded: the last message of each key.
         self._replay_windows: dict[int, dict[bytes, Message]] = {}
         # When the exporter, never having seen the topic, first found it absent (ms); then, once it
-        # exists, its partitions not yet taken by this exporter; once taken, those whose records from
-        # that time on are live though replay has not ended.
+        # exists, its partitions whose records from that time on are live (until their first record
+        # is read, or another broker is seen leading them).
         self._topic_seen = False
         self._topic_absent_since_ms: int | None = None
         self._created_since_ms: dict[int, int] = {}
-        self._live_from_ms: dict[int, int] = {}
         # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
         # yet, and "owns nothing" would read as ready), for owned partitions whose leader did not
         # answer yet, and for replays. Else records written meanwhile would be replayed later as
@@ -202,12 +201,12 @@ class TransactionLogTail:
         first = self._consumer.poll(timeout)
         if first is None:
             return
-        received_ms = int(self._clock() * 1000)
+        received_ms = self._now_ms()
         messages = [first, *self._consumer.consume(max_records - 1, 0)]
         followed = self._followed
         windows = self._replay_windows
         next_offset = self._next_offset
-        live_from_ms = self._live_from_ms
+        created_since_ms = self._created_since_ms
         append = events.append
         errors = 0
         run: TransactionLogRecords | None = None  # the run of one partition's live records being filled
@@ -221,8 +220,8 @@ class TransactionLogTail:
             offset = message.offset()
             key = message.key()
             window = windows.get(partition)
-            if window is not None and live_from_ms and partition in live_from_ms:  # a new topic's first record
-                if message.timestamp()[1] >= live_from_ms.pop(partition):
+            if window is not None and created_since_ms and partition in created_since_ms:  # a new topic's first record
+                if message.timestamp()[1] >= created_since_ms.pop(partition):
                     self._end_replay(partition, events)  # appended after the exporter looked: live
                     window = None
                 # else the partition holds records from before: the topic was there, whatever the
@@ -290,12 +289,12 @@ class TransactionLogTail:
                 gc.enable()
         if records:
             records.sort(key=_BY_OFFSET)
-            events.append(TransactionLogRecords(partition, records, int(self._clock() * 1000), True))
+            events.append(TransactionLogRecords(partition, records, self._now_ms(), True))
 
     def _end_replay(self, partition: int, events: list[TopicEvent]) -> None:
         self._hand_over_replayed(partition, events)
         del self._replay_windows[partition]
-        self._live_from_ms.pop(partition, None)
+        self._created_since_ms.pop(partition, None)
         self._followed[partition] = None
         events.append(PartitionReplayed(partition))
 
@@ -380,7 +379,7 @@ class TransactionLogTail:
             for partition in gone:
                 del self._followed[partition]
                 self._replay_windows.pop(partition, None)
-                self._live_from_ms.pop(partition, None)
+                self._created_since_ms.pop(partition, None)
                 self._next_offset.pop(partition, None)
                 events.append(PartitionRevoked(partition))
             log.info("stopped following %s partitions %s", TOPIC, gone)
@@ -400,15 +399,13 @@ class TransactionLogTail:
             assigned.append(partition)
             events.append(PartitionAssigned(partition))
             self._next_offset[partition] = 0
-            created_since_ms = self._created_since_ms.pop(partition, None)
             if high <= 0:
                 self._followed[partition] = None
+                self._created_since_ms.pop(partition, None)  # empty: live from its first record anyway
                 events.append(PartitionReplayed(partition))
             else:
                 self._followed[partition] = high
                 self._replay_windows[partition] = {}
-                if created_since_ms is not None:
-                    self._live_from_ms[partition] = created_since_ms
         if assigned:
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
