@@ -32,8 +32,8 @@ from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles  #
 from exporter.codec import decode_record  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources import kafka_topic  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from exporter.sources import topic_tail  # noqa: E402
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
 
 POLL_RECORDS = 1000  # what `txn-exporter run` asks of each poll (TransactionLogTail.poll's default)
 

@@ -28,7 +28,7 @@ from bench.synthetic import PARTITIONS, partition_of  # noqa: E402
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
 from exporter.view import page  # noqa: E402
 from exporter.view.query import document, parse_query  # noqa: E402
 

@@ -12,11 +12,11 @@ API:
         model.append_errors, model.marker_retries, model.marker_failures,
         model.complete_append_retries, model.broker_log,         # from the broker log
         model.timeouts, model.producer_id_rotations, model.late_transactions(now_ms, padding_ms),
-        model.hanging_scan, model.hanging_scan_errors,           # from exporter.sources.hanging
+        model.hanging_scan, model.hanging_scan_errors,           # from exporter.sources.hanging_scan
         model.in_flight()                                        # InFlight tuples (exporter.view)
 
 See exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states,
-timeout aborts: exporter.lifecycle.is_timeout_abort, shared with the Spark pipeline).
+timeout aborts: exporter.contracts.lifecycle.is_timeout_abort, shared with the Spark pipeline).
 """
 
 from exporter.model.coordinator import CoordinatorModel, Event

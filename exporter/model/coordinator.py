@@ -20,13 +20,13 @@ Decisions a reader of the metrics needs to know:
   (`PartitionReplayed`): mid-replay, a long-completed prepare looks pending until its complete
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way. (A replay
-  hands over only each id's last record, exporter.sources.kafka_topic: the ones it replaces never
+  hands over only each id's last record, exporter.sources.topic_tail: the ones it replaces never
   reach the codec.)
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
   beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
   record is not noted (the coordinator logs the next retry again).
-- Broker-log events (exporter.sources.broker_log) only count, except one: a final COMPLETE_* append
+- Broker-log events (exporter.sources.broker_log_tail) only count, except one: a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
   `pending_markers()`'s count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
   of an id the model does not hold as pending (its record not read yet, or already completed) is
@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
-from exporter.lifecycle import is_timeout_abort
+from exporter.contracts.lifecycle import is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -53,7 +53,7 @@ from exporter.model.partition import (
     PartitionState,
 )
 from exporter.model.sinks import ObservationSinks
-from exporter.sources.events import (
+from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
     CoordinatorChanged,
@@ -318,7 +318,7 @@ class CoordinatorModel:
             else:
                 self.hanging_scan_errors += 1
         elif type(event) is CoordinatorChanged:
-            pass  # an ownership signal for the topic source (exporter.commands.run); nothing to count
+            pass  # an ownership signal for the topic source (exporter.app); nothing to count
         else:
             raise TypeError(f"not a source event: {event!r}")
 

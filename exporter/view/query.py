@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from exporter.codec import DecodeError, TransactionState, decode_value
 from exporter.model import CoordinatorModel
-from exporter.model.hanging import HANGING, abort_command, finding_row
+from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
 from exporter.model.partition import STATE_MASK
-from exporter.sources.events import HangingScanCompleted
+from exporter.contracts.events import HangingScanCompleted
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

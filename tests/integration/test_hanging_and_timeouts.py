@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.versions import FULL_SUITE_VERSIONS
-from exporter.harness.workload import (
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
+from txn_workshop.harness.workload import (
     create_internal_topics,
     create_topic,
     held_commit,

@@ -25,8 +25,8 @@ import pytest
 from confluent_kafka import Consumer, ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import (
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import (
     TRANSACTION_STATE_TOPIC,
     create_topic,
     transaction_state_partition,

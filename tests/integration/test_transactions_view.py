@@ -13,8 +13,8 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import create_topic, held_commit
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import create_topic, held_commit
 from tests.integration.exporter_process import ExporterProcess
 from tests.view import chromium
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
-from exporter.sources.events import TransactionLogRecords
+from exporter.contracts.events import TransactionLogRecords
 
 S = TransactionState
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.sources.events import (
+from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
     CoordinatorChanged,

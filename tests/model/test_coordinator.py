@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from exporter.codec import DecodeError
 from exporter.model import CoordinatorModel, ObservationSinks
-from exporter.sources.events import (
+from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
     PartitionReplayed,

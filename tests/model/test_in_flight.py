@@ -8,7 +8,7 @@ from exporter.codec.transaction_log import PARTITIONS_SKIPPED
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel, InFlight
 from exporter.model.partition import unpack
-from exporter.sources.events import (
+from exporter.contracts.events import (
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,

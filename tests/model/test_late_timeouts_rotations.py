@@ -8,7 +8,7 @@ import pytest
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
 from exporter.model import CoordinatorModel, ObservationSinks
 from exporter.model.partition import pack, unpack
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
 from tests.model.builders import S
 from tests.model.test_coordinator import ListSink, live_partition
 

@@ -44,8 +44,8 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.broker_log import BrokerLogParser
 from exporter.codec.states import TransactionState
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import (
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import (
     alter_topic_config,
     commit_transactions,
     create_topic,
