@@ -101,7 +101,7 @@ def _producer_process(bootstrap: str, worker: int, threads: int, transactions: i
 def generate(version: str, records: int, processes: int, threads: int, target: Path) -> None:
     from txn_workshop.harness.broker import KafkaBroker
     from txn_workshop.harness.java_workload import java_transactions
-    from txn_workshop.harness.workload import create_topic
+    from txn_workshop.harness.admin import create_topic
 
     # As many Java producers as librdkafka ones, as many transactions each: about half the records.
     java_ids = [f"bench-java-{n}" for n in range(processes * threads)]

@@ -74,9 +74,10 @@ def main() -> None:
     used = tracemalloc.get_traced_memory()[0] - baseline
     tracemalloc.stop()
 
-    tracked = sum(len(part.states) for _, part in model.partitions())
-    pending, _ = model.pending_markers()
-    in_flight = len(model.in_flight())
+    taken, _ = model.snapshot(START_MS, 0, lambda: None)
+    tracked = sum(taken.transactions_by_state)
+    pending = taken.pending_markers
+    in_flight = model.in_flight_transactions(None, 1, 0, START_MS).matching
     print(f"{tracked:,} transactional ids tracked ({in_flight:,} in flight, {pending:,} of them pending) over"
           f" {PARTITIONS} partitions")
     print(f"traced memory: {used / 2**20:,.1f} MiB = {used / tracked:.0f} bytes per tracked transactional id")

@@ -48,15 +48,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-# TransactionState ids (exporter.codec.states; plain ints here so this module needs nothing).
-EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT = range(6)
-DEAD, PREPARE_EPOCH_FENCE = 6, 7
-TOMBSTONE = -1
-STATE_NAMES = (
-    "EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT",
-    "DEAD", "PREPARE_EPOCH_FENCE",
+from exporter.codec.states import TransactionState
+
+# TransactionState ids as plain ints: compared per record in the pipeline's workers.
+EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, PREPARE_EPOCH_FENCE = (
+    int(state) for state in TransactionState
 )
-STATE_IDS = {name: i for i, name in enumerate(STATE_NAMES)}
+TOMBSTONE = -1
+STATE_NAMES = tuple(state.name for state in TransactionState)
+STATE_IDS = {state.name: int(state) for state in TransactionState}
 
 COMMIT, ABORT = "commit", "abort"
 CAUSE_CLIENT, CAUSE_TIMEOUT, CAUSE_FENCED = "client", "timeout", "fenced"

@@ -34,6 +34,7 @@ import re
 import time
 from collections.abc import Callable
 from operator import attrgetter
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -106,13 +107,16 @@ class TransactionLogTail:
         metadata_refresh_seconds: float = 30.0,
         kafka_settings: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
     ) -> None:
+        """`consumer_factory` makes the client from its settings (confluent-kafka's Consumer; tests
+        pass one of their own)."""
         self._bootstrap_servers = bootstrap_servers
         self._broker_id = broker_id
         self._all_partitions = all_partitions
         self._refresh_seconds = metadata_refresh_seconds
         self._clock = clock
-        self._consumer = Consumer(
+        self._consumer = consumer_factory(
             {
                 **_DEFAULT_SETTINGS,
                 **(kafka_settings or {}),

@@ -21,7 +21,8 @@ import pytest
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.java_workload import java_transactions
 from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION
-from txn_workshop.harness.workload import create_internal_topics, create_topic, run_mix
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.workload import run_mix
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.test_decode_matches_kafka import _kafkas
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-import exporter.sources.topic_tail as kafka_topic
 from exporter.contracts.events import PartitionAssigned, PartitionRevoked
+from exporter.sources.topic_tail import TransactionLogTail
 
 PARTITIONS = 4
 
@@ -50,64 +50,81 @@ class ScriptedConsumer:
         pass
 
 
-@pytest.fixture
-def tail(monkeypatch):
-    monkeypatch.setattr(kafka_topic, "Consumer", ScriptedConsumer)
-    clock = SimpleNamespace(now=1000.0)
-    tail = kafka_topic.TransactionLogTail("127.0.0.1:9092", metadata_refresh_seconds=1, clock=lambda: clock.now)
+def scripted_tail(consumer_class: type[ScriptedConsumer] = ScriptedConsumer, **settings):
+    """A TransactionLogTail over a scripted consumer of `consumer_class` (returned too, to script)."""
+    made: list[ScriptedConsumer] = []
 
-    def poll():
-        clock.now += 1.5  # every poll refreshes ownership
+    def factory(config: dict) -> ScriptedConsumer:
+        made.append(consumer_class(config))
+        return made[-1]
+
+    tail = TransactionLogTail("127.0.0.1:9092", consumer_factory=factory, **settings)
+    return tail, made[0]
+
+
+@pytest.fixture
+def scripted():
+    """The tail, its consumer, and `step()`: a poll 1.5 s after the previous one (ownership re-read)."""
+    clock = SimpleNamespace(now=1000.0)
+    tail, consumer = scripted_tail(metadata_refresh_seconds=1, clock=lambda: clock.now)
+
+    def step():
+        clock.now += 1.5
         return tail.poll(timeout=0)
 
-    tail.step = poll
-    return tail
+    return SimpleNamespace(tail=tail, consumer=consumer, step=step)
 
 
-def test_not_ready_before_the_first_poll(tail):
+def test_not_ready_before_the_first_poll(scripted):
+    tail = scripted.tail
     assert tail.not_ready == "starting"
 
 
-def test_leaders_unknown_at_start_is_not_ready_and_follows_nothing(tail):
-    tail._consumer.leaders = {p: -1 for p in range(PARTITIONS)}
-    assert not [e for e in tail.step() if isinstance(e, PartitionAssigned)]
+def test_leaders_unknown_at_start_is_not_ready_and_follows_nothing(scripted):
+    tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
+    consumer.leaders = {p: -1 for p in range(PARTITIONS)}
+    assert not [e for e in step() if isinstance(e, PartitionAssigned)]
     assert "waiting for the leaders" in tail.not_ready
-    tail._consumer.leaders = {p: 1 for p in range(PARTITIONS)}
-    tail.step()
-    assert tail.not_ready is None and tail._consumer.assigned == set(range(PARTITIONS))
+    consumer.leaders = {p: 1 for p in range(PARTITIONS)}
+    step()
+    assert tail.not_ready is None and consumer.assigned == set(range(PARTITIONS))
 
 
-def test_a_leader_answering_not_leader_keeps_it_waiting_until_it_is_followed(tail):
-    tail._consumer.not_leader = {2}
-    tail.step()
+def test_a_leader_answering_not_leader_keeps_it_waiting_until_it_is_followed(scripted):
+    tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
+    consumer.not_leader = {2}
+    step()
     assert tail.not_ready == "waiting for the leaders of __transaction_state partitions [2]"
-    assert tail._consumer.assigned == {0, 1, 3}
-    tail._consumer.not_leader = set()
-    tail._consumer.high[2] = 5  # records arrived meanwhile: replayed, so still not ready
-    tail.step()
+    assert consumer.assigned == {0, 1, 3}
+    consumer.not_leader = set()
+    consumer.high[2] = 5  # records arrived meanwhile: replayed, so still not ready
+    step()
     assert tail.not_ready == "replaying __transaction_state partitions [2]"
 
 
-def test_a_topic_level_error_changes_nothing_and_is_not_ready_at_start(tail):
-    tail._consumer.topic_error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
-    events = tail.step()
+def test_a_topic_level_error_changes_nothing_and_is_not_ready_at_start(scripted):
+    tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
+    consumer.topic_error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
+    events = step()
     assert not [e for e in events if isinstance(e, (PartitionAssigned, PartitionRevoked))]
     assert "waiting for the leaders" in tail.not_ready
-    tail._consumer.topic_error = None
-    tail.step()
+    consumer.topic_error = None
+    step()
     assert tail.not_ready is None
-    tail._consumer.topic_error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
-    assert not [e for e in tail.step() if isinstance(e, PartitionRevoked)]  # a blip revokes nothing
+    consumer.topic_error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
+    assert not [e for e in step() if isinstance(e, PartitionRevoked)]  # a blip revokes nothing
 
 
-def test_access_denied_is_named(tail):
-    tail._consumer.topic_error = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
-    tail.step()
+def test_access_denied_is_named(scripted):
+    tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
+    consumer.topic_error = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    step()
     assert tail.not_ready.startswith("access denied by Kafka: TOPIC_AUTHORIZATION_FAILED")
 
 
-def test_leadership_moving_away_revokes(tail):
-    tail.step()
-    tail._consumer.leaders[3] = 2
-    assert PartitionRevoked(3) in tail.step()
-    assert tail._consumer.assigned == {0, 1, 2} and tail.not_ready is None
+def test_leadership_moving_away_revokes(scripted):
+    tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
+    step()
+    consumer.leaders[3] = 2
+    assert PartitionRevoked(3) in step()
+    assert consumer.assigned == {0, 1, 2} and tail.not_ready is None

@@ -9,10 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import exporter.sources.topic_tail as kafka_topic
 from exporter.codec import PARTITIONS_SKIPPED, TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.contracts.events import PartitionReplayed, TransactionLogRecords, UndecodableRecord
-from tests.sources.test_topic_tail_readiness import ScriptedConsumer
+from tests.sources.test_topic_tail_readiness import ScriptedConsumer, scripted_tail
 
 
 class Message:
@@ -58,13 +57,12 @@ class DeliveringConsumer(ScriptedConsumer):
 
 
 @pytest.fixture
-def tail(monkeypatch):
-    monkeypatch.setattr(kafka_topic, "Consumer", DeliveringConsumer)
+def tail_and_consumer():
     clock = SimpleNamespace(now=1000.0)
-    tail = kafka_topic.TransactionLogTail("127.0.0.1:9092", metadata_refresh_seconds=3600, clock=lambda: clock.now)
-    tail._consumer.high = {0: 3, 1: 0, 2: 0, 3: 0}  # partition 0 holds 3 records to replay
+    tail, consumer = scripted_tail(DeliveringConsumer, metadata_refresh_seconds=3600, clock=lambda: clock.now)
+    consumer.high = {0: 3, 1: 0, 2: 0, 3: 0}  # partition 0 holds 3 records to replay
     tail.poll(timeout=0)  # takes ownership of the four partitions
-    return tail
+    return tail, consumer
 
 
 def shape(events):
@@ -79,8 +77,9 @@ def shape(events):
     return out
 
 
-def test_runs_are_cut_by_partition_undecodable_records_and_the_end_of_replay(tail):
-    tail._consumer.queued = [
+def test_runs_are_cut_by_partition_undecodable_records_and_the_end_of_replay(tail_and_consumer):
+    tail, consumer = tail_and_consumer
+    consumer.queued = [
         Message(1, 0), Message(1, 1),
         Message(0, 0), Message(0, 1), Message(0, 2),  # offset 2 is partition 0's last replayed
         Message(0, 3), Message(0, 4, value=b"\x00\x09"),  # an unknown value version
@@ -98,8 +97,9 @@ def test_runs_are_cut_by_partition_undecodable_records_and_the_end_of_replay(tai
     ]
 
 
-def test_records_reach_the_model_without_their_partitions_decoded(tail):
-    tail._consumer.queued = [Message(2, 0)]
+def test_records_reach_the_model_without_their_partitions_decoded(tail_and_consumer):
+    tail, consumer = tail_and_consumer
+    consumer.queued = [Message(2, 0)]
     (run,) = [e for e in tail.poll(timeout=0) if isinstance(e, TransactionLogRecords)]
     assert run.records[0].transactional_id == "tid-2-0"
     assert run.records[0].value.partitions is PARTITIONS_SKIPPED

@@ -28,7 +28,8 @@ from exporter import config, logs
 from exporter.app import Exporter
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
 from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, KafkaJarsError, kafka_libs
-from txn_workshop.harness.workload import create_topic, held_commit, run_mix, timed_out_producer
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
 from exporter.http_server import ListenError, MetricsServer
 
 TOPIC = "demo-orders"

@@ -21,7 +21,7 @@ from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_l
 from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
 from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
 from txn_workshop.harness.versions import KafkaVersion, kafka_version
-from txn_workshop.harness.workload import alter_topic_config, create_internal_topics
+from txn_workshop.harness.admin import alter_topic_config, create_internal_topics
 from exporter.logs import kafka_client_logger
 
 _START_TIMEOUT_S = 60.0

@@ -28,24 +28,21 @@ from typing import TYPE_CHECKING
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    NewTopic,
-    ResourceType,
 )
 
-from exporter.logs import kafka_client_logger
+from exporter.codec import TransactionState, decode_value
+from txn_workshop.harness.admin import (
+    CLIENT_LOG,
+    TRANSACTION_STATE_TOPIC,
+    alter_topic_config,
+    partition_count,
+    topic_config_override,
+)
 
-if TYPE_CHECKING:  # broker.py imports this module
+if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-_COMPLETE_ABORT = 5  # TransactionState id in __transaction_state values
 _READY = "READY"
-# librdkafka's lines through `logging` (where the demo collapses repeats), never raw to stderr.
-_CLIENT_LOG = {"logger": kafka_client_logger("librdkafka.harness")}
 
 
 @dataclass
@@ -84,43 +81,7 @@ class WorkloadResult:
         return sum(c.timeouts for c in self.per_id.values())
 
 
-# -- admin ---------------------------------------------------------------------------------------
-
-
-def create_topic(
-    bootstrap: str, topic: str, partitions: int = 3, replication_factor: int = 1, timeout: float = 30
-) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
-    futures = admin.create_topics([NewTopic(topic, partitions, replication_factor)], operation_timeout=timeout)
-    futures[topic].result(timeout)
-    # Metadata can lag the creation; producers need the partitions to exist.
-    deadline = time.monotonic() + timeout
-    while len(admin.list_topics(topic, timeout=timeout).topics[topic].partitions) < partitions:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {topic} has no metadata after {timeout} s")
-        time.sleep(0.1)
-
-
-def alter_topic_config(bootstrap: str, topic: str, configs: Mapping[str, str | None]) -> None:
-    """Set topic configs incrementally; a value of None deletes the override."""
-    entries = [
-        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-        if v is not None
-        else ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE)
-        for k, v in configs.items()
-    ]
-    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
-    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
-
-
-def topic_config_override(bootstrap: str, topic: str, key: str) -> str | None:
-    """The topic-level override of ``key``, None when the topic uses the broker default."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
-    (future,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
-    entry = future.result(30)[key]
-    return entry.value if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value else None
+# -- marker holds ---------------------------------------------------------------------------------
 
 
 @contextmanager
@@ -146,30 +107,7 @@ def hold_markers(follower: KafkaBroker, topic: str) -> Iterator[None]:
         follower.start()
 
 
-def create_internal_topics(bootstrap: str) -> None:
-    """Make the broker create __transaction_state and __consumer_offsets now, not on first use."""
-    _producer(bootstrap, "harness-internal-topics").init_transactions(60)
-    consumer = _consumer(bootstrap)
-    deadline = time.monotonic() + 60
-    try:
-        while True:  # OffsetFetch needs the group coordinator, hence the offsets topic
-            try:
-                consumer.committed([TopicPartition(TRANSACTION_STATE_TOPIC, 0)], timeout=10)
-                return
-            except KafkaException:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while it loads
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-    finally:
-        consumer.close()
-
-
 # -- transactions --------------------------------------------------------------------------------
-
-
-def _partition_count(bootstrap: str, topic: str) -> int:
-    admin = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG})
-    return len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
 
 
 def _producer(bootstrap: str, transactional_id: str, transaction_timeout_ms: int = 60000) -> Producer:
@@ -178,7 +116,7 @@ def _producer(bootstrap: str, transactional_id: str, transaction_timeout_ms: int
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id,
             "transaction.timeout.ms": transaction_timeout_ms,
-            **_CLIENT_LOG,
+            **CLIENT_LOG,
         }
     )
 
@@ -193,7 +131,7 @@ def _run_transactions(
     bootstrap: str, transactional_id: str, topic: str, outcomes: Sequence[bool], messages_per_txn: int
 ) -> None:
     """One producer, one transaction per outcome: True commits, False aborts."""
-    partitions = _partition_count(bootstrap, topic)
+    partitions = partition_count(bootstrap, topic)
     producer = _producer(bootstrap, transactional_id)
     producer.init_transactions(30)
     for n, commit in enumerate(outcomes):
@@ -245,7 +183,7 @@ def run_mix(
 
 def count_messages(bootstrap: str, topic: str, read_committed: bool, timeout: float = 60) -> int:
     """Messages in ``topic`` as a consumer sees them: committed only, or everything written."""
-    partitions = _partition_count(bootstrap, topic)
+    partitions = partition_count(bootstrap, topic)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -253,7 +191,7 @@ def count_messages(bootstrap: str, topic: str, read_committed: bool, timeout: fl
             "enable.auto.commit": False,
             "enable.partition.eof": True,  # EOF is at the last stable offset under read_committed
             "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-            **_CLIENT_LOG,
+            **CLIENT_LOG,
         }
     )
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -296,7 +234,7 @@ def transactions_running(
         return exc.args[0]
 
     def run(transactional_id: str) -> None:
-        partitions = _partition_count(bootstrap, topic)
+        partitions = partition_count(bootstrap, topic)
         producer: Producer | None = None
         for n in itertools.count():
             if stop.is_set():
@@ -356,7 +294,7 @@ def transaction_state_partition(transactional_id: str, partitions: int) -> int:
 
 
 def _state_partition(bootstrap: str, transactional_id: str) -> TopicPartition | None:
-    topics = AdminClient({"bootstrap.servers": bootstrap, **_CLIENT_LOG}).list_topics(timeout=30).topics
+    topics = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG}).list_topics(timeout=30).topics
     if TRANSACTION_STATE_TOPIC not in topics:
         return None
     n = len(topics[TRANSACTION_STATE_TOPIC].partitions)
@@ -365,7 +303,7 @@ def _state_partition(bootstrap: str, transactional_id: str) -> TopicPartition | 
 
 def _consumer(bootstrap: str) -> Consumer:
     return Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "txn-harness", "enable.auto.commit": False, **_CLIENT_LOG}
+        {"bootstrap.servers": bootstrap, "group.id": "txn-harness", "enable.auto.commit": False, **CLIENT_LOG}
     )
 
 
@@ -388,7 +326,7 @@ def _wait_complete_abort(bootstrap: str, transactional_id: str, start_offset: in
             msg = consumer.poll(0.5)
             if msg is None or msg.error() or msg.key() != wanted_key or msg.value() is None:
                 continue
-            if struct.unpack_from(">hqhib", msg.value())[4] == _COMPLETE_ABORT:
+            if decode_value(msg.value()).state == TransactionState.COMPLETE_ABORT:
                 return
     finally:
         consumer.close()
@@ -427,7 +365,7 @@ def _hang(args: argparse.Namespace) -> None:
     producer = _producer(args.bootstrap, args.transactional_id, args.transaction_timeout_ms)
     producer.init_transactions(30)
     producer.begin_transaction()
-    _produce(producer, args.topic, _partition_count(args.bootstrap, args.topic), args.messages, "hang")
+    _produce(producer, args.topic, partition_count(args.bootstrap, args.topic), args.messages, "hang")
     if producer.flush(30):
         raise KafkaException("hanging producer could not deliver its messages")
     _ready_until_killed()
