@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,10 +149,23 @@ class Load:
         self._procs = []
         for n in range(processes if rate > 0 else 0):  # rate 0: the idle exporter
             proc = subprocess.Popen(
-                [sys.executable, __file__, "load", "--bootstrap", bootstrap, "--rate", str(rate / processes),
-                 "--threads", str(threads), "--prefix", f"{prefix}-{n}"],
-                stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    __file__,
+                    "load",
+                    "--bootstrap",
+                    bootstrap,
+                    "--rate",
+                    str(rate / processes),
+                    "--threads",
+                    str(threads),
+                    "--prefix",
+                    f"{prefix}-{n}",
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
             self._procs.append(proc)
             threading.Thread(target=self._read, args=(n, proc), daemon=True).start()
 
@@ -196,11 +208,18 @@ def bare_main(args: argparse.Namespace) -> None:
         stats["fetches"] = sum(b["req"].get("Fetch", 0) for b in doc["brokers"].values())
 
     settings = json.loads(args.settings)
-    consumer = Consumer({
-        **settings, "bootstrap.servers": args.bootstrap, "group.id": "bench-bare", "enable.auto.commit": False,
-        "enable.auto.offset.store": False, "isolation.level": "read_uncommitted",
-        "statistics.interval.ms": 1000, "stats_cb": on_stats,
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            **settings,
+            "bootstrap.servers": args.bootstrap,
+            "group.id": "bench-bare",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_uncommitted",
+            "statistics.interval.ms": 1000,
+            "stats_cb": on_stats,
+        }
+    )
     partitions = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
     consumer.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
     snapshot = threading.Event()
@@ -231,8 +250,19 @@ def bare_main(args: argparse.Namespace) -> None:
                     latency[ms] = latency.get(ms, 0) + 1
         if snapshot.is_set():
             snapshot.clear()
-            print(json.dumps({"t": time.time(), "records": records, "polls": polls, "stats_t": stats["t"],
-                              "fetches": stats["fetches"], "latency": latency}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "t": time.time(),
+                        "records": records,
+                        "polls": polls,
+                        "stats_t": stats["t"],
+                        "fetches": stats["fetches"],
+                        "latency": latency,
+                    }
+                ),
+                flush=True,
+            )
             latency = {}
     consumer.close()
 
@@ -240,10 +270,21 @@ def bare_main(args: argparse.Namespace) -> None:
 class Bare:
     def __init__(self, bootstrap: str, settings: dict[str, str], loop: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "bare", "--bootstrap", bootstrap, "--settings", json.dumps(settings),
-             "--loop", loop],
-            stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                sys.executable,
+                __file__,
+                "bare",
+                "--bootstrap",
+                bootstrap,
+                "--settings",
+                json.dumps(settings),
+                "--loop",
+                loop,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
         assert self.proc.stdout.readline().strip() == "READY"
 
     def snapshot(self) -> dict:
@@ -265,10 +306,19 @@ class Exporter:
     def __init__(self, bootstrap: str, port: int, extra: list[str], log: Path) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
-            [str(VENV_BIN / "txn-exporter"), "run", "--bootstrap-servers", bootstrap, "--listen", f"127.0.0.1:{port}",
-             *extra],
-            stdout=subprocess.DEVNULL, stderr=log.open("ab"), stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(VENV_BIN / "txn-exporter"),
+                "run",
+                "--bootstrap-servers",
+                bootstrap,
+                "--listen",
+                f"127.0.0.1:{port}",
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("ab"),
+            stdin=subprocess.DEVNULL,
+        )
         self.started = time.monotonic()
 
     def wait_ready(self, timeout: float = 120) -> float:
@@ -313,9 +363,12 @@ def records_total(metrics_text: str) -> float:
     from prometheus_client.parser import text_string_to_metric_families
 
     return sum(
-        s.value for f in text_string_to_metric_families(metrics_text)
-        if f.name == "kafka_transaction_state_log_records" for s in f.samples if s.name.endswith("_total")
-    )  # fmt: skip
+        s.value
+        for f in text_string_to_metric_families(metrics_text)
+        if f.name == "kafka_transaction_state_log_records"
+        for s in f.samples
+        if s.name.endswith("_total")
+    )
 
 
 def histogram_quantiles(histogram: dict[int, int], qs=(0.5, 0.99, 0.999, 1.0)) -> dict[float, int]:
@@ -334,7 +387,7 @@ def histogram_quantiles(histogram: dict[int, int], qs=(0.5, 0.99, 0.999, 1.0)) -
 
 def fetch_requests(broker) -> tuple[float, float]:
     """(time, Fetch requests served since start) from the broker's RequestMetrics, all versions."""
-    from exporter.harness import jmx
+    from txn_workshop.harness import jmx
 
     values = jmx.read(broker, "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,version=*")
     return time.time(), sum(values.values())
@@ -352,7 +405,9 @@ class Window:
 
 def measure(pids: dict[str, int | list[int]], seconds: float, load: Load) -> Window:
     def snap() -> dict[str, float]:
-        return {name: sum(cpu_seconds(p) for p in (pid if isinstance(pid, list) else [pid])) for name, pid in pids.items()}
+        return {
+            name: sum(cpu_seconds(p) for p in (pid if isinstance(pid, list) else [pid])) for name, pid in pids.items()
+        }
 
     la = loadavg()
     c0, t0, n0 = snap(), time.monotonic(), load.committed()
@@ -371,10 +426,11 @@ def settle_commits_rate(load: Load, seconds: float = 3.0) -> float:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from exporter.harness.broker import KafkaBroker
-    from exporter.harness.processes import free_port
-    from exporter.harness.workload import create_internal_topics, create_topic, set_logger_level
-    from exporter.sources.kafka_topic import _DEFAULT_SETTINGS
+    from exporter.sources.topic_tail import _DEFAULT_SETTINGS
+    from txn_workshop.harness.admin import create_internal_topics, create_topic
+    from txn_workshop.harness.broker import KafkaBroker
+    from txn_workshop.harness.processes import free_port
+    from txn_workshop.harness.workload import set_logger_level
 
     kafka_config = dict(kv.split("=", 1) for kv in args.kafka_config)
     fetch_settings = {**_DEFAULT_SETTINGS, **kafka_config}
@@ -390,11 +446,25 @@ def run(args: argparse.Namespace) -> dict:
             try:
                 time.sleep(args.warmup)
                 achieved = settle_commits_rate(load)
-                print(f"\n== {rate} transactions/s asked, {achieved:.0f}/s achieved (load average {loadavg():.2f})",
-                      flush=True)
+                print(
+                    f"\n== {rate} transactions/s asked, {achieved:.0f}/s achieved (load average {loadavg():.2f})",
+                    flush=True,
+                )
                 for mode in args.modes:
-                    results["runs"].append(run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config,
-                                                    workdir, set_logger_level, free_port))
+                    results["runs"].append(
+                        run_mode(
+                            args,
+                            broker,
+                            load,
+                            rate,
+                            mode,
+                            fetch_settings,
+                            kafka_config,
+                            workdir,
+                            set_logger_level,
+                            free_port,
+                        )
+                    )
             finally:
                 load.stop()
     finally:
@@ -433,9 +503,27 @@ def run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config, workd
         profile = None
         if args.profile:
             profile = workdir / f"profile-{rate}-{mode}.json"
-            spy = subprocess.run([str(VENV_BIN / "py-spy"), "record", "--native", "--threads", "--idle", "-r", "200",
-                            "-d", str(args.profile), "-f", "speedscope", "-o", str(profile), "-p",
-                            str(exporter.proc.pid)], capture_output=True, text=True)  # fmt: skip
+            spy = subprocess.run(
+                [
+                    str(VENV_BIN / "py-spy"),
+                    "record",
+                    "--native",
+                    "--threads",
+                    "--idle",
+                    "-r",
+                    "200",
+                    "-d",
+                    str(args.profile),
+                    "-f",
+                    "speedscope",
+                    "-o",
+                    str(profile),
+                    "-p",
+                    str(exporter.proc.pid),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if not profile.exists():
                 print(f"py-spy failed: {spy.stdout[-2000:]} {spy.stderr[-2000:]}")
                 profile = None
@@ -455,11 +543,14 @@ def run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config, workd
     seconds = window.seconds
     cpu = window.cpu
     txn_rate = window.commits / seconds
-    records = (m1 - m0)
+    records = m1 - m0
     result = {
-        "rate_asked": rate, "mode": mode, "seconds": round(seconds, 1),
+        "rate_asked": rate,
+        "mode": mode,
+        "seconds": round(seconds, 1),
         "load_average": [window.load_before, window.load_after],
-        "transactions_per_s": round(txn_rate), "records_per_s": round(records / seconds),
+        "transactions_per_s": round(txn_rate),
+        "records_per_s": round(records / seconds),
         "bare_records_per_s": round(bare_records / seconds),
         "cpu_cores": {k: round(v / seconds, 4) for k, v in cpu.items()},
         "broker_alone_cores": round(alone.cpu["broker"] / alone.seconds, 4),
@@ -468,16 +559,20 @@ def run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config, workd
         "bare_over_broker": round(cpu["bare"] / cpu["broker"], 4),
         "exporter_us_per_record": round(cpu["exporter"] / max(records, 1) * 1e6, 1),
         "bare_us_per_record": round(cpu["bare"] / max(bare_records, 1) * 1e6, 1),
-        "fetches_per_s": {"all": round(fetch_total), "bare": round(bare_fetches),
-                          "exporter": round(fetch_total - bare_fetches)},
+        "fetches_per_s": {
+            "all": round(fetch_total),
+            "bare": round(bare_fetches),
+            "exporter": round(fetch_total - bare_fetches),
+        },
         "bare_polls_per_s": round((b1["polls"] - b0["polls"]) / seconds),
         "exporter_threads_cores": {k: round(v / seconds, 4) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
         "exporter_rss_mib": {"ready": round(rss_ready[0], 1), "end": round(rss[0], 1), "peak": round(rss[1], 1)},
         "bare_rss_mib": round(bare_rss[0], 1),
         "ready_seconds": round(ready_s, 2),
         "exporter_latency_ms": quantiles,
-        "bare_latency_ms": {str(q): v for q, v in histogram_quantiles(
-            {int(k): v for k, v in b1["latency"].items()}).items()},
+        "bare_latency_ms": {
+            str(q): v for q, v in histogram_quantiles({int(k): v for k, v in b1["latency"].items()}).items()
+        },
         "profile": str(profile) if profile else None,
     }
     # Broker CPU serving the readers' fetches: with them minus without, at the same load.
@@ -493,19 +588,29 @@ def print_result(r: dict) -> None:
     cores = r["cpu_cores"]
     lat = r["exporter_latency_ms"]
     pc = lat.get("PREPARE_COMMIT", {})
-    print(f"-- {r['mode']}: {r['transactions_per_s']} txn/s, {r['records_per_s']} records/s over {r['seconds']} s, "
-          f"load average {r['load_average'][0]:.2f}-{r['load_average'][1]:.2f}")
-    print(f"   CPU cores: broker {cores['broker']:.3f} (alone {r['broker_alone_cores']:.3f} at "
-          f"{r['broker_alone_transactions_per_s']} txn/s), exporter {cores['exporter']:.4f}, bare {cores['bare']:.4f}, "
-          f"load {cores['load']:.3f}")
-    print(f"   exporter/broker {r['exporter_over_broker']:.1%} ({r['exporter_us_per_record']} us/record), "
-          f"bare/broker {r['bare_over_broker']:.1%} ({r['bare_us_per_record']} us/record)")
-    print(f"   fetches/s: {r['fetches_per_s']}; bare polls/s {r['bare_polls_per_s']}; broker CPU for the readers "
-          f"{r['broker_cores_for_readers']:.3f} cores (~{r['broker_us_per_fetch']} us per fetch)")
+    print(
+        f"-- {r['mode']}: {r['transactions_per_s']} txn/s, {r['records_per_s']} records/s over {r['seconds']} s, "
+        f"load average {r['load_average'][0]:.2f}-{r['load_average'][1]:.2f}"
+    )
+    print(
+        f"   CPU cores: broker {cores['broker']:.3f} (alone {r['broker_alone_cores']:.3f} at "
+        f"{r['broker_alone_transactions_per_s']} txn/s), exporter {cores['exporter']:.4f}, bare {cores['bare']:.4f}, "
+        f"load {cores['load']:.3f}"
+    )
+    print(
+        f"   exporter/broker {r['exporter_over_broker']:.1%} ({r['exporter_us_per_record']} us/record), "
+        f"bare/broker {r['bare_over_broker']:.1%} ({r['bare_us_per_record']} us/record)"
+    )
+    print(
+        f"   fetches/s: {r['fetches_per_s']}; bare polls/s {r['bare_polls_per_s']}; broker CPU for the readers "
+        f"{r['broker_cores_for_readers']:.3f} cores (~{r['broker_us_per_fetch']} us per fetch)"
+    )
     print(f"   exporter threads (cores): {r['exporter_threads_cores']}")
     print(f"   RSS MiB: exporter {r['exporter_rss_mib']}, bare {r['bare_rss_mib']}; ready in {r['ready_seconds']} s")
-    print(f"   latency ms: exporter PREPARE_COMMIT {pc}; all states p99 max "
-          f"{max((q.get('0.99', 0) for q in lat.values() if q.get('0.99', 0) == q.get('0.99', 0)), default=0):.1f}; bare {r['bare_latency_ms']}")
+    print(
+        f"   latency ms: exporter PREPARE_COMMIT {pc}; all states p99 max "
+        f"{max((q.get('0.99', 0) for q in lat.values() if q.get('0.99', 0) == q.get('0.99', 0)), default=0):.1f}; bare {r['bare_latency_ms']}"
+    )
     if r["profile"]:
         print(f"   profile: {r['profile']}")
 
@@ -531,11 +636,19 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the exporter is ready")
     parser.add_argument("--load-processes", type=int, default=2)
     parser.add_argument("--load-threads", type=int, default=8)
-    parser.add_argument("--kafka-config", action="append", default=[],
-                        help="KEY=VALUE for both the exporter (--kafka-config) and the bare consumer")
-    parser.add_argument("--loop", choices=("first", "drain"), default="first",
-                        help="the bare consumer's loop: first record then what is queued (the exporter's "
-                        "before issue 22), or drain the queue")
+    parser.add_argument(
+        "--kafka-config",
+        action="append",
+        default=[],
+        help="KEY=VALUE for both the exporter (--kafka-config) and the bare consumer",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=("first", "drain"),
+        default="first",
+        help="the bare consumer's loop: first record then what is queued (the exporter's "
+        "before issue 22), or drain the queue",
+    )
     parser.add_argument("--profile", type=float, default=0, help="seconds of py-spy record --native after each window")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
