@@ -29,6 +29,7 @@ on the topic only. The group id is required by the client but unused.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import re
 import time
@@ -38,7 +39,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from exporter.codec import DecodeError, decode_record
+from exporter.codec import DecodeError, TransactionLogRecord, decode_record
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -62,11 +63,43 @@ _OWNED_SETTINGS = {
     # The topic is not transactional; read_uncommitted avoids waiting on an LSO that never lags.
     "isolation.level": "read_uncommitted",
 }
-# Latency is measured at receipt: fetch as soon as any byte is there, and do not sit on data.
-# librdkafka (2.1+) stops fetching a partition whose local queue holds over queued.min.messages
-# (100k) for fetch.queue.backoff.ms, 1 s by default: a replay drained that queue in well under a
-# second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s, bench/live_exporter.py).
-_DEFAULT_SETTINGS = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "fetch.queue.backoff.ms": 10}
+# Client settings users may override. librdkafka (2.1+) stops fetching a partition whose local queue
+# holds over queued.min.messages for fetch.queue.backoff.ms, 1 s by default: a replay drained that
+# queue in well under a second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s,
+# bench/live_exporter.py). The queue is bounded (librdkafka's defaults, 100k messages and 64 MiB, let
+# a replay's memory grow with the backlog): its limits count the whole consumer's queue, and a fetch
+# response adds at most fetch.max.bytes beyond them.
+_DEFAULT_SETTINGS = {
+    "fetch.queue.backoff.ms": 10,
+    "queued.min.messages": 10_000,
+    "queued.max.messages.kbytes": 8192,
+    "fetch.max.bytes": 8 << 20,
+}
+# The fetch pattern (docs/benchmarks.md, "What the sidecar costs"). A sidecar's cost is mostly its
+# fetches, in the client and in the broker serving them: each request and response carries every
+# followed partition (librdkafka sends no KIP-227 incremental fetch sessions), however few records
+# it brings. Two consumers of the same partitions, one assigned at a time:
+# - idle: one fetch held until the first byte is appended (fetch.min.bytes 1) or _IDLE_WAIT_MS: an
+#   idle exporter makes 2 fetches a second, and a record appended is delivered at once;
+# - busy: a fetch held fetch_interval_ms (a min.bytes never reached): at most 1000/fetch_interval_ms
+#   fetches a second whatever the load, each bringing what was appended meanwhile, so a record waits
+#   at most fetch_interval_ms more (the append-latency bound's excess, README "How append latency is
+#   measured").
+# Busy when the idle consumer's deliveries outnumber the busy one's fetches; idle again when fewer
+# than a third of the busy fetches bring a record (a band between, so the pattern does not flap).
+# Why not one consumer pausing its partitions for the interval after each delivery, or librdkafka's
+# own queue backoff (queued.min.messages 1): each puts partitions back to the fetch list one by one,
+# librdkafka sends its next fetch with the first back alone and allows one fetch in flight per
+# broker, so the others waited for that held fetch (measured: p99 ~ fetch.wait.max.ms).
+DEFAULT_FETCH_INTERVAL_MS = 3
+_IDLE_WAIT_MS = 500
+_BUSY_MIN_BYTES = 1 << 20
+_IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
+# Busy while the live deliveries a second (idle) reach this share of the busy fetches a second, idle
+# again below the other (busy): with fetches every P ms, a delivery every P ms makes as many fetches
+# either way.
+_BUSY_FROM = 1.0
+_IDLE_BELOW = 0.3
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
 _CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
@@ -93,6 +126,25 @@ _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
 
 
+# Every live record as received, at DEBUG: what the append-latency bound of each transition was
+# measured from (tests/integration/test_broker_truth.py holds it to the coordinator's own log lines).
+_records_log = logging.getLogger(__name__ + ".records")
+
+
+def _log_observed(partition: int, record: TransactionLogRecord, received_ms: int) -> None:
+    value = record.value
+    fields = {"partition": partition, "offset": record.offset, "transactional_id": record.transactional_id}
+    if value is not None:
+        fields.update(
+            state=value.state.name,
+            producer_id=value.producer_id,
+            producer_epoch=value.producer_epoch,
+            last_update_ms=value.last_update_timestamp_ms,
+        )
+    fields.update(timestamp_ms=record.timestamp_ms, received_ms=received_ms)
+    _records_log.debug("live record %s", json.dumps(fields, ensure_ascii=False))
+
+
 class OwnershipError(Exception):
     """The exporter cannot tell which partitions to follow (a configuration problem)."""
 
@@ -108,26 +160,32 @@ class TransactionLogTail:
         kafka_settings: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
+        fetch_interval_ms: int = DEFAULT_FETCH_INTERVAL_MS,
     ) -> None:
-        """`consumer_factory` makes the client from its settings (confluent-kafka's Consumer; tests
-        pass one of their own)."""
+        """`consumer_factory` makes the clients from their settings (confluent-kafka's Consumer; tests
+        pass one of their own). `fetch_interval_ms`: under load, the exporter fetches at most this often
+        (see the fetch pattern above)."""
+        if fetch_interval_ms < 1:
+            raise ValueError("fetch_interval_ms must be at least 1")
         self._bootstrap_servers = bootstrap_servers
         self._broker_id = broker_id
         self._all_partitions = all_partitions
         self._refresh_seconds = metadata_refresh_seconds
         self._clock = clock
-        self._consumer = consumer_factory(
-            {
-                **_DEFAULT_SETTINGS,
-                **(kafka_settings or {}),
-                **_OWNED_SETTINGS,
-                "bootstrap.servers": bootstrap_servers,
-                "error_cb": self._on_client_error,
-                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
-                # are logged once, by _on_client_error.
-                "logger": kafka_client_logger(errors_logged=True),
-            }
+        self._consumer_factory = consumer_factory
+        self._kafka_settings = kafka_settings or {}
+        self._fetch_interval_ms = fetch_interval_ms
+        self._busy_from = _BUSY_FROM * 1000 / fetch_interval_ms
+        self._idle_below = _IDLE_BELOW * 1000 / fetch_interval_ms
+        self._idle = self._make_consumer("idle", _IDLE_SETTINGS)
+        # Made now, not at the first load: a new client's first fetch waits for its connections and
+        # metadata, which the records of that moment would wait for too.
+        self._busy = self._make_consumer(
+            "busy", {"fetch.min.bytes": _BUSY_MIN_BYTES, "fetch.wait.max.ms": fetch_interval_ms}
         )
+        self._consumer = self._idle  # the one assigned the followed partitions
+        self._live_polls = 0  # polls that brought live records, since the last progress report
+        self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
         # Replaying partitions -> their records not yet decoded: the last message of each key.
@@ -179,6 +237,8 @@ class TransactionLogTail:
         if now >= self._next_progress:
             self._next_progress = now + _PROGRESS_INTERVAL_SECONDS
             self._report_progress(events)
+            self._adapt_fetching(now - self._last_progress)
+            self._last_progress = now
         self.not_ready = self._readiness()
         return events
 
@@ -197,16 +257,65 @@ class TransactionLogTail:
         return None
 
     def close(self) -> None:
-        self._consumer.close()
+        self._idle.close()
+        self._busy.close()
+
+    @property
+    def busy(self) -> bool:
+        """Whether the followed partitions are fetched by the busy consumer (every fetch_interval_ms)."""
+        return self._consumer is not self._idle
+
+    def _make_consumer(self, name: str, fetching: dict[str, Any]) -> Consumer:
+        return self._consumer_factory(
+            {
+                **_DEFAULT_SETTINGS,
+                **self._kafka_settings,
+                **_OWNED_SETTINGS,
+                **fetching,
+                "bootstrap.servers": self._bootstrap_servers,
+                "error_cb": lambda error: self._on_client_error(error, name),
+                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
+                # are logged once, by _on_client_error.
+                "logger": kafka_client_logger(errors_logged=True),
+            }
+        )
+
+    def _adapt_fetching(self, seconds: float) -> None:
+        """Once a second: the fetch pattern the last second's load asks for (see DEFAULT_FETCH_INTERVAL_MS)."""
+        live_polls = self._live_polls / seconds if seconds > 0 else 0.0
+        self._live_polls = 0
+        # Serves the callbacks of the one holding no partition (a connection the broker closed, say).
+        (self._busy if self._consumer is self._idle else self._idle).poll(0)
+        if any(target is not None for target in self._followed.values()):
+            return  # a replay reads at full speed either way; its queued records are not fetched twice
+        if self._consumer is self._idle and live_polls >= self._busy_from:
+            self._hand_over(self._busy)
+            log.info("busy: fetching %s every %d ms", TOPIC, self._fetch_interval_ms)
+        elif self._consumer is not self._idle and live_polls < self._idle_below:
+            self._hand_over(self._idle)
+            log.info("idle: one fetch of %s held until a record is appended", TOPIC)
+
+    def _hand_over(self, consumer: Consumer) -> None:
+        """Moves the followed partitions to `consumer`, each from the next offset not yet taken: what the
+        other consumer fetched but nobody took is dropped with its assignment and fetched again."""
+        partitions = sorted(self._followed)
+        if partitions:
+            self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
+            consumer.incremental_assign(
+                [TopicPartition(TOPIC, p, self._next_offset.get(p) or OFFSET_BEGINNING) for p in partitions]
+            )
+        self._consumer = consumer
 
     def _consume(self, events: list[TopicEvent], timeout: float, max_records: int) -> None:
         # Receipt time is what append latency is measured against, so never wait to fill a batch:
-        # block for the first record only, then take what the client has already queued.
+        # block for the first record only, then take what the client has already queued. The clock
+        # is read once they are all taken, so no record is stamped before it was received.
         first = self._consumer.poll(timeout)
         if first is None:
             return
-        received_ms = self._now_ms()
         messages = [first, *self._consumer.consume(max_records - 1, 0)]
+        received_ms = self._now_ms()
+        observed = _records_log.isEnabledFor(logging.DEBUG)
         followed = self._followed
         windows = self._replay_windows
         next_offset = self._next_offset
@@ -258,6 +367,10 @@ class TransactionLogTail:
                     run = TransactionLogRecords(partition, [], received_ms, False)
                     append(run)
                 run.records.append(record)
+                if observed:
+                    _log_observed(partition, record, received_ms)
+        if run is not None:
+            self._live_polls += 1
         if errors < len(messages):
             self._access_error = None
 
@@ -446,8 +559,13 @@ class TransactionLogTail:
             )
         self._access_error = f"access denied by Kafka: {error.name()}: {error.str()}"
 
-    def _on_client_error(self, error: KafkaError) -> None:
+    def _on_client_error(self, error: KafkaError, consumer: str = "idle") -> None:
         # Runs inside poll/consume on this thread; the next poll turns it into a SourceStatus event.
+        if consumer != ("busy" if self.busy else "idle"):
+            # The consumer holding no partition: its idle connection closed by the broker, say. What
+            # matters about Kafka is told by the one that fetches.
+            log.debug("kafka client (%s, not fetching): %s: %s", consumer, error.name(), error.str())
+            return
         if error.code() in _ACCESS_ERRORS:
             self._denied(error)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
