@@ -30,6 +30,7 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
+from tests.integration import append_latency
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger
@@ -38,7 +39,7 @@ from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.jars import KAFKA_VERSIONS
-from txn_workshop.harness.workload import hold_markers, run_mix
+from txn_workshop.harness.workload import hold_markers, run_mix, transactions_running
 
 PARTITIONS = 8
 RETRIES = "kafka_transaction_marker_retries_total"
@@ -209,3 +210,56 @@ def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, fol
     assert {s: process.value("kafka_transactions", state=s) or 0 for s in TARGET_STATES} == {
         s: current[s] for s in TARGET_STATES
     }
+
+
+P4_IDS = ("p4-a", "p4-b", "p4-c", "p4-d")
+P4_EXCESS_P99_MS = 5
+P4_COMMITS = 100  # about 400 transitions: a p99 of 4 of them
+
+
+@pytest.mark.tested_on("append latency")
+def test_the_append_latency_bound_is_never_below_the_coordinators_own_and_at_most_5_ms_above_at_p99(
+    cluster, exporter, request, version
+):
+    """P4 (tests/integration/append_latency.py): every transition the coordinator appended, matched by
+    (transactional id, target state, producer id and epoch, last-update time) between its TRACE and
+    DEBUG lines and the exporter's receipt of the record: receipt never before the `succeeded` line,
+    and at most 5 ms after it at p99 (both clocks in whole ms: within 1 ms of the truth)."""
+    first, _ = cluster
+    process = exporter(first.bootstrap_servers, "--all-partitions", "--log-level", "DEBUG", "--log-repeat-seconds", "0")
+    tids = set(P4_IDS)
+    _set_logger(first, "TRACE")
+    try:
+        # Started after TRACE is on and settled (each id's last init_transactions) before it is off:
+        # every transition of these ids has both lines.
+        with transactions_running(first.bootstrap_servers, "plain", P4_IDS, pause_s=0.005) as counts:
+            deadline = time.monotonic() + 60
+            while counts.commits < P4_COMMITS and time.monotonic() < deadline:
+                time.sleep(0.1)
+    finally:
+        _set_logger(first, None)
+    assert counts.commits >= P4_COMMITS and not counts.errors, counts
+    logs = sorted(first.logs_dir.glob("server.log*"))
+    succeeded, appending = append_latency.coordinator_lines(logs, tids)
+    assert len(succeeded) > 3 * counts.commits and set(appending) == set(succeeded)
+
+    def observed_all() -> bool:
+        return set(append_latency.observed_records(process.log, tids)) >= set(succeeded)
+
+    process.wait_for(observed_all, 60, "the exporter's receipt of every transition the coordinator logged")
+    observed = append_latency.observed_records(process.log, tids)
+    assert set(observed) == set(succeeded), "a record the coordinator never logged as appended"
+    matched = append_latency.match(succeeded, observed)
+    excess = [m.excess_ms for m in matched]
+    figures = {
+        "transitions": len(matched),
+        "coordinator_ms": {
+            q: append_latency.percentile([m.coordinator_ms for m in matched], q) for q in (0.5, 0.99, 1)
+        },
+        "excess_ms": {q: append_latency.percentile(excess, q) for q in (0.5, 0.99, 1)},
+    }
+    request.config.cache.set(f"p4/{version}", figures)
+    print(f"P4 on {version}: {figures}")
+    below = [m for m in matched if m.observed_ms < m.coordinator_ms]
+    assert not below, f"{len(below)} transitions received before the coordinator's `succeeded` line: {below[:5]}"
+    assert append_latency.percentile(excess, 0.99) <= P4_EXCESS_P99_MS, figures
