@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -196,58 +197,82 @@ class Load:
 
 
 def bare_main(args: argparse.Namespace) -> None:
-    """Every `__transaction_state` partition from its end, with the given settings and the exporter's
-    loop; counts records and their receipt - timestamp (ms). On SIGUSR1 prints a JSON snapshot."""
+    """Every `__transaction_state` partition from its end, read as the exporter reads it and nothing
+    more: the first record, then what is queued, the clock read after; with `--busy`, its fetch pattern
+    too (an idle consumer, a busy one fetching every interval under load, the partitions moved between
+    them at their next offsets, by the exporter's own rule). Counts records and their receipt -
+    timestamp (ms); on SIGUSR1 prints a JSON snapshot."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
-    stats = {"t": 0.0, "fetches": 0}
+    from exporter.sources import topic_tail
 
-    def on_stats(text: str) -> None:
-        doc = json.loads(text)
-        stats["t"] = time.time()
-        stats["fetches"] = sum(b["req"].get("Fetch", 0) for b in doc["brokers"].values())
+    fetches = {"idle": 0, "busy": 0}
+    stats = {"t": 0.0}
 
-    settings = json.loads(args.settings)
-    consumer = Consumer(
-        {
-            **settings,
-            "bootstrap.servers": args.bootstrap,
-            "group.id": "bench-bare",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "isolation.level": "read_uncommitted",
-            "statistics.interval.ms": 1000,
-            "stats_cb": on_stats,
-        }
-    )
-    partitions = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
+    def consumer(name: str, settings: dict) -> Consumer:
+        def on_stats(text: str) -> None:
+            doc = json.loads(text)
+            stats["t"] = time.time()
+            fetches[name] = sum(b["req"].get("Fetch", 0) for b in doc["brokers"].values())
+
+        return Consumer(
+            {
+                **settings,
+                "bootstrap.servers": args.bootstrap,
+                "group.id": "bench-bare",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_uncommitted",
+                "statistics.interval.ms": 1000,
+                "stats_cb": on_stats,
+            }
+        )
+
+    idle = consumer("idle", json.loads(args.settings))
+    busy = consumer("busy", json.loads(args.busy)) if args.busy else None
+    active = idle
+    partitions = sorted(idle.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
+    next_offset = dict.fromkeys(partitions, OFFSET_END)
+    idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
+    busy_from = topic_tail._BUSY_FROM * 1000 / args.interval
+    idle_below = topic_tail._IDLE_BELOW * 1000 / args.interval
     snapshot = threading.Event()
     stop = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: snapshot.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    records = 0
-    polls = 0
+    records = polls = busy_seconds = switches = 0
+    second_polls = 0
+    next_second = time.monotonic() + 1
     latency: dict[int, int] = {}
-    drain = args.loop == "drain"
     print("READY", flush=True)
     while not stop.is_set():
-        first = consumer.poll(0.2)
+        first = active.poll(0.2)
         if first is not None:
-            if drain:
-                messages = [first]
-                while batch := consumer.consume(1000, 0):
-                    messages += batch
-                received_ms = int(time.time() * 1000)
-            else:
-                received_ms = int(time.time() * 1000)
-                messages = [first, *consumer.consume(999, 0)]
+            messages = [first, *active.consume(999, 0)]
+            received_ms = int(time.time() * 1000)
             polls += 1
+            second_polls += 1
             for message in messages:
                 if message.error() is None:
                     records += 1
+                    next_offset[message.partition()] = message.offset() + 1
                     ms = received_ms - message.timestamp()[1]
                     latency[ms] = latency.get(ms, 0) + 1
+        now = time.monotonic()
+        if busy is not None and now >= next_second:
+            rate = second_polls / (now - next_second + 1)
+            second_polls, next_second = 0, now + 1
+            other = busy if active is idle else idle
+            other.poll(0)
+            target = (
+                busy if active is idle and rate >= busy_from else idle if active is busy and rate < idle_below else None
+            )
+            if target is not None:
+                active.unassign()
+                target.assign([TopicPartition(TOPIC, p, o) for p, o in next_offset.items()])
+                active = target
+                switches += 1
+            busy_seconds += active is busy
         if snapshot.is_set():
             snapshot.clear()
             print(
@@ -257,18 +282,27 @@ def bare_main(args: argparse.Namespace) -> None:
                         "records": records,
                         "polls": polls,
                         "stats_t": stats["t"],
-                        "fetches": stats["fetches"],
+                        "fetches": fetches["idle"] + fetches["busy"],
+                        "busy_seconds": busy_seconds,
+                        "switches": switches,
                         "latency": latency,
                     }
                 ),
                 flush=True,
             )
             latency = {}
-    consumer.close()
+    idle.close()
+    if busy is not None:
+        busy.close()
 
 
 class Bare:
-    def __init__(self, bootstrap: str, settings: dict[str, str], loop: str) -> None:
+    def __init__(self, bootstrap: str, pattern: dict) -> None:
+        busy = (
+            ["--busy", json.dumps(pattern["busy"]), "--interval", str(pattern["interval_ms"])]
+            if pattern["busy"]
+            else []
+        )
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -277,9 +311,8 @@ class Bare:
                 "--bootstrap",
                 bootstrap,
                 "--settings",
-                json.dumps(settings),
-                "--loop",
-                loop,
+                json.dumps(pattern["idle"]),
+                *busy,
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -303,11 +336,11 @@ class Bare:
 
 
 class Exporter:
-    def __init__(self, bootstrap: str, port: int, extra: list[str], log: Path) -> None:
+    def __init__(self, executable: Path, bootstrap: str, port: int, extra: list[str], log: Path) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             [
-                str(VENV_BIN / "txn-exporter"),
+                str(executable),
                 "run",
                 "--bootstrap-servers",
                 bootstrap,
@@ -425,16 +458,35 @@ def settle_commits_rate(load: Load, seconds: float = 3.0) -> float:
 # --- main -------------------------------------------------------------------------------------
 
 
+# The fetch settings and loop of the exporter before issue 22: one consumer, a fetch answered at the
+# first byte (held 100 ms at most), the receipt clock read at the first record of a poll.
+BEFORE = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "fetch.queue.backoff.ms": 10}
+
+
+def fetch_pattern(args: argparse.Namespace) -> dict:
+    """The bare consumer's settings: the exporter's own (idle and busy), or those before issue 22."""
+    from exporter.sources import topic_tail
+
+    kafka_config = dict(kv.split("=", 1) for kv in args.kafka_config)
+    if args.before:
+        return {"idle": {**BEFORE, **kafka_config}, "busy": None, "interval_ms": None, "kafka_config": kafka_config}
+    common = {**topic_tail._DEFAULT_SETTINGS, **kafka_config}
+    return {
+        "idle": {**common, **topic_tail._IDLE_SETTINGS},
+        "busy": {**common, "fetch.min.bytes": topic_tail._BUSY_MIN_BYTES, "fetch.wait.max.ms": args.fetch_interval_ms},
+        "interval_ms": args.fetch_interval_ms,
+        "kafka_config": kafka_config,
+    }
+
+
 def run(args: argparse.Namespace) -> dict:
-    from exporter.sources.topic_tail import _DEFAULT_SETTINGS
     from txn_workshop.harness.admin import create_internal_topics, create_topic
     from txn_workshop.harness.broker import KafkaBroker
     from txn_workshop.harness.processes import free_port
     from txn_workshop.harness.workload import set_logger_level
 
-    kafka_config = dict(kv.split("=", 1) for kv in args.kafka_config)
-    fetch_settings = {**_DEFAULT_SETTINGS, **kafka_config}
-    results: dict = {"kafka_config": kafka_config, "fetch_settings": fetch_settings, "loop": args.loop, "runs": []}
+    pattern = fetch_pattern(args)
+    results: dict = {"exporter": str(args.exporter), "pattern": pattern, "runs": []}
     workdir = Path(tempfile.mkdtemp(prefix="bench-cost-"))
     broker = KafkaBroker(args.kafka, jmx=True, workdir=workdir / "broker")
     broker.start()
@@ -452,27 +504,20 @@ def run(args: argparse.Namespace) -> dict:
                 )
                 for mode in args.modes:
                     results["runs"].append(
-                        run_mode(
-                            args,
-                            broker,
-                            load,
-                            rate,
-                            mode,
-                            fetch_settings,
-                            kafka_config,
-                            workdir,
-                            set_logger_level,
-                            free_port,
-                        )
+                        run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level, free_port)
                     )
             finally:
                 load.stop()
     finally:
         broker.stop()
+        if args.profile:
+            print(f"profiles and logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     return results
 
 
-def run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config, workdir, set_logger_level, free_port):
+def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level, free_port):
     broker_log = mode == "broker-log"
     level = "DEBUG" if broker_log else None
     if getattr(broker, "_bench_tsm_level", None) != level:
@@ -481,11 +526,15 @@ def run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config, workd
         time.sleep(2)
     # The broker with the load alone: what serving the readers' fetches adds is the difference.
     alone = measure({"broker": broker._proc.pid, "load": load.pids}, args.alone_window, load)
-    extra = [f"--kafka-config={k}={v}" for k, v in kafka_config.items()]
+    extra = [f"--kafka-config={k}={v}" for k, v in pattern["kafka_config"].items()]
+    if not args.before:
+        extra += ["--fetch-interval-ms", str(args.fetch_interval_ms)]
     if broker_log:
         extra += ["--broker-log", str(broker.server_log)]
-    exporter = Exporter(broker.bootstrap_servers, free_port(), extra, workdir / f"exporter-{rate}-{mode}.log")
-    bare = Bare(broker.bootstrap_servers, fetch_settings, args.loop)
+    exporter = Exporter(
+        args.exporter, broker.bootstrap_servers, free_port(), extra, workdir / f"exporter-{rate}-{mode}.log"
+    )
+    bare = Bare(broker.bootstrap_servers, pattern)
     try:
         ready_s = exporter.wait_ready()
         rss_ready = rss_mib(exporter.proc.pid)
@@ -565,6 +614,12 @@ def run_mode(args, broker, load, rate, mode, fetch_settings, kafka_config, workd
             "exporter": round(fetch_total - bare_fetches),
         },
         "bare_polls_per_s": round((b1["polls"] - b0["polls"]) / seconds),
+        "bare_busy_share": round((b1["busy_seconds"] - b0["busy_seconds"]) / seconds, 2),
+        "exporter_pattern_lines": [
+            line.split(": ", 1)[-1].strip()
+            for line in (workdir / f"exporter-{rate}-{mode}.log").read_text().splitlines()
+            if "topic_tail: busy:" in line or "topic_tail: idle:" in line
+        ][-3:],
         "exporter_threads_cores": {k: round(v / seconds, 4) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
         "exporter_rss_mib": {"ready": round(rss_ready[0], 1), "end": round(rss[0], 1), "peak": round(rss[1], 1)},
         "bare_rss_mib": round(bare_rss[0], 1),
@@ -606,6 +661,9 @@ def print_result(r: dict) -> None:
         f"{r['broker_cores_for_readers']:.3f} cores (~{r['broker_us_per_fetch']} us per fetch)"
     )
     print(f"   exporter threads (cores): {r['exporter_threads_cores']}")
+    print(
+        f"   fetch pattern: exporter {r['exporter_pattern_lines']}; bare busy {r['bare_busy_share']:.0%} of the window"
+    )
     print(f"   RSS MiB: exporter {r['exporter_rss_mib']}, bare {r['bare_rss_mib']}; ready in {r['ready_seconds']} s")
     print(
         f"   latency ms: exporter PREPARE_COMMIT {pc}; all states p99 max "
@@ -626,7 +684,8 @@ def main() -> None:
     p = sub.add_parser("bare")
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--settings", required=True)
-    p.add_argument("--loop", choices=("first", "drain"), default="first")
+    p.add_argument("--busy")
+    p.add_argument("--interval", type=float)
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version of the broker")
     parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")], default=[200, 1000, 2000])
     parser.add_argument("--modes", type=lambda s: s.split(","), default=["plain", "broker-log"])
@@ -643,15 +702,23 @@ def main() -> None:
         help="KEY=VALUE for both the exporter (--kafka-config) and the bare consumer",
     )
     parser.add_argument(
-        "--loop",
-        choices=("first", "drain"),
-        default="first",
-        help="the bare consumer's loop: first record then what is queued (the exporter's "
-        "before issue 22), or drain the queue",
+        "--fetch-interval-ms", type=int, default=None, help="the exporter's --fetch-interval-ms (default: its own)"
+    )
+    parser.add_argument(
+        "--exporter", type=Path, default=VENV_BIN / "txn-exporter", help="the txn-exporter to run (another checkout's)"
+    )
+    parser.add_argument(
+        "--before",
+        action="store_true",
+        help="the bare consumer reads as the exporter did before issue 22 (with --exporter of that version)",
     )
     parser.add_argument("--profile", type=float, default=0, help="seconds of py-spy record --native after each window")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
+    if args.command is None and args.fetch_interval_ms is None:
+        from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
+
+        args.fetch_interval_ms = DEFAULT_FETCH_INTERVAL_MS
     if args.command == "load":
         load_main(args)
     elif args.command == "bare":
