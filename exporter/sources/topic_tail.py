@@ -78,27 +78,27 @@ _DEFAULT_SETTINGS = {
 # The fetch pattern (docs/benchmarks.md, "What the sidecar costs"). A sidecar's cost is mostly its
 # fetches, in the client and in the broker serving them: each request and response carries every
 # followed partition (librdkafka sends no KIP-227 incremental fetch sessions), however few records
-# it brings. Two consumers of the same partitions, one assigned at a time:
-# - idle: one fetch held until the first byte is appended (fetch.min.bytes 1) or _IDLE_WAIT_MS: an
-#   idle exporter makes 2 fetches a second, and a record appended is delivered at once;
+# it brings. Two consumers of the same partitions, one assigned them at a time:
+# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS (the
+#   exporter's fetch before issue 22): a record is delivered at once, 10 fetches a second when idle;
 # - busy: a fetch held fetch_interval_ms (a min.bytes never reached): at most 1000/fetch_interval_ms
 #   fetches a second whatever the load, each bringing what was appended meanwhile, so a record waits
 #   at most fetch_interval_ms more (the append-latency bound's excess, README "How append latency is
 #   measured").
-# Busy when the idle consumer's deliveries outnumber the busy one's fetches; idle again when fewer
-# than a third of the busy fetches bring a record (a band between, so the pattern does not flap).
+# Busy during a replay, and when the idle consumer's deliveries a second reach the busy one's fetches
+# a second; idle again, once nothing replays, when fewer records a second arrive than _IDLE_BELOW of
+# those fetches (so even one fetch per record would cost less; the band between keeps it from
+# flapping).
 # Why not one consumer pausing its partitions for the interval after each delivery, or librdkafka's
 # own queue backoff (queued.min.messages 1): each puts partitions back to the fetch list one by one,
-# librdkafka sends its next fetch with the first back alone and allows one fetch in flight per
-# broker, so the others waited for that held fetch (measured: p99 ~ fetch.wait.max.ms).
+# librdkafka sends its next fetch with the first ones back alone and allows one fetch in flight per
+# broker, so the others waited for that fetch, held up to fetch.wait.max.ms (measured: p99 ~ that).
+# The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
+# whose fetches are held briefly.
 DEFAULT_FETCH_INTERVAL_MS = 3
-_IDLE_WAIT_MS = 500
+_IDLE_WAIT_MS = 100
 _BUSY_MIN_BYTES = 1 << 20
 _IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
-# Busy while the live deliveries a second (idle) reach this share of the busy fetches a second, idle
-# again below the other (busy): with fetches every P ms, a delivery every P ms makes as many fetches
-# either way.
-_BUSY_FROM = 1.0
 _IDLE_BELOW = 0.3
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
@@ -175,8 +175,8 @@ class TransactionLogTail:
         self._consumer_factory = consumer_factory
         self._kafka_settings = kafka_settings or {}
         self._fetch_interval_ms = fetch_interval_ms
-        self._busy_from = _BUSY_FROM * 1000 / fetch_interval_ms
-        self._idle_below = _IDLE_BELOW * 1000 / fetch_interval_ms
+        self._busy_from = 1000 / fetch_interval_ms  # the busy consumer's fetches a second, at most
+        self._idle_below = _IDLE_BELOW * self._busy_from
         self._idle = self._make_consumer("idle", _IDLE_SETTINGS)
         # Made now, not at the first load: a new client's first fetch waits for its connections and
         # metadata, which the records of that moment would wait for too.
@@ -184,7 +184,9 @@ class TransactionLogTail:
             "busy", {"fetch.min.bytes": _BUSY_MIN_BYTES, "fetch.wait.max.ms": fetch_interval_ms}
         )
         self._consumer = self._idle  # the one assigned the followed partitions
-        self._live_polls = 0  # polls that brought live records, since the last progress report
+        # Since the last progress report: polls that brought live records, and those records.
+        self._live_polls = 0
+        self._live_records = 0
         self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
@@ -251,9 +253,8 @@ class TransactionLogTail:
             return f"waiting for the leaders of {TOPIC}'s partitions"
         if self._waiting:
             return f"waiting for the leaders of {TOPIC} partitions {sorted(self._waiting)}"
-        replaying = sorted(p for p, target in self._followed.items() if target is not None)
-        if replaying:
-            return f"replaying {TOPIC} partitions {replaying}"
+        if self._replay_windows:  # (each replaying partition has one, so every poll asks in O(1))
+            return f"replaying {TOPIC} partitions {sorted(self._replay_windows)}"
         return None
 
     def close(self) -> None:
@@ -282,23 +283,25 @@ class TransactionLogTail:
 
     def _adapt_fetching(self, seconds: float) -> None:
         """Once a second: the fetch pattern the last second's load asks for (see DEFAULT_FETCH_INTERVAL_MS)."""
-        live_polls = self._live_polls / seconds if seconds > 0 else 0.0
-        self._live_polls = 0
+        polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
+        self._live_polls = self._live_records = 0
         # Serves the callbacks of the one holding no partition (a connection the broker closed, say).
         (self._busy if self._consumer is self._idle else self._idle).poll(0)
-        if any(target is not None for target in self._followed.values()):
-            return  # a replay reads at full speed either way; its queued records are not fetched twice
-        if self._consumer is self._idle and live_polls >= self._busy_from:
-            self._hand_over(self._busy)
-            log.info("busy: fetching %s every %d ms", TOPIC, self._fetch_interval_ms)
-        elif self._consumer is not self._idle and live_polls < self._idle_below:
-            self._hand_over(self._idle)
+        if self._replay_windows:
+            return  # replays on the busy consumer (see _apply_ownership)
+        if self._consumer is self._idle and polls >= self._busy_from:
+            self._go_busy("load", sorted(self._followed))
+        elif self._consumer is not self._idle and records < self._idle_below:
+            self._hand_over(self._idle, sorted(self._followed))
             log.info("idle: one fetch of %s held until a record is appended", TOPIC)
 
-    def _hand_over(self, consumer: Consumer) -> None:
-        """Moves the followed partitions to `consumer`, each from the next offset not yet taken: what the
-        other consumer fetched but nobody took is dropped with its assignment and fetched again."""
-        partitions = sorted(self._followed)
+    def _go_busy(self, why: str, moving: list[int]) -> None:
+        self._hand_over(self._busy, moving)
+        log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self._fetch_interval_ms)
+
+    def _hand_over(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Moves `partitions` (the assigned ones) to `consumer`, each from the next offset not yet taken:
+        what the other consumer fetched but nobody took is dropped with its assignment and fetched again."""
         if partitions:
             self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
             consumer.incremental_assign(
@@ -321,7 +324,7 @@ class TransactionLogTail:
         next_offset = self._next_offset
         created_since_ms = self._created_since_ms
         append = events.append
-        errors = 0
+        errors = live = 0
         run: TransactionLogRecords | None = None  # the run of one partition's live records being filled
         for message in messages:
             error = message.error()
@@ -367,10 +370,12 @@ class TransactionLogTail:
                     run = TransactionLogRecords(partition, [], received_ms, False)
                     append(run)
                 run.records.append(record)
+                live += 1
                 if observed:
                     _log_observed(partition, record, received_ms)
-        if run is not None:
+        if live:
             self._live_polls += 1
+            self._live_records += live
         if errors < len(messages):
             self._access_error = None
 
@@ -427,6 +432,14 @@ class TransactionLogTail:
             self._set_up(False, events)
             return
         self._set_up(True, events)
+        # The consumer not fetching learns the topic's leaders too: one assigned partitions whose
+        # leaders it does not know waits a second (librdkafka's retry) before its first fetch.
+        try:
+            (self._busy if self._consumer is self._idle else self._idle).list_topics(
+                TOPIC, timeout=_METADATA_TIMEOUT_SECONDS
+            )
+        except KafkaException as e:
+            log.debug("cannot read metadata of %s with the consumer not fetching: %s", TOPIC, e)
         topic = metadata.topics.get(TOPIC)
         error = None if topic is None else topic.error
         if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
@@ -527,6 +540,8 @@ class TransactionLogTail:
                 self._followed[partition] = high
                 self._replay_windows[partition] = {}
         if assigned:
+            if self._consumer is self._idle and any(self._followed[p] is not None for p in assigned):
+                self._go_busy("replay", sorted(set(self._followed) - set(assigned)))
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
         return waiting

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 
 from exporter.contracts.events import SourceStatus, TransactionLogRecords
 from exporter.sources.topic_tail import TransactionLogTail
@@ -26,15 +26,26 @@ class Client(DeliveringConsumer):
         super().__init__(settings)
         self.settings = settings
         self.offsets: dict[int, int] = {}
-        self.polled = 0
+        self.polled = self.metadata_reads = 0
 
     def incremental_assign(self, tps):
+        if {tp.partition for tp in tps} & self.assigned:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG))  # as librdkafka: assigned already
         super().incremental_assign(tps)
         self.offsets.update({tp.partition: tp.offset for tp in tps})
+
+    def incremental_unassign(self, tps):
+        if {tp.partition for tp in tps} - self.assigned:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG))  # as librdkafka: not assigned
+        super().incremental_unassign(tps)
 
     def poll(self, timeout):
         self.polled += 1
         return super().poll(timeout)
+
+    def list_topics(self, topic, timeout):
+        self.metadata_reads += 1
+        return super().list_topics(topic, timeout)
 
 
 @pytest.fixture
@@ -75,7 +86,7 @@ def fetching():
 def test_idle_one_fetch_waits_for_the_next_record_and_the_queue_is_bounded(fetching):
     idle, busy = fetching.made
     assert not fetching.tail.busy and busy.assigned == set()
-    assert idle.settings["fetch.min.bytes"] == 1 and idle.settings["fetch.wait.max.ms"] == 500
+    assert idle.settings["fetch.min.bytes"] == 1 and idle.settings["fetch.wait.max.ms"] == 100
     assert idle.settings["queued.max.messages.kbytes"] == 8192 and idle.settings["queued.min.messages"] == 10_000
     assert idle.settings["fetch.max.bytes"] == 8 << 20
     assert idle.settings["fetch.queue.backoff.ms"] == "50"  # the user's settings over the defaults
@@ -125,16 +136,24 @@ def test_the_consumer_not_fetching_is_polled_for_its_callbacks_and_its_errors_do
     assert SourceStatus(False) in tail.poll(timeout=0)
 
 
-def test_no_change_while_a_partition_replays(fetching):
-    tail, made = fetching.tail, fetching.made
-    idle = made[0]
-    idle.high[3] = 1_000_000  # a partition that moves in with a long history
-    idle.leaders = dict.fromkeys(range(PARTITIONS), 1)
+def test_a_replay_is_fetched_by_the_busy_consumer_and_the_pattern_holds_until_it_ends(fetching):
+    tail, made, clock = fetching.tail, fetching.made, fetching.clock
+    idle, busy = made
+    idle.high[3] = busy.high[3] = 5  # a partition that moves in with a history of 5 records
     tail._followed.pop(3)  # as if it had just moved in: the next ownership read assigns and replays it
     idle.assigned.discard(3)
     tail.refresh_ownership_soon()
-    fetching.deliver(polls=300)
-    assert not tail.busy and "replaying" in tail.not_ready
+    fetching.deliver(polls=0)
+    assert tail.busy and busy.assigned == set(range(PARTITIONS)) and busy.offsets[3] == OFFSET_BEGINNING
+    fetching.deliver(polls=0)  # nothing arrives, but a partition replays: busy still
+    assert tail.busy and "replaying" in tail.not_ready
+    busy.queued += [Message(3, offset) for offset in range(5)]
+    clock.now += 0.5
+    tail.poll(timeout=0)
+    assert tail.not_ready is None
+    clock.now += 1.0  # the next progress report: replayed, nothing live arrives
+    tail.poll(timeout=0)
+    assert not tail.busy and idle.assigned == set(range(PARTITIONS))
 
 
 def test_the_receipt_time_is_read_once_every_record_of_the_poll_is_taken(fetching):
@@ -150,3 +169,13 @@ def test_the_receipt_time_is_read_once_every_record_of_the_poll_is_taken(fetchin
     before_ms = int(clock.now * 1000)
     (run,) = [e for e in tail.poll(timeout=0) if isinstance(e, TransactionLogRecords)]
     assert run.received_ms == before_ms + 5
+
+
+def test_the_consumer_not_fetching_reads_the_leaders_at_every_ownership_read(fetching):
+    """A consumer assigned partitions whose leaders it does not know waits a second (librdkafka's
+    retry) before it fetches: the one not fetching learns them whenever ownership is read."""
+    tail, (idle, busy) = fetching.tail, fetching.made
+    assert idle.metadata_reads == busy.metadata_reads == 1
+    tail.refresh_ownership_soon()
+    tail.poll(timeout=0)
+    assert idle.metadata_reads == busy.metadata_reads == 2
