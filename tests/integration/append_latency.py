@@ -138,3 +138,17 @@ def percentile(values: list[int], q: float) -> int:
     """The nearest-rank percentile (the smallest value with at least q of the values at or below it)."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(len(ordered) * q) - 1)] if ordered else 0
+
+
+def summary(matched: list[Matched]) -> dict:
+    """Transitions, the coordinator's own append latency and the exporter's excess over it (p50, p99,
+    max, ms), and how many were received before the `succeeded` line."""
+    coordinator = [m.coordinator_ms for m in matched]
+    excess = [m.excess_ms for m in matched]
+    return {
+        "transitions": len(matched),
+        "coordinator_ms": [percentile(coordinator, q) for q in (0.5, 0.99, 1)],
+        "excess_ms": [percentile(excess, q) for q in (0.5, 0.99, 1)],
+        "received_before_succeeded": sum(e < 0 for e in excess),
+        "min_excess_ms": min(excess, default=0),
+    }
