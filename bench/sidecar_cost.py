@@ -234,14 +234,15 @@ def bare_main(args: argparse.Namespace) -> None:
     partitions = sorted(idle.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
-    busy_from = topic_tail._BUSY_FROM * 1000 / args.interval
-    idle_below = topic_tail._IDLE_BELOW * 1000 / args.interval
+    interval = args.interval or topic_tail.DEFAULT_FETCH_INTERVAL_MS
+    busy_from = 1000 / interval
+    idle_below = topic_tail._IDLE_BELOW * busy_from
     snapshot = threading.Event()
     stop = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: snapshot.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     records = polls = busy_seconds = switches = 0
-    second_polls = 0
+    second_polls = second_records = 0
     next_second = time.monotonic() + 1
     latency: dict[int, int] = {}
     print("READY", flush=True)
@@ -255,18 +256,24 @@ def bare_main(args: argparse.Namespace) -> None:
             for message in messages:
                 if message.error() is None:
                     records += 1
+                    second_records += 1
                     next_offset[message.partition()] = message.offset() + 1
                     ms = received_ms - message.timestamp()[1]
                     latency[ms] = latency.get(ms, 0) + 1
         now = time.monotonic()
         if busy is not None and now >= next_second:
-            rate = second_polls / (now - next_second + 1)
-            second_polls, next_second = 0, now + 1
+            seconds = now - next_second + 1
+            poll_rate, record_rate = second_polls / seconds, second_records / seconds
+            second_polls = second_records = 0
+            next_second = now + 1
             other = busy if active is idle else idle
             other.poll(0)
-            target = (
-                busy if active is idle and rate >= busy_from else idle if active is busy and rate < idle_below else None
-            )
+            if active is idle and poll_rate >= busy_from:
+                target = busy
+            elif active is busy and record_rate < idle_below:
+                target = idle
+            else:
+                target = None
             if target is not None:
                 active.unassign()
                 target.assign([TopicPartition(TOPIC, p, o) for p, o in next_offset.items()])
@@ -524,8 +531,6 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         set_logger_level(broker, TSM_LOGGER, level or "INFO")
         broker._bench_tsm_level = level
         time.sleep(2)
-    # The broker with the load alone: what serving the readers' fetches adds is the difference.
-    alone = measure({"broker": broker._proc.pid, "load": load.pids}, args.alone_window, load)
     extra = [f"--kafka-config={k}={v}" for k, v in pattern["kafka_config"].items()]
     if not args.before:
         extra += ["--fetch-interval-ms", str(args.fetch_interval_ms)]
@@ -558,11 +563,10 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
                     "record",
                     "--native",
                     "--threads",
-                    "--idle",
                     "-r",
                     "200",
                     "-d",
-                    str(args.profile),
+                    str(round(args.profile)),
                     "-f",
                     "speedscope",
                     "-o",
@@ -582,6 +586,10 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     finally:
         exporter.stop()
         bare.stop()
+    # The broker with the load alone, after the readers stopped (before them, its JIT was still
+    # warming up): what serving the readers' fetches costs it is the difference.
+    time.sleep(2)
+    alone = measure({"broker": broker._proc.pid, "load": load.pids}, args.alone_window, load)
     threads: dict[str, float] = {}
     for tid, (comm, cpu) in th1.items():
         name = comm if comm.startswith("rdk:") else f"python:{tid}" if tid != exporter.proc.pid else "python:main"
@@ -618,7 +626,7 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         "exporter_pattern_lines": [
             line.split(": ", 1)[-1].strip()
             for line in (workdir / f"exporter-{rate}-{mode}.log").read_text().splitlines()
-            if "topic_tail: busy:" in line or "topic_tail: idle:" in line
+            if "topic_tail: busy" in line or "topic_tail: idle" in line
         ][-3:],
         "exporter_threads_cores": {k: round(v / seconds, 4) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
         "exporter_rss_mib": {"ready": round(rss_ready[0], 1), "end": round(rss[0], 1), "peak": round(rss[1], 1)},
