@@ -39,7 +39,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from exporter.codec import DecodeError, TransactionLogRecord, decode_record
+from exporter.codec import DecodeError, TransactionLogRecord, TransactionState, decode_record
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -100,6 +100,11 @@ _IDLE_WAIT_MS = 100
 _BUSY_MIN_BYTES = 1 << 20
 _IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
 _IDLE_BELOW = 0.3
+# How long a transaction's COMPLETE_* record is waited for with nudges after its PREPARE_* (its
+# markers' round trip; a coordinator moving away takes longer, and is not waited for).
+_NUDGE_FOR_MS = 200
+_NUDGE_TIMEOUT_SECONDS = 1.0
+_PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
 _CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
@@ -184,6 +189,10 @@ class TransactionLogTail:
             "busy", {"fetch.min.bytes": _BUSY_MIN_BYTES, "fetch.wait.max.ms": fetch_interval_ms}
         )
         self._consumer = self._idle  # the one assigned the followed partitions
+        # Idle: transactions whose COMPLETE_* record is due -> (partition, until when it is waited
+        # for, ms); see _nudge.
+        self._prepared: dict[str, tuple[int, int]] = {}
+        self._next_nudge_ms = 0
         # Since the last progress report: polls that brought live records, and those records.
         self._live_polls = 0
         self._live_records = 0
@@ -228,7 +237,11 @@ class TransactionLogTail:
             self._next_refresh = now + self._refresh_seconds
             self._refresh_ownership(events)
         if self._followed:
+            if self._prepared:
+                timeout = min(timeout, self._fetch_interval_ms / 1000)
             self._consume(events, timeout, max_records)
+            if self._prepared:
+                self._nudge()
         else:
             self._consumer.poll(timeout)  # nothing assigned: returns nothing, but serves error_cb
         if self._client_down:
@@ -294,6 +307,43 @@ class TransactionLogTail:
         elif self._consumer is not self._idle and records < self._idle_below:
             self._hand_over(self._idle, sorted(self._followed))
             log.info("idle: one fetch of %s held until a record is appended", TOPIC)
+
+    def _note_prepared(self, events: list[TopicEvent], received_ms: int) -> None:
+        """Idle: notes the transactions whose PREPARE_* record arrived (see _nudge), forgets those
+        whose next record arrived."""
+        prepared = self._prepared
+        for event in events:
+            if type(event) is TransactionLogRecords and not event.replay:
+                for record in event.records:
+                    value = record.value
+                    if value is not None and value.state in _PREPARES:
+                        prepared[record.transactional_id] = (event.partition, received_ms + _NUDGE_FOR_MS)
+                    elif prepared:
+                        prepared.pop(record.transactional_id, None)
+
+    def _nudge(self) -> None:
+        """While a transaction's COMPLETE_* record is due, asks its partition's leader for the high
+        watermark every fetch_interval_ms, with the consumer not fetching (another connection: the
+        idle one's held fetch stops its own connection's requests). A broker completes the fetches
+        that wait for an append made outside its request threads (the coordinator's COMPLETE_*
+        appends, after the markers) only when it next finishes a request: on a quiet broker whose
+        `__transaction_state` partition has one replica, the idle fetch waited for the next client's
+        request (measured: 50 ms, a producer's pause), or its own 100 ms."""
+        now_ms = self._now_ms()
+        if now_ms < self._next_nudge_ms or self._consumer is not self._idle:
+            if self._consumer is not self._idle:
+                self._prepared.clear()
+            return
+        for tid, (_partition, until_ms) in list(self._prepared.items()):
+            if until_ms <= now_ms:
+                del self._prepared[tid]
+        if self._prepared:
+            partition = next(iter(self._prepared.values()))[0]
+            try:
+                self._busy.get_watermark_offsets(TopicPartition(TOPIC, partition), timeout=_NUDGE_TIMEOUT_SECONDS)
+            except KafkaException as e:
+                log.debug("asking %s-%d's high watermark failed: %s", TOPIC, partition, e)
+        self._next_nudge_ms = self._now_ms() + self._fetch_interval_ms
 
     def _go_busy(self, why: str, moving: list[int]) -> None:
         self._hand_over(self._busy, moving)
@@ -376,6 +426,8 @@ class TransactionLogTail:
         if live:
             self._live_polls += 1
             self._live_records += live
+            if self._consumer is self._idle:
+                self._note_prepared(events, received_ms)
         if errors < len(messages):
             self._access_error = None
 

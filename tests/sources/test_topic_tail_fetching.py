@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 
+from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.contracts.events import SourceStatus, TransactionLogRecords
 from exporter.sources.topic_tail import TransactionLogTail
 from tests.sources.test_topic_tail_readiness import PARTITIONS
@@ -27,6 +28,7 @@ class Client(DeliveringConsumer):
         self.settings = settings
         self.offsets: dict[int, int] = {}
         self.polled = self.metadata_reads = 0
+        self.asked: list[int] = []  # partitions whose high watermark was asked of the broker
 
     def incremental_assign(self, tps):
         if {tp.partition for tp in tps} & self.assigned:
@@ -42,6 +44,11 @@ class Client(DeliveringConsumer):
     def poll(self, timeout):
         self.polled += 1
         return super().poll(timeout)
+
+    def get_watermark_offsets(self, tp, timeout=None, cached=False):
+        if not cached:
+            self.asked.append(tp.partition)
+        return super().get_watermark_offsets(tp, timeout, cached)
 
     def list_topics(self, topic, timeout):
         self.metadata_reads += 1
@@ -179,3 +186,44 @@ def test_the_consumer_not_fetching_reads_the_leaders_at_every_ownership_read(fet
     tail.refresh_ownership_soon()
     tail.poll(timeout=0)
     assert idle.metadata_reads == busy.metadata_reads == 2
+
+
+def _value(state: TransactionState) -> bytes:
+    return encode_value(TransactionLogValue(1, 7, 0, 60_000, state, {} if state > 3 else {"orders": [0]}, 5, 4))
+
+
+def test_idle_a_prepare_makes_the_other_consumer_ask_the_broker_every_interval_until_its_complete_arrives(fetching):
+    """A broker completes the fetch waiting for a COMPLETE_* record (appended by the coordinator after
+    the markers, outside its request threads) at its next request only: idle, the exporter makes one
+    every interval while a COMPLETE_* is due, on the other consumer's connection."""
+    tail, (idle, busy), clock = fetching.tail, fetching.made, fetching.clock
+    tid = encode_key("tx-1")
+    idle.queued.append(Message(2, 0, _value(TransactionState.ONGOING), tid))
+    tail.poll(timeout=0.2)
+    assert busy.asked == []
+    asked = 0
+    idle.queued.append(Message(2, 1, _value(TransactionState.PREPARE_COMMIT), tid))
+    tail.poll(timeout=0.2)
+    assert busy.asked[asked:] == [2]
+    tail.poll(timeout=0.2)  # within the interval: not again
+    assert busy.asked[asked:] == [2]
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    assert busy.asked[asked:] == [2, 2]
+    idle.queued.append(Message(2, 2, _value(TransactionState.COMPLETE_COMMIT), tid))
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    assert busy.asked[asked:] == [2, 2]  # the COMPLETE arrived: no more
+
+
+def test_a_complete_never_seen_is_waited_for_200_ms(fetching):
+    tail, (idle, busy), clock = fetching.tail, fetching.made, fetching.clock
+    idle.queued.append(Message(1, 0, _value(TransactionState.PREPARE_ABORT), encode_key("tx-2")))
+    tail.poll(timeout=0.2)
+    asked = len(busy.asked)
+    for _ in range(100):
+        clock.now += INTERVAL_MS / 1000
+        tail.poll(timeout=0.2)
+    assert 200 / INTERVAL_MS - 2 <= len(busy.asked) - asked <= 200 / INTERVAL_MS + 1
