@@ -531,7 +531,10 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         set_logger_level(broker, TSM_LOGGER, level or "INFO")
         broker._bench_tsm_level = level
         time.sleep(2)
+    # The quantile gauges over the measured window only, not the start (records appended during the
+    # replay are live, and wait for it).
     extra = [f"--kafka-config={k}={v}" for k, v in pattern["kafka_config"].items()]
+    extra += ["--latency-window-seconds", str(args.window)]
     if not args.before:
         extra += ["--fetch-interval-ms", str(args.fetch_interval_ms)]
     if broker_log:

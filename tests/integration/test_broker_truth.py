@@ -219,8 +219,8 @@ def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, fol
 # the record is readable before the coordinator logs its success, by as much as its callback waits.
 # P4_REPLICATED_IDS (on replicated partitions) measure that, not held to P4.
 P4_PARTITION = 0
-P4_IDS = ("p4-1", "p4-9", "p4-10", "p4-18")
-P4_REPLICATED_IDS = ("p4-4", "p4-5")
+P4_IDS = ("p4-1", "p4-9")
+P4_REPLICATED_IDS = ("p4-4",)
 P4_EXCESS_P99_MS = 5
 P4_COMMITS = 100  # about 300 transitions on P4_PARTITION: a p99 of 3 of them
 
@@ -235,14 +235,23 @@ def test_the_append_latency_bound_is_never_below_the_coordinators_own_and_at_mos
     and at most 5 ms after it at p99 (both clocks in whole ms: within 1 ms of the truth)."""
     first, _ = cluster
     assert {transaction_state_partition(tid, PARTITIONS) for tid in P4_IDS} == {P4_PARTITION}
-    process = exporter(first.bootstrap_servers, "--all-partitions", "--log-level", "DEBUG", "--log-repeat-seconds", "0")
+    process = exporter(
+        first.bootstrap_servers,
+        "--all-partitions",
+        "--log-level",
+        "DEBUG",
+        "--log-repeat-seconds",
+        "0",
+        "--hanging-scan-interval-seconds",
+        "0",
+    )
     tids = {*P4_IDS, *P4_REPLICATED_IDS}
     _set_logger(first, "TRACE")
     try:
         # Started after TRACE is on and settled (each id's last init_transactions) before it is off:
         # every transition of these ids has both lines.
-        # Paced (a transaction per id every 50 ms or so): the exporter, not the machine, is measured.
-        with transactions_running(first.bootstrap_servers, "plain", sorted(tids), pause_s=0.05) as counts:
+        # Paced (a transaction per id every 100 ms or so): the exporter, not the machine, is measured.
+        with transactions_running(first.bootstrap_servers, "plain", sorted(tids), pause_s=0.1) as counts:
             deadline = time.monotonic() + 60
             while counts.commits < P4_COMMITS * len(tids) / len(P4_IDS) and time.monotonic() < deadline:
                 time.sleep(0.1)
