@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from exporter.broker_log.lines import TARGET_STATES
 
@@ -108,9 +109,16 @@ def coordinator_lines(logs: list[Path], tids: set[str]) -> tuple[dict[Transition
     return succeeded, appending
 
 
-def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, tuple[int, int]]:
-    """transition -> (record timestamp, exporter's receipt), ms, from the exporter's DEBUG log."""
-    observed: dict[Transition, tuple[int, int]] = {}
+class Observed(NamedTuple):
+    timestamp_ms: int  # the record's
+    received_ms: int  # the exporter's receipt
+    partition: int
+    offset: int
+
+
+def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Observed]:
+    """transition -> how the exporter received its record, from its DEBUG log."""
+    observed: dict[Transition, Observed] = {}
     for line in exporter_log.read_text(errors="replace").splitlines():
         _, found, payload = line.partition(_OBSERVED)
         if not found:
@@ -126,12 +134,34 @@ def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, tup
             fields["last_update_ms"],
         )
         assert transition not in observed, f"one transition received twice: {line}"
-        observed[transition] = (fields["timestamp_ms"], fields["received_ms"])
+        observed[transition] = Observed(
+            fields["timestamp_ms"], fields["received_ms"], fields["partition"], fields["offset"]
+        )
     return observed
 
 
-def match(succeeded: dict[Transition, int], observed: dict[Transition, tuple[int, int]]) -> list[Matched]:
-    return [Matched(t, ts, succeeded[t], received) for t, (ts, received) in observed.items() if t in succeeded]
+def floor_receipts(path: Path) -> dict[tuple[int, int], int]:
+    """(partition, offset) -> receipt (ms) of tests/integration/bare_reader.py's consumer."""
+    receipts = {}
+    for line in path.read_text().splitlines():
+        partition, offset, received_ms = map(int, line.split())
+        receipts[(partition, offset)] = received_ms
+    return receipts
+
+
+def match(
+    succeeded: dict[Transition, int],
+    observed: dict[Transition, Observed],
+    floor: dict[tuple[int, int], int] | None = None,
+) -> list[Matched]:
+    """The transitions both logged and received; with `floor`, as the bare consumer received them."""
+    matched = []
+    for t, o in observed.items():
+        if t in succeeded:
+            received = o.received_ms if floor is None else floor.get((o.partition, o.offset))
+            if received is not None:
+                matched.append(Matched(t, o.timestamp_ms, succeeded[t], received))
+    return matched
 
 
 def percentile(values: list[int], q: float) -> int:

@@ -23,6 +23,8 @@ coordinator, whose WriteTxnMarkers go through its own request channel like any o
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -213,26 +215,34 @@ def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, fol
 
 
 # P4's ids: on P4_PARTITION, which has one replica: the coordinator's append completes inside its own
-# call, so its `succeeded` line is written before the high watermark lets a fetch return the record.
-# On a replicated partition the follower's fetch moves the high watermark, which completes the waiting
-# fetches first and the coordinator's append callback after (Kafka's Partition.checkAndCompleteAll):
-# the record is readable before the coordinator logs its success, by as much as its callback waits.
-# P4_REPLICATED_IDS (on replicated partitions) measure that, not held to P4.
+# call, whose `succeeded` line comes right after the high watermark moved. On a replicated partition the
+# follower's fetch moves the high watermark, which completes the waiting fetches before the
+# coordinator's append callback (Kafka's Partition.checkAndCompleteAll): the record is readable before
+# the coordinator logs its success, by as much as its callback waits. P4_REPLICATED_IDS (on replicated
+# partitions) measure that; they are not held to P4.
 P4_PARTITION = 0
 P4_IDS = ("p4-1", "p4-9")
 P4_REPLICATED_IDS = ("p4-4",)
-P4_EXCESS_P99_MS = 5
+P4_EXCESS_MS = 5
 P4_COMMITS = 100  # about 300 transitions on P4_PARTITION: a p99 of 3 of them
 
 
 @pytest.mark.tested_on("append latency")
-def test_the_append_latency_bound_is_never_below_the_coordinators_own_and_at_most_5_ms_above_at_p99(
-    cluster, exporter, request, version
+def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_client(
+    cluster, exporter, request, version, tmp_path
 ):
-    """P4 (tests/integration/append_latency.py): every transition the coordinator appended, matched by
-    (transactional id, target state, producer id and epoch, last-update time) between its TRACE and
-    DEBUG lines and the exporter's receipt of the record: receipt never before the `succeeded` line,
-    and at most 5 ms after it at p99 (both clocks in whole ms: within 1 ms of the truth)."""
+    """P4 (tests/integration/append_latency.py). Every transition the coordinator appended (its TRACE
+    `Appending` and DEBUG `succeeded` lines, in every pinned version's words) is received by the
+    exporter once, matched by transactional id, target state, producer id and epoch and last-update
+    time, and none other. The exporter's excess over the coordinator's own append latency (receipt
+    minus the `succeeded` line, both whole ms of this host's clock: within 1 ms of the truth) is at
+    most 5 ms at p50 and p99, or, on a machine whose scheduling alone makes more, at most 1 ms more
+    than a bare confluent-kafka client's with the exporter's fetch settings, in a process of its own,
+    in the same run (tests/integration/bare_reader.py); and it receives before the `succeeded` line no
+    more often than that client (+1% of the transitions): the broker makes a record readable before
+    its coordinator's callback logs it (the high watermark moves inside the append; a request thread
+    finishing meanwhile completes waiting fetches), so receipt before that line is the broker's
+    doing, and its frequency the machine's."""
     first, _ = cluster
     assert {transaction_state_partition(tid, PARTITIONS) for tid in P4_IDS} == {P4_PARTITION}
     process = exporter(
@@ -245,38 +255,54 @@ def test_the_append_latency_bound_is_never_below_the_coordinators_own_and_at_mos
         "--hanging-scan-interval-seconds",
         "0",
     )
-    tids = {*P4_IDS, *P4_REPLICATED_IDS}
-    _set_logger(first, "TRACE")
+    floor_path = tmp_path / "floor.txt"
+    floor = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.bare_reader", first.bootstrap_servers, str(floor_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        # Started after TRACE is on and settled (each id's last init_transactions) before it is off:
-        # every transition of these ids has both lines.
-        # Paced (a transaction per id every 100 ms or so): the exporter, not the machine, is measured.
-        with transactions_running(first.bootstrap_servers, "plain", sorted(tids), pause_s=0.1) as counts:
-            deadline = time.monotonic() + 60
-            while counts.commits < P4_COMMITS * len(tids) / len(P4_IDS) and time.monotonic() < deadline:
-                time.sleep(0.1)
+        assert floor.stdout is not None and floor.stdout.readline().strip() == "READY"
+        tids = {*P4_IDS, *P4_REPLICATED_IDS}
+        _set_logger(first, "TRACE")
+        try:
+            # Started after TRACE is on and settled (each id's last init_transactions) before it is off:
+            # every transition of these ids has both lines. Paced (a transaction per id every 100 ms
+            # or so): the exporter, not the machine, is measured.
+            with transactions_running(first.bootstrap_servers, "plain", sorted(tids), pause_s=0.1) as counts:
+                deadline = time.monotonic() + 60
+                while counts.commits < P4_COMMITS * len(tids) / len(P4_IDS) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+        finally:
+            _set_logger(first, None)
+        assert not counts.errors, counts
+        succeeded, appending = append_latency.coordinator_lines(sorted(first.logs_dir.glob("server.log*")), tids)
+        assert len(succeeded) > 3 * counts.commits and set(appending) == set(succeeded)
+
+        def observed_all() -> bool:
+            return set(append_latency.observed_records(process.log, tids)) >= set(succeeded)
+
+        process.wait_for(observed_all, 60, "the exporter's receipt of every transition the coordinator logged")
+        time.sleep(1)  # the bare client's last receipts
     finally:
-        _set_logger(first, None)
-    assert not counts.errors, counts
-    succeeded, appending = append_latency.coordinator_lines(sorted(first.logs_dir.glob("server.log*")), tids)
-    assert len(succeeded) > 3 * counts.commits and set(appending) == set(succeeded)
-
-    def observed_all() -> bool:
-        return set(append_latency.observed_records(process.log, tids)) >= set(succeeded)
-
-    process.wait_for(observed_all, 60, "the exporter's receipt of every transition the coordinator logged")
+        floor.terminate()
+        floor.wait(20)
     observed = append_latency.observed_records(process.log, tids)
     assert set(observed) == set(succeeded), "a record the coordinator never logged as appended"
-    matched = append_latency.match(succeeded, observed)
-    held = [m for m in matched if m.transition[0] in P4_IDS]
-    replicated = [m for m in matched if m.transition[0] in P4_REPLICATED_IDS]
+    held = {t: o for t, o in observed.items() if t[0] in P4_IDS}
+    ours = append_latency.match(succeeded, held)
+    bare = append_latency.match(succeeded, held, append_latency.floor_receipts(floor_path))
+    replicated = append_latency.match(succeeded, {t: o for t, o in observed.items() if t[0] in P4_REPLICATED_IDS})
     figures = {
-        "one replica": append_latency.summary(held),
+        "one replica": append_latency.summary(ours),
+        "one replica, bare client": append_latency.summary(bare),
         "two replicas (not held to P4)": append_latency.summary(replicated),
     }
     request.config.cache.set(f"p4/{version}", figures)
     print(f"P4 on {version}: {figures}")
-    assert len(held) >= 3 * P4_COMMITS
-    below = [m for m in held if m.observed_ms < m.coordinator_ms]
-    assert not below, f"{len(below)} transitions received before the coordinator's `succeeded` line: {below[:5]}"
-    assert append_latency.percentile([m.excess_ms for m in held], 0.99) <= P4_EXCESS_P99_MS, figures
+    assert len(ours) >= 3 * P4_COMMITS and len(bare) >= 0.95 * len(ours), figures
+    for q in (0.5, 0.99):
+        ceiling = max(P4_EXCESS_MS, append_latency.percentile([m.excess_ms for m in bare], q) + 1)
+        assert append_latency.percentile([m.excess_ms for m in ours], q) <= ceiling, (q, figures)
+    early, bare_early = (sum(m.excess_ms < 0 for m in matched) for matched in (ours, bare))
+    assert early <= bare_early + len(ours) / 100, figures
