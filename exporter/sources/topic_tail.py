@@ -32,6 +32,7 @@ import gc
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
@@ -193,6 +194,13 @@ class TransactionLogTail:
         # for, ms); see _nudge.
         self._prepared: dict[str, tuple[int, int]] = {}
         self._next_nudge_ms = 0
+        self._nudge_partition = 0
+        # The errands of the consumer not fetching, on a thread of their own (see _errand).
+        self._errands: threading.Thread | None = None
+        self._errand_wanted = threading.Event()
+        self._errands_wanted: set[str] = set()
+        self._closing = False
+        self._knows_leaders: set[int] = set()  # consumers (by id) that read the topic's metadata
         # Since the last progress report: polls that brought live records, and those records.
         self._live_polls = 0
         self._live_records = 0
@@ -271,6 +279,10 @@ class TransactionLogTail:
         return None
 
     def close(self) -> None:
+        if self._errands is not None:
+            self._closing = True
+            self._errand_wanted.set()
+            self._errands.join(_METADATA_TIMEOUT_SECONDS + 1)
         self._idle.close()
         self._busy.close()
 
@@ -338,12 +350,41 @@ class TransactionLogTail:
             if until_ms <= now_ms:
                 del self._prepared[tid]
         if self._prepared:
-            partition = next(iter(self._prepared.values()))[0]
-            try:
-                self._busy.get_watermark_offsets(TopicPartition(TOPIC, partition), timeout=_NUDGE_TIMEOUT_SECONDS)
-            except KafkaException as e:
-                log.debug("asking %s-%d's high watermark failed: %s", TOPIC, partition, e)
-        self._next_nudge_ms = self._now_ms() + self._fetch_interval_ms
+            self._nudge_partition = next(iter(self._prepared.values()))[0]
+            self._errand("nudge")
+        self._next_nudge_ms = now_ms + self._fetch_interval_ms
+
+    def _errand(self, what: str) -> None:
+        """Has the consumer not fetching do `what` ("metadata": read the topic's leaders, "nudge": ask
+        the partition's high watermark, see _nudge) from a thread of its own: a request's round trip
+        on this thread delays the records of the poll (an errand still pending is not doubled)."""
+        if self._errands is None:
+            self._errands = threading.Thread(target=self._run_errands, name="topic-errands", daemon=True)
+            self._errands.start()
+        self._errands_wanted.add(what)
+        self._errand_wanted.set()
+
+    def _run_errands(self) -> None:
+        while True:
+            self._errand_wanted.wait()
+            self._errand_wanted.clear()
+            if self._closing:
+                return
+            other = self._busy if self._consumer is self._idle else self._idle
+            for what in ("metadata", "nudge"):
+                if what not in self._errands_wanted:
+                    continue
+                self._errands_wanted.discard(what)
+                try:
+                    if what == "metadata":
+                        other.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
+                        self._knows_leaders.add(id(other))
+                    else:
+                        self._busy.get_watermark_offsets(
+                            TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
+                        )
+                except KafkaException as e:
+                    log.debug("%s of %s with the consumer not fetching failed: %s", what, TOPIC, e)
 
     def _go_busy(self, why: str, moving: list[int]) -> None:
         self._hand_over(self._busy, moving)
@@ -352,6 +393,12 @@ class TransactionLogTail:
     def _hand_over(self, consumer: Consumer, partitions: list[int]) -> None:
         """Moves `partitions` (the assigned ones) to `consumer`, each from the next offset not yet taken:
         what the other consumer fetched but nobody took is dropped with its assignment and fetched again."""
+        if id(consumer) not in self._knows_leaders:  # (the first time only: see _refresh_ownership)
+            try:
+                consumer.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
+                self._knows_leaders.add(id(consumer))
+            except KafkaException as e:
+                log.debug("cannot read metadata of %s before fetching: %s", TOPIC, e)
         if partitions:
             self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
             consumer.incremental_assign(
@@ -484,14 +531,10 @@ class TransactionLogTail:
             self._set_up(False, events)
             return
         self._set_up(True, events)
+        self._knows_leaders.add(id(self._consumer))
         # The consumer not fetching learns the topic's leaders too: one assigned partitions whose
         # leaders it does not know waits a second (librdkafka's retry) before its first fetch.
-        try:
-            (self._busy if self._consumer is self._idle else self._idle).list_topics(
-                TOPIC, timeout=_METADATA_TIMEOUT_SECONDS
-            )
-        except KafkaException as e:
-            log.debug("cannot read metadata of %s with the consumer not fetching: %s", TOPIC, e)
+        self._errand("metadata")
         topic = metadata.topics.get(TOPIC)
         error = None if topic is None else topic.error
         if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):

@@ -6,6 +6,7 @@ is bench/sidecar_cost.py and tests/integration/test_broker_truth.py (P4)."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -182,10 +183,39 @@ def test_the_consumer_not_fetching_reads_the_leaders_at_every_ownership_read(fet
     """A consumer assigned partitions whose leaders it does not know waits a second (librdkafka's
     retry) before it fetches: the one not fetching learns them whenever ownership is read."""
     tail, (idle, busy) = fetching.tail, fetching.made
+    _metadata_reads(busy, 1)
     assert idle.metadata_reads == busy.metadata_reads == 1
     tail.refresh_ownership_soon()
     tail.poll(timeout=0)
+    _metadata_reads(busy, 2)  # (from a thread of the tail's own)
     assert idle.metadata_reads == busy.metadata_reads == 2
+    tail.close()
+
+
+def test_a_consumer_that_never_read_the_leaders_reads_them_before_it_is_assigned(fetching):
+    tail, busy = fetching.tail, fetching.made[1]
+    _metadata_reads(busy, 1)
+    busy.metadata_reads = 0
+    tail._knows_leaders.discard(id(busy))  # as if its reading had failed
+    fetching.deliver(polls=300)
+    assert tail.busy and busy.metadata_reads >= 1
+    tail.close()
+
+
+def _metadata_reads(client: Client, count: int) -> None:
+    deadline = time.monotonic() + 5
+    while client.metadata_reads < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _asked(client: Client, count: int, seconds: float = 5) -> list[int]:
+    """The partitions the client asked for, once `count` (or more) were asked, or after `seconds`: the
+    nudges are asked from a thread of the tail's own."""
+    deadline = time.monotonic() + seconds
+    while len(client.asked) < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.01)  # (and no more)
+    return client.asked
 
 
 def _value(state: TransactionState) -> bytes:
@@ -201,21 +231,21 @@ def test_idle_a_prepare_makes_the_other_consumer_ask_the_broker_every_interval_u
     idle.queued.append(Message(2, 0, _value(TransactionState.ONGOING), tid))
     tail.poll(timeout=0.2)
     assert busy.asked == []
-    asked = 0
     idle.queued.append(Message(2, 1, _value(TransactionState.PREPARE_COMMIT), tid))
     tail.poll(timeout=0.2)
-    assert busy.asked[asked:] == [2]
+    assert _asked(busy, 1) == [2]
     tail.poll(timeout=0.2)  # within the interval: not again
-    assert busy.asked[asked:] == [2]
+    assert _asked(busy, 1) == [2]
     clock.now += INTERVAL_MS / 1000
     tail.poll(timeout=0.2)
-    assert busy.asked[asked:] == [2, 2]
+    assert _asked(busy, 2) == [2, 2]
     idle.queued.append(Message(2, 2, _value(TransactionState.COMPLETE_COMMIT), tid))
     clock.now += INTERVAL_MS / 1000
     tail.poll(timeout=0.2)
     clock.now += INTERVAL_MS / 1000
     tail.poll(timeout=0.2)
-    assert busy.asked[asked:] == [2, 2]  # the COMPLETE arrived: no more
+    assert _asked(busy, 3, seconds=0.1) == [2, 2]  # the COMPLETE arrived: no more
+    tail.close()
 
 
 def test_a_complete_never_seen_is_waited_for_200_ms(fetching):
@@ -226,4 +256,6 @@ def test_a_complete_never_seen_is_waited_for_200_ms(fetching):
     for _ in range(100):
         clock.now += INTERVAL_MS / 1000
         tail.poll(timeout=0.2)
+        _asked(busy, len(busy.asked) + 1, seconds=0.05)  # one at a time
     assert 200 / INTERVAL_MS - 2 <= len(busy.asked) - asked <= 200 / INTERVAL_MS + 1
+    tail.close()
