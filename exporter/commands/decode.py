@@ -4,7 +4,8 @@ The output is a public contract (field names and order):
   {"offset", "timestamp_ms", "transactional_id", "value"}   value: null for a tombstone, else
   {"version", "producer_id", "producer_epoch", "transaction_timeout_ms", "state", "partitions",
    "last_update_timestamp_ms", "start_timestamp_ms", "previous_producer_id", "next_producer_id",
-   "client_transaction_version", "next_producer_epoch"}
+   "client_transaction_version", "next_producer_epoch"}, then, only in a value carrying tagged fields
+  this decoder does not name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
   {"offset", "error"} for an undecodable record, {"position", "error"} for an undecodable batch.
 When several files are decoded (a directory, or more than one FILE), every line ends with
 "partition" (the __transaction_state partition, from the directory name; null if none) and "file",
@@ -140,7 +141,7 @@ def format_record(record: TransactionLogRecord, tail: str = "") -> str:
     return make_record(record.offset, record.timestamp_ms, record.transactional_id, None if v is None else make_value(
         v.version, v.producer_id, v.producer_epoch, v.transaction_timeout_ms, v.state, v.partitions,
         v.last_update_timestamp_ms, v.start_timestamp_ms, v.previous_producer_id, v.next_producer_id,
-        v.client_transaction_version, v.next_producer_epoch,
+        v.client_transaction_version, v.next_producer_epoch, v.unknown_tagged_fields,
     ))  # fmt: skip
 
 
@@ -175,7 +176,7 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
         version: int, producer_id: int, producer_epoch: int, timeout_ms: int, state: TransactionState,
         partitions: dict[str, list[int]] | str | None, last_update_ms: int, start_ms: int,
         previous_producer_id: int = -1, next_producer_id: int = -1, client_transaction_version: int = 0,
-        next_producer_epoch: int = -1,
+        next_producer_epoch: int = -1, unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
     ) -> str:  # fmt: skip
         # An int's text costs as much as a dict lookup and a half: the fields that take few values
         # are looked up, as three fragments, by their values.
@@ -198,6 +199,9 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
         nonlocal last_update, last_update_text
         last_update, last_update_text = last_update_ms, f"{last_update_ms}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
+        if unknown_tagged_fields:  # (rare: the codec passes them only when there are some)
+            shown = ", ".join(f'{{"tag": {tag}, "bytes": "{raw.hex()}"}}' for tag, raw in unknown_tagged_fields)
+            end = f'{end[:-1]}, "unknown_tagged_fields": [{shown}]}}'
         return (
             f'{lead}{pid}{middle}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
             f'"start_timestamp_ms": {last_update_text if start_ms == last_update_ms else start_ms}, '

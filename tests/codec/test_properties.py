@@ -36,6 +36,12 @@ names = st.text(min_size=0, max_size=40)
 partitions = st.none() | st.dictionaries(names, st.lists(st.integers(0, 2**31 - 1), max_size=8), max_size=5)
 
 
+# Tagged fields of a newer Kafka (tag 4 and up: KAFKA-20357's last producer epoch, and later ones), in
+# tag order as Kafka writes them.
+unknown_tags = st.dictionaries(st.integers(4, 2**20), st.binary(max_size=12), max_size=3).map(
+    lambda tags: tuple(sorted(tags.items())))
+
+
 @st.composite
 def values(draw):
     version = draw(st.sampled_from([0, 1]))
@@ -53,6 +59,7 @@ def values(draw):
         draw(int64) if tagged else -1,
         draw(int16) if tagged else 0,
         draw(int16) if tagged else -1,
+        draw(unknown_tags) if tagged else (),
     )
 
 
@@ -115,7 +122,7 @@ def tagged_as_written(draw):
     value = draw(values())
     value.version = 1
     for name, default in (("previous_producer_id", -1), ("next_producer_id", -1),
-                          ("client_transaction_version", 0), ("next_producer_epoch", -1)):
+                          ("client_transaction_version", 0), ("next_producer_epoch", -1), ("unknown_tagged_fields", ())):
         if draw(st.booleans()):
             setattr(value, name, default)
     return value
@@ -275,6 +282,7 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
                 r.take(r.uvarint())
     last_update, start = r.int(">q"), r.int(">q")
     fields = [-1, -1, 0, -1]
+    unknown = []
     if version == 1:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
@@ -284,8 +292,10 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
                 if len(raw) != struct.calcsize(fmt):
                     raise DecodeError("bad_length", "reference reader: tag size")
                 fields[tag] = struct.unpack(fmt, raw)[0]
+            else:
+                unknown.append((tag, raw))
     return TransactionLogValue(version, producer_id, epoch, timeout_ms, TransactionState(status), partitions,
-                               last_update, start, *fields)
+                               last_update, start, *fields, tuple(unknown))
 
 
 @st.composite

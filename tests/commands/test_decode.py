@@ -240,6 +240,8 @@ def _expected_line(offset, ts, tid, v):
         "previous_producer_id": v.previous_producer_id, "next_producer_id": v.next_producer_id,
         "client_transaction_version": v.client_transaction_version, "next_producer_epoch": v.next_producer_epoch,
     }  # fmt: skip
+    if v is not None and v.unknown_tagged_fields:
+        value["unknown_tagged_fields"] = [{"tag": tag, "bytes": raw.hex()} for tag, raw in v.unknown_tagged_fields]
     line = {"offset": offset, "timestamp_ms": ts, "transactional_id": tid, "value": value}
     return json.dumps(line, ensure_ascii=False) + "\n"
 
@@ -263,6 +265,8 @@ def _values(draw):
         # Each tagged field absent (its default) or not: the shapes coordinators write, and others.
         draw(st.just(-1) | _int64) if tagged else -1, draw(st.just(-1) | _int64) if tagged else -1,
         draw(st.sampled_from([0, 2, -5])) if tagged else 0, draw(st.sampled_from([-1, 7])) if tagged else -1,
+        # A newer Kafka's tagged fields (KAFKA-20357's last producer epoch as tag 4, say), or none.
+        draw(st.sampled_from([(), ((4, b"\x7f\xfe"),), ((4, b""), (300, b"\x00\xff"))])) if tagged else (),
     )  # fmt: skip
 
 
@@ -318,3 +322,27 @@ def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, cap
         path = segment(tmp_path, encode_batch(0, [(encode_key("t"), raw[:17] + count + raw[18:], 5)]), name=f"{count.hex()}.log")
         assert main(["decode", str(path)]) == 0
         assert capsys.readouterr().out == _expected_line(0, 5, "t", value)
+
+
+def test_the_next_kafkas_tagged_fields_are_shown_named_or_by_tag_and_bytes(tmp_path, capsys):
+    """Kafka's trunk writes NextProducerEpoch (tag 3): a named field. A tag this codec does not name
+    (KAFKA-20357's last producer epoch, as tag 4 after it) is shown with its bytes, in hex."""
+    trunk = TransactionLogValue(1, 42, 0, 60000, TransactionState.ONGOING, {"orders": [0]}, 1010, 1000,
+                                previous_producer_id=41, next_producer_id=42, client_transaction_version=2,
+                                next_producer_epoch=0, unknown_tagged_fields=((4, b"\x7f\xfe"),))
+    path = segment(tmp_path, encode_batch(0, [(encode_key("t"), encode_value(trunk), 1010)]))
+    assert main(["decode", str(path)]) == 0
+    (line,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    value = line["value"]
+    assert (value["next_producer_epoch"], value["unknown_tagged_fields"]) == (0, [{"tag": 4, "bytes": "7ffe"}])
+    assert list(value)[-2:] == ["next_producer_epoch", "unknown_tagged_fields"]
+
+
+def test_a_value_version_above_1_is_an_error_line_and_the_rest_decodes(tmp_path, capsys):
+    raw = encode_value(ONGOING)
+    path = segment(tmp_path, encode_batch(0, [(encode_key("a"), b"\x00\x02" + raw[2:], 5)]),
+                   encode_batch(1, [(encode_key("b"), raw, 1011)]))
+    assert main(["decode", str(path)]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0] == {"offset": 0, "error": "unknown_value_version: value version 2"}
+    assert lines[1]["value"]["producer_id"] == 42
