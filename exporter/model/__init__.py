@@ -7,7 +7,7 @@ API:
     model = CoordinatorModel(sinks)
     model.apply(event) / model.apply_batch(events)       # writer thread; apply_batch takes model.lock
     with model.lock:                                     # reader (the collector)
-        model.tombstones, model.decode_errors, model.unwritten_states,
+        model.tombstones, model.decode_errors, model.unknown_tagged_fields, model.unwritten_states,
         model.source_up, model.partitions(), model.transactions_by_state(), model.pending_markers(),
         model.append_errors, model.marker_retries, model.marker_failures,
         model.complete_append_retries, model.broker_log,         # from the broker log

@@ -21,7 +21,10 @@ Decisions a reader of the metrics needs to know:
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way. (A replay
   hands over only each id's last record, exporter.sources.kafka_topic: the ones it replaces never
-  reach the codec.)
+  reach the codec.) So do records carrying tagged fields the codec does not name (a newer Kafka's),
+  by tag (`unknown_tagged_fields`; tags above 63 as "other"); they are applied as any other record.
+  The first record of each such tag, and the first value version above 1 (an
+  unknown_value_version decode error), are logged as a warning; later ones are only counted.
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
   beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
@@ -35,6 +38,7 @@ Decisions a reader of the metrics needs to know:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Iterator
 
@@ -71,6 +75,8 @@ from exporter.sources.events import (
     UndecodableRecord,
 )
 
+log = logging.getLogger(__name__)
+
 Event = (
     TopicEvent
     | TransactionLogAppendFailed
@@ -83,6 +89,9 @@ Event = (
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
+# Unknown tagged fields are counted by tag up to this one, the rest together: a bounded label.
+MAX_TAG_LABEL = 63
+OTHER_TAGS = "other"
 _ONGOING_STATE = TransactionState.ONGOING
 _PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
@@ -144,6 +153,8 @@ class CoordinatorModel:
         # per target state are not counted here: each is exactly one append-latency observation.
         self.tombstones = 0
         self.decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
+        # Records carrying tagged fields the codec does not name, by tag ("4"... or OTHER_TAGS).
+        self.unknown_tagged_fields: dict[str, int] = {}
         self.unwritten_states: dict[TransactionState, int] = dict.fromkeys(
             EFFECTIVE_STATE_OF_UNWRITTEN, 0
         )
@@ -193,6 +204,8 @@ class CoordinatorModel:
                 new = ABSENT
             else:
                 new = value.state
+                if value.unknown_tagged_fields:  # a newer Kafka's record (rare)
+                    self._count_unknown_tags(partition, record)
                 if new > _LAST_WRITTEN_STATE:
                     # Applied as what a broker writes instead, but never observed as a target state.
                     self.unwritten_states[new] += 1
@@ -256,6 +269,22 @@ class CoordinatorModel:
                 if self._record_duration:
                     self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
 
+    def _count_unknown_tags(self, partition: int, record) -> None:
+        counts = self.unknown_tagged_fields
+        labels: dict[str, int] = {}  # each label once per record, with its first tag (named in the warning)
+        for tag, _ in record.value.unknown_tagged_fields:
+            labels.setdefault(str(tag) if tag <= MAX_TAG_LABEL else OTHER_TAGS, tag)
+        for label, tag in labels.items():
+            seen = counts.get(label, 0)
+            counts[label] = seen + 1
+            if not seen:
+                log.warning(
+                    "__transaction_state partition %d offset %d (transactional id %r): tagged field %d is not one "
+                    "this exporter knows (a newer Kafka's?); its records are decoded without it and counted in "
+                    'kafka_transaction_state_log_unknown_tagged_fields_total{tag="%s"} (this is said once per tag)',
+                    partition, record.offset, record.transactional_id[:100], tag, label,
+                )  # fmt: skip
+
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
         apply = self.apply
@@ -265,7 +294,15 @@ class CoordinatorModel:
 
     def _apply_control(self, event: Event) -> None:
         if type(event) is UndecodableRecord:
-            self.decode_errors[event.error.reason] += 1
+            reason = event.error.reason
+            self.decode_errors[reason] += 1
+            if reason == "unknown_value_version" and self.decode_errors[reason] == 1:
+                log.warning(
+                    "__transaction_state partition %d offset %d: %s, which this exporter cannot read (a newer "
+                    "Kafka's?); such records are skipped and counted in "
+                    'kafka_transaction_state_log_decode_errors_total{reason="unknown_value_version"} (this is '
+                    "said once)", event.partition, event.offset, event.error.detail,
+                )  # fmt: skip
             part = self._partitions.get(event.partition)
             if part is not None:
                 part.next_offset = max(part.next_offset, event.offset + 1)
