@@ -85,8 +85,11 @@ def main() -> None:
     sample = corpus_lines()
     probe = BrokerLogParser()
     other = [line for line in sample if b"coordinator.transaction." not in line]
-    quiet = [line for line in sample
-             if b"coordinator.transaction." in line and not probe.feed([line]) and b"'s new metadata " not in line]
+    quiet = [
+        line
+        for line in sample
+        if b"coordinator.transaction." in line and not probe.feed([line]) and b"'s new metadata " not in line
+    ]
     retry = [line for line in sample if b"has failed with error" in line]
     pairs = [line for line in sample if b"'s new metadata " in line or b"transition failed due to" in line]
     cases = {

@@ -1,6 +1,6 @@
 """Cost of one latency observation: the hdrhistogram package vs LatencyRecorder.record.
 
-    .venv/bin/python bench/latency_record.py
+.venv/bin/python bench/latency_record.py
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def main() -> None:
     values = [int(rng.lognormvariate(1.6, 1.2)) for _ in range(500_000)]
     hdr = HdrHistogram(1, HIGHEST_TRACKABLE_MS, 3)
     recorder = LatencyRecorder(HdrLayout(APPEND_LATENCY.buckets), 300_000, 5)
-    print(f"hdrh HdrHistogram.record_value: {per_call_ns(lambda v, *_: hdr.record_value(v), values):6.0f} ns/observation")
+    print(
+        f"hdrh HdrHistogram.record_value: {per_call_ns(lambda v, *_: hdr.record_value(v), values):6.0f} ns/observation"
+    )
     print(f"LatencyRecorder.record:         {per_call_ns(recorder.record, values):6.0f} ns/observation")
 
 

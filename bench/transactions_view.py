@@ -89,8 +89,10 @@ def main() -> None:
     started = time.perf_counter()
     model = load(max(args.tracked, args.in_flight), args.in_flight)
     count = model.in_flight_transactions(None, 1, 0, 0).matching
-    print(f"{count:,} in flight of {max(args.tracked, args.in_flight):,} tracked ids over {PARTITIONS} partitions"
-          f" (loaded in {time.perf_counter() - started:.1f} s)")
+    print(
+        f"{count:,} in flight of {max(args.tracked, args.in_flight):,} tracked ids over {PARTITIONS} partitions"
+        f" (loaded in {time.perf_counter() - started:.1f} s)"
+    )
     # How long readers hold the model's lock (a private of the model's: timed here only).
     lock = model._lock = TimedLock()  # type: ignore[assignment]
     now_ms = START_MS + max(args.tracked, args.in_flight) + 60_000
@@ -110,8 +112,10 @@ def main() -> None:
             answer.append(t1 - t0)
             encode.append(t2 - t1)
             html.append(t3 - t2)
-        print(f"\n{label} ({query_string or 'all states'}), top {len(doc['transactions'])} of {doc['in_flight_matching']:,},"
-              f" {args.repeat} times:")
+        print(
+            f"\n{label} ({query_string or 'all states'}), top {len(doc['transactions'])} of {doc['in_flight_matching']:,},"
+            f" {args.repeat} times:"
+        )
         print(f"  lock held:            {ms(lock.held)}")
         print(f"  document (the query): {ms(answer)}")
         print(f"  + JSON encoding:      {ms([a + e for a, e in zip(answer, encode)])}")

@@ -122,8 +122,9 @@ class MetricsServer:
             raise ListenError(f"cannot listen on {address}: {reason}") from e
         self._server.max_connections = self.max_connections
         # serve_forever checks for shutdown once per poll: 0.1 s keeps stop() quick at no real cost.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,),
-                                        name="metrics-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name="metrics-http", daemon=True
+        )
         self._thread.start()
 
     @property
@@ -277,8 +278,11 @@ class _Server(ThreadingHTTPServer):
             else:
                 self.rejected_connections += 1
         if not admitted:
-            log.debug("connection from %s refused: all %d connections are answering requests",
-                      client_address, self.max_connections)
+            log.debug(
+                "connection from %s refused: all %d connections are answering requests",
+                client_address,
+                self.max_connections,
+            )
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
@@ -388,8 +392,11 @@ class _Handler(BaseHTTPRequestHandler):
         if parsed:
             self.server.answering(self.connection, busy=True)
             if self.command not in ALLOWED_METHODS:
-                self._send(HTTPStatus.METHOD_NOT_ALLOWED, {"Allow": ", ".join(ALLOWED_METHODS), "Connection": "close"},
-                           f"method {self.command} not allowed; use GET or HEAD\n".encode())  # fmt: skip
+                self._send(
+                    HTTPStatus.METHOD_NOT_ALLOWED,
+                    {"Allow": ", ".join(ALLOWED_METHODS), "Connection": "close"},
+                    f"method {self.command} not allowed; use GET or HEAD\n".encode(),
+                )
                 return False
         return parsed
 
@@ -399,8 +406,11 @@ class _Handler(BaseHTTPRequestHandler):
             super().handle_one_request()
         except _RequestHeadTooLarge as e:
             log.debug("request from %s refused: %s", self.address_string(), e)
-            status = HTTPStatus.REQUEST_URI_TOO_LONG if self._phase is _Phase.LINE else \
-                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE  # fmt: skip
+            status = (
+                HTTPStatus.REQUEST_URI_TOO_LONG
+                if self._phase is _Phase.LINE
+                else HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+            )
             if self._phase is _Phase.LINE:  # nothing of the request is known
                 self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
             self._send(status, {"Connection": "close"}, f"{self._phase} over {_MAX_REQUEST_HEAD} bytes\n".encode())
@@ -441,8 +451,9 @@ class _Handler(BaseHTTPRequestHandler):
                 log.exception("collecting metrics failed")
                 status, body = HTTPStatus.INTERNAL_SERVER_ERROR, b"collecting metrics failed\n"
         elif path == "/healthz":
-            status, body = (HTTPStatus.OK, b"ok\n") if _ask(app.healthy) else \
-                (HTTPStatus.SERVICE_UNAVAILABLE, b"unhealthy\n")
+            status, body = (
+                (HTTPStatus.OK, b"ok\n") if _ask(app.healthy) else (HTTPStatus.SERVICE_UNAVAILABLE, b"unhealthy\n")
+            )
         elif path == "/readyz":
             if _ask(app.ready):
                 status, body = HTTPStatus.OK, b"ready\n"

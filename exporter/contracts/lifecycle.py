@@ -149,8 +149,13 @@ def abort_cause(ongoing: Transition, prepare_abort: Transition) -> str:
     if ongoing.state != ONGOING:
         return CAUSE_CLIENT
     if is_timeout_abort(
-        ongoing.producer_id, ongoing.producer_epoch, prepare_abort.producer_id, prepare_abort.producer_epoch,
-        prepare_abort.timestamp_ms, ongoing.start_timestamp_ms, ongoing.transaction_timeout_ms,
+        ongoing.producer_id,
+        ongoing.producer_epoch,
+        prepare_abort.producer_id,
+        prepare_abort.producer_epoch,
+        prepare_abort.timestamp_ms,
+        ongoing.start_timestamp_ms,
+        ongoing.transaction_timeout_ms,
     ):
         return CAUSE_TIMEOUT
     bumped = prepare_abort.producer_id == ongoing.producer_id and (
@@ -196,8 +201,16 @@ class LifecycleTracker:
                 return None  # a COMPLETE_* whose transaction is not in the data (compacted away)
             begin = t.start_timestamp_ms if t.start_timestamp_ms >= 0 and state == ONGOING else t.timestamp_ms
             current = self.current = Lifecycle(
-                self.transactional_id, self.coordinator_partition, t.producer_id, t.producer_epoch,
-                t.transaction_timeout_ms, t.client_transaction_version, begin, t.offset, t.offset, state,
+                self.transactional_id,
+                self.coordinator_partition,
+                t.producer_id,
+                t.producer_epoch,
+                t.transaction_timeout_ms,
+                t.client_transaction_version,
+                begin,
+                t.offset,
+                t.offset,
+                state,
                 records=0,
             )
         current.records += 1

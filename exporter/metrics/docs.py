@@ -1,7 +1,7 @@
 """The README's metric table, generated from the catalogue so the docs never drift from /metrics.
 
-    python -m exporter.metrics.docs README.md           # rewrite the table in place
-    python -m exporter.metrics.docs --check README.md   # exit 1 if it is stale (a test runs this)
+python -m exporter.metrics.docs README.md           # rewrite the table in place
+python -m exporter.metrics.docs --check README.md   # exit 1 if it is stale (a test runs this)
 """
 
 from __future__ import annotations

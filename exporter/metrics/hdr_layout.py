@@ -34,9 +34,7 @@ class HdrLayout:
 
     def __init__(self, bucket_bounds_seconds: Sequence[float]) -> None:
         # `le` is inclusive and values are whole ms, so v <= 2.5 ms means v <= 2 ms.
-        self.bounds_ms: tuple[int, ...] = tuple(
-            math.floor(round(b * 1000, 6)) for b in bucket_bounds_seconds
-        )
+        self.bounds_ms: tuple[int, ...] = tuple(math.floor(round(b * 1000, 6)) for b in bucket_bounds_seconds)
         # lowest equivalent value of a straddling sub-bucket -> first value above the bound in it.
         self._split_at: dict[int, int] = {}
         for bound in self.bounds_ms:

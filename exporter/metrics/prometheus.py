@@ -142,9 +142,7 @@ class TransactionCollector(Collector):
         families.append(_single(c.TOMBSTONES, model.tombstones))
         families.append(_labelled(c.DECODE_ERRORS, model.decode_errors.items()))
         families.append(_labelled(c.UNKNOWN_TAGGED_FIELDS, model.unknown_tagged_fields.items()))
-        families.append(
-            _labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items()))
-        )
+        families.append(_labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items())))
 
         append_errors = _family(c.APPEND_ERRORS)
         for (state, error), count in sorted(model.append_errors.items()):

@@ -46,6 +46,23 @@ from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
+from exporter.contracts.events import (
+    BrokerLogStats,
+    CompleteAppendRetried,
+    CoordinatorChanged,
+    HangingScanCompleted,
+    MarkerWriteFailed,
+    MarkerWriteRetried,
+    PartitionAssigned,
+    PartitionProgress,
+    PartitionReplayed,
+    PartitionRevoked,
+    SourceStatus,
+    TopicEvent,
+    TransactionLogAppendFailed,
+    TransactionLogRecords,
+    UndecodableRecord,
+)
 from exporter.contracts.lifecycle import is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
@@ -67,23 +84,6 @@ from exporter.model.reading import (
     select_in_flight,
 )
 from exporter.model.sinks import ObservationSinks
-from exporter.contracts.events import (
-    BrokerLogStats,
-    CompleteAppendRetried,
-    CoordinatorChanged,
-    HangingScanCompleted,
-    MarkerWriteFailed,
-    MarkerWriteRetried,
-    PartitionAssigned,
-    PartitionProgress,
-    PartitionReplayed,
-    PartitionRevoked,
-    SourceStatus,
-    TopicEvent,
-    TransactionLogAppendFailed,
-    TransactionLogRecords,
-    UndecodableRecord,
-)
 
 log = logging.getLogger(__name__)
 
@@ -168,9 +168,7 @@ class CoordinatorModel:
         self._decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
         # Records carrying tagged fields the codec does not name, by tag ("4"... or OTHER_TAGS).
         self._unknown_tagged_fields: dict[str, int] = {}
-        self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(
-            EFFECTIVE_STATE_OF_UNWRITTEN, 0
-        )
+        self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(EFFECTIVE_STATE_OF_UNWRITTEN, 0)
         self._source_up = False
         # From the broker log: (target state id, error name) -> failed appends; error -> count.
         self._append_errors: dict[tuple[int, str], int] = {}
@@ -274,8 +272,13 @@ class CoordinatorModel:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
                 if result and is_timeout_abort(
-                    old_packed >> PRODUCER_ID_SHIFT, (old_packed >> EPOCH_SHIFT) & EPOCH_MASK, producer_id,
-                    value.producer_epoch, timestamp_ms, start_ms, value.transaction_timeout_ms,
+                    old_packed >> PRODUCER_ID_SHIFT,
+                    (old_packed >> EPOCH_SHIFT) & EPOCH_MASK,
+                    producer_id,
+                    value.producer_epoch,
+                    timestamp_ms,
+                    start_ms,
+                    value.transaction_timeout_ms,
                 ):
                     self._timeouts += 1
                     result = _TIMEOUT
@@ -295,8 +298,12 @@ class CoordinatorModel:
                     "__transaction_state partition %d offset %d (transactional id %r): tagged field %d is not one "
                     "this exporter knows (a newer Kafka's?); its records are decoded without it and counted in "
                     'kafka_transaction_state_log_unknown_tagged_fields_total{tag="%s"} (this is said once per tag)',
-                    partition, record.offset, record.transactional_id[:100], tag, label,
-                )  # fmt: skip
+                    partition,
+                    record.offset,
+                    record.transactional_id[:100],
+                    tag,
+                    label,
+                )
 
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
@@ -314,8 +321,11 @@ class CoordinatorModel:
                     "__transaction_state partition %d offset %d: %s, which this exporter cannot read (a newer "
                     "Kafka's?); such records are skipped and counted in "
                     'kafka_transaction_state_log_decode_errors_total{reason="unknown_value_version"} (this is '
-                    "said once)", event.partition, event.offset, event.error.detail,
-                )  # fmt: skip
+                    "said once)",
+                    event.partition,
+                    event.offset,
+                    event.error.detail,
+                )
             part = self._partitions.get(event.partition)
             if part is not None:
                 part.next_offset = max(part.next_offset, event.offset + 1)
@@ -391,9 +401,7 @@ class CoordinatorModel:
 
     # --- Queries (any thread: each takes the lock itself) ---
 
-    def snapshot(
-        self, now_ms: int, late_padding_ms: int, read_sinks: Callable[[], T]
-    ) -> tuple[ModelSnapshot, T]:
+    def snapshot(self, now_ms: int, late_padding_ms: int, read_sinks: Callable[[], T]) -> tuple[ModelSnapshot, T]:
         """The counters and gauges at `now_ms`, and `read_sinks()`'s answer from the same instant: the
         observation sinks are written by `apply`, so a scrape reads them while no record is applied
         (a histogram's count then equals the records counted)."""

@@ -335,7 +335,9 @@ class TransactionLogTail:
         if error is not None or not metadata.brokers or (leaderless and not self._complete_view):
             # A cluster still starting (no brokers, no leaders, LEADER_NOT_AVAILABLE): ownership is
             # not known yet, so nothing changes until it is; ask again soon.
-            log.info("ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}")
+            log.info(
+                "ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}"
+            )
             self._next_refresh = self._clock() + _RETRY_SECONDS
             return
         self._complete_view = True
@@ -438,7 +440,8 @@ class TransactionLogTail:
             log.error(
                 "Kafka refuses access to %s: %s. The exporter needs Describe and Read on the topic "
                 "(see the README's least-privilege section); it stays up and not ready until then.",
-                TOPIC, f"{error.name()}: {error.str()}",
+                TOPIC,
+                f"{error.name()}: {error.str()}",
             )
         self._access_error = f"access denied by Kafka: {error.name()}: {error.str()}"
 

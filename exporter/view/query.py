@@ -131,7 +131,11 @@ def _shown(text: str) -> str:
 
 
 def document(
-    model: CoordinatorModel, query: Query, now_ms: int, late_padding_ms: int, bootstrap_servers: str,
+    model: CoordinatorModel,
+    query: Query,
+    now_ms: int,
+    late_padding_ms: int,
+    bootstrap_servers: str,
     broker_log: bool,
 ) -> dict[str, object]:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""

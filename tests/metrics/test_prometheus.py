@@ -12,12 +12,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
 from exporter.codec import DecodeError, TransactionLogValue, decode_record, encode_key, encode_value
-from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
-from exporter.model import CoordinatorModel
 from exporter.contracts.events import (
-    HangingScanCompleted,
     BrokerLogStats,
     CompleteAppendRetried,
+    HangingScanCompleted,
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,
@@ -29,6 +27,8 @@ from exporter.contracts.events import (
     TransactionLogRecords,
     UndecodableRecord,
 )
+from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
+from exporter.model import CoordinatorModel
 from tests.model.builders import S, log_event
 
 NOW_MS = 1_000_000
@@ -36,11 +36,7 @@ NOW_MS = 1_000_000
 
 def samples(text: str, openmetrics: bool) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     parse = parse_openmetrics if openmetrics else parse_prometheus
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in parse(text)
-        for s in family.samples
-    }
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for family in parse(text) for s in family.samples}
 
 
 def scrape(collector: TransactionCollector, openmetrics: bool):
@@ -61,8 +57,9 @@ def pipeline():
 def _newer_kafkas(tid: str, *, partition: int, offset: int, timestamp_ms: int) -> TransactionLogRecords:
     """A record of a newer Kafka: a tagged field the codec does not name (tag 4); replayed, so that it
     is observed nowhere else."""
-    value = TransactionLogValue(1, 4001, 0, 60_000, S.EMPTY, None, timestamp_ms, timestamp_ms,
-                                unknown_tagged_fields=((4, b"\x7f\xfe"),))
+    value = TransactionLogValue(
+        1, 4001, 0, 60_000, S.EMPTY, None, timestamp_ms, timestamp_ms, unknown_tagged_fields=((4, b"\x7f\xfe"),)
+    )
     record = decode_record(encode_key(tid), encode_value(value), offset, timestamp_ms, partitions=False)
     return TransactionLogRecords(partition, [record], timestamp_ms + 5, True)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 from exporter.codec import DecodeError
-from exporter.model import CoordinatorModel, ObservationSinks
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -14,6 +13,7 @@ from exporter.contracts.events import (
     SourceStatus,
     UndecodableRecord,
 )
+from exporter.model import CoordinatorModel, ObservationSinks
 from tests.model.builders import S, log_event, pending_markers, snapshot
 
 
@@ -205,8 +205,18 @@ def _with_tags(tid: str, offset: int, unknown: tuple[tuple[int, bytes], ...], re
     from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
     from exporter.contracts.events import TransactionLogRecords
 
-    value = TransactionLogValue(1, 4000, 2, 60_000, S.ONGOING, {"orders": [0]}, 1_000_000, 1_000_000,
-                                next_producer_epoch=3, unknown_tagged_fields=unknown)  # fmt: skip
+    value = TransactionLogValue(
+        1,
+        4000,
+        2,
+        60_000,
+        S.ONGOING,
+        {"orders": [0]},
+        1_000_000,
+        1_000_000,
+        next_producer_epoch=3,
+        unknown_tagged_fields=unknown,
+    )
     record = decode_record(encode_key(tid), encode_value(value), offset, 1_000_000, partitions=False)
     return TransactionLogRecords(0, [record], 1_000_005, replay)
 
@@ -224,8 +234,8 @@ def test_records_with_unknown_tagged_fields_are_counted_by_tag_and_each_tag_warn
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 3 and all(r.levelno == logging.WARNING for r in caplog.records)
     assert warnings[0].startswith("__transaction_state partition 0 offset 0 (transactional id 'a'): tagged field 4")
-    assert "kafka_transaction_state_log_unknown_tagged_fields_total{tag=\"4\"}" in warnings[0]
-    assert "tagged field 1000 " in warnings[2] and "{tag=\"other\"}" in warnings[2]
+    assert 'kafka_transaction_state_log_unknown_tagged_fields_total{tag="4"}' in warnings[0]
+    assert "tagged field 1000 " in warnings[2] and '{tag="other"}' in warnings[2]
     assert records_by_state(append)[S.ONGOING] == 4  # the records themselves count as any other
 
 
@@ -239,4 +249,4 @@ def test_a_value_version_above_1_is_a_counted_decode_error_warned_of_once(caplog
     assert snapshot(model).decode_errors["unknown_value_version"] == 3
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.startswith("__transaction_state partition 0 offset 0: value version 2")
-    assert "kafka_transaction_state_log_decode_errors_total{reason=\"unknown_value_version\"}" in warning
+    assert 'kafka_transaction_state_log_decode_errors_total{reason="unknown_value_version"}' in warning

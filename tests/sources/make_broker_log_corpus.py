@@ -74,8 +74,9 @@ def _wait_for_log(broker: KafkaBroker, pattern: str, start: int, timeout: float 
 
 
 def _producer(broker: KafkaBroker, tid: str) -> Producer:
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid,
-                         "transaction.timeout.ms": 120000})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid, "transaction.timeout.ms": 120000}
+    )
     producer.init_transactions(60)
     return producer
 
@@ -212,8 +213,7 @@ def expected(path: Path) -> dict:
     parser = BrokerLogParser()
     lines = path.read_bytes().split(b"\n")[:-1]
     events = [as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
-    return {"lines": parser.lines, "malformed": parser.malformed, "unrecognized": parser.unrecognized,
-            "events": events}
+    return {"lines": parser.lines, "malformed": parser.malformed, "unrecognized": parser.unrecognized, "events": events}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,10 +16,10 @@ import bcrypt
 import pytest
 from prometheus_client import CollectorRegistry
 
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.view import chromium
@@ -42,8 +42,15 @@ def model() -> CoordinatorModel:
 
 def _serve(model: CoordinatorModel, web_config: Path | None = None) -> MetricsServer:
     routes = {PATH: TransactionsEndpoint(model, 300, "kafka:9092", broker_log=False)}
-    server = MetricsServer("127.0.0.1", 0, CollectorRegistry(), healthy=lambda: True, ready=lambda: True,
-                           web_config_file=str(web_config) if web_config else None, routes=routes)
+    server = MetricsServer(
+        "127.0.0.1",
+        0,
+        CollectorRegistry(),
+        healthy=lambda: True,
+        ready=lambda: True,
+        web_config_file=str(web_config) if web_config else None,
+        routes=routes,
+    )
     server.start()
     return server
 
@@ -64,8 +71,9 @@ def auth_server(model: CoordinatorModel, tmp_path_factory: pytest.TempPathFactor
     server.stop()
 
 
-def get(server: MetricsServer, query: str = "", accept: str | None = None,
-        user: str | None = None) -> tuple[int, dict[str, str], str]:
+def get(
+    server: MetricsServer, query: str = "", accept: str | None = None, user: str | None = None
+) -> tuple[int, dict[str, str], str]:
     request = urllib.request.Request(f"http://127.0.0.1:{server.port}{PATH}{query}")
     if accept:
         request.add_header("Accept", accept)
@@ -96,8 +104,11 @@ def test_json_unless_a_browser_asks_and_format_forces_either(server):
 
 def test_bad_filter_is_a_400_with_one_line(server):
     status, headers, body = get(server, "?limit=5000", accept="text/html")
-    assert (status, headers["Content-Type"], body) == (400, "text/plain; charset=utf-8",
-                                                      "limit: '5000' is not a number from 1 to 1000\n")
+    assert (status, headers["Content-Type"], body) == (
+        400,
+        "text/plain; charset=utf-8",
+        "limit: '5000' is not a number from 1 to 1000\n",
+    )
 
 
 def test_basic_auth_as_every_other_path(auth_server):
@@ -117,10 +128,20 @@ def test_the_page_in_headless_chromium_with_and_without_credentials(auth_server)
     assert "orders-writer-1" not in chromium.dump_dom(url)  # no credentials: 401, nothing shown
 
 
-@pytest.mark.parametrize("query", [
-    "?limit=%C2%B2", "?limit=%D9%A1%D9%A2", "?limit=" + "9" * 5000, "?min_age=1e999", "?min_age=1e308h",
-    "?min_age=" + "9" * 5000, "?state=" + "A" * 60_000, "?limit=5&" + "y" * 60_000, "?" + "&".join(["limit=5"] * 40),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?limit=%C2%B2",
+        "?limit=%D9%A1%D9%A2",
+        "?limit=" + "9" * 5000,
+        "?min_age=1e999",
+        "?min_age=1e308h",
+        "?min_age=" + "9" * 5000,
+        "?state=" + "A" * 60_000,
+        "?limit=5&" + "y" * 60_000,
+        "?" + "&".join(["limit=5"] * 40),
+    ],
+)
 def test_any_query_is_a_400_of_one_short_line_and_no_traceback(server, query, caplog):
     with caplog.at_level(logging.DEBUG):
         status, headers, body = get(server, query)

@@ -86,7 +86,10 @@ def test_workload_counts(broker: KafkaBroker) -> None:
     for t in tids:
         counts = result.per_id[t]
         states = _states(broker, t)
-        assert (states["COMPLETE_COMMIT"], states["COMPLETE_ABORT"]) == (counts.commits, counts.aborts + counts.timeouts)
+        assert (states["COMPLETE_COMMIT"], states["COMPLETE_ABORT"]) == (
+            counts.commits,
+            counts.aborts + counts.timeouts,
+        )
     assert f"Completed rollback of ongoing transaction for transactionalId {tids[0]} due to timeout" in (
         broker.server_log.read_text()
     )
