@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from exporter.broker_log import BrokerLogParser  # noqa: E402
-from exporter.sources.broker_log_tail import BrokerLogFollower  # noqa: E402
+from exporter.broker_log import BrokerLogParser
+from exporter.sources.broker_log_tail import BrokerLogFollower
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "sources" / "broker_log_corpus"
 

@@ -45,9 +45,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import SHAPES, transaction_cycles  # noqa: E402
-from exporter.codec import TransactionLogRecord  # noqa: E402
-from exporter.codec.record_batch import decode_batches, encode_batch  # noqa: E402
+from bench.synthetic import SHAPES, transaction_cycles
+from exporter.codec import TransactionLogRecord
+from exporter.codec.record_batch import decode_batches, encode_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -105,9 +105,9 @@ def _producer_process(bootstrap: str, worker: int, threads: int, transactions: i
 
 
 def generate(version: str, records: int, processes: int, threads: int, target: Path) -> None:
+    from txn_workshop.harness.admin import create_topic
     from txn_workshop.harness.broker import KafkaBroker
     from txn_workshop.harness.java_workload import java_transactions
-    from txn_workshop.harness.admin import create_topic
 
     # As many Java producers as librdkafka ones, as many transactions each: about half the records.
     java_ids = [f"bench-java-{n}" for n in range(processes * threads)]

@@ -13,11 +13,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hdrh.histogram import HdrHistogram  # noqa: E402
+from hdrh.histogram import HdrHistogram
 
-from exporter.metrics.catalogue import APPEND_LATENCY  # noqa: E402
-from exporter.metrics.hdr_layout import HIGHEST_TRACKABLE_MS, HdrLayout  # noqa: E402
-from exporter.metrics.latency import LatencyRecorder  # noqa: E402
+from exporter.metrics.catalogue import APPEND_LATENCY
+from exporter.metrics.hdr_layout import HIGHEST_TRACKABLE_MS, HdrLayout
+from exporter.metrics.latency import LatencyRecorder
 
 
 def per_call_ns(record, values: list[int]) -> float:

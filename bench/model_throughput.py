@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles  # noqa: E402
-from exporter.codec import decode_record  # noqa: E402
-from exporter.metrics import LatencyRecorders  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources import topic_tail  # noqa: E402
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles
+from exporter.codec import decode_record
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.sources import topic_tail
 
 POLL_RECORDS = 1000  # what `txn-exporter run` asks of each poll (TransactionLogTail.poll's default)
 
@@ -118,7 +118,7 @@ def run_live_path(polls: list[list], first_ms: int) -> float:
         model.apply(PartitionAssigned(p))
         model.apply(PartitionReplayed(p))
     # Every partition followed and live, as after replay (the tail's own ownership logic is skipped).
-    tail._followed = {p: None for p in range(PARTITIONS)}
+    tail._followed = dict.fromkeys(range(PARTITIONS))
     tail._consumer.polls = list(polls)
     consume, apply_batch = tail._consume, model.apply_batch
     start = time.perf_counter()

@@ -147,7 +147,7 @@ def main() -> None:
             [sys.executable, "-m", "bench.pipeline_throughput", "--spark-run", master, "--root", str(root)],
             capture_output=True,
             text=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, set(cpus[:slots]))) if pinned else None,
+            preexec_fn=(lambda: os.sched_setaffinity(0, set(cpus[:slots]))) if pinned else None,  # noqa: B023 (run now)
         )
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-3000:])

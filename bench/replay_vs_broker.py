@@ -47,11 +47,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
-from bench.live_exporter import broker_with_segment  # noqa: E402
-from txn_workshop.harness import jmx  # noqa: E402
-from txn_workshop.harness.broker import KafkaBroker  # noqa: E402
-from txn_workshop.harness.processes import free_port  # noqa: E402
+from bench.decode_segment import DATA, generate, generate_synthetic
+from bench.live_exporter import broker_with_segment
+from txn_workshop.harness import jmx
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.processes import free_port
 
 TOPIC = "__transaction_state"
 KAFKA = "4.4.0"
@@ -155,9 +155,9 @@ def exporter_ready_seconds(bootstrap: str) -> float:
 
 def profile_replay(bootstrap: str, top: int) -> None:
     """The exporter's replay in this process, under cProfile: fetch, decode, model."""
+    from exporter.contracts.events import PartitionReplayed
     from exporter.metrics.recorders import LatencyRecorders
     from exporter.model import CoordinatorModel
-    from exporter.contracts.events import PartitionReplayed
     from exporter.sources.topic_tail import TransactionLogTail
 
     model = CoordinatorModel(LatencyRecorders().sinks())

@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import PARTITIONS, partition_of  # noqa: E402
-from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value  # noqa: E402
-from exporter.metrics import LatencyRecorders  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
-from exporter.view import page  # noqa: E402
-from exporter.view.query import document, parse_query  # noqa: E402
+from bench.synthetic import PARTITIONS, partition_of
+from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.view import page
+from exporter.view.query import document, parse_query
 
 S = TransactionState
 START_MS = 1_700_000_000_000

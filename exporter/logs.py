@@ -56,7 +56,7 @@ class JsonFormatter(logging.Formatter):
 
 
 class _Seen:
-    __slots__ = ("since", "count", "record")
+    __slots__ = ("count", "record", "since")
 
     def __init__(self, since: float, record: logging.LogRecord) -> None:
         self.since = since

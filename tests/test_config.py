@@ -254,7 +254,7 @@ def test_yaml_value_of_wrong_type(yaml_file) -> None:
 def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
     assert _load(["--bootstrap-servers", "k:9092"]).broker_log == []
     flags = ["--bootstrap-servers", "k:9092", "--broker-log", "/a/server.log", "--broker-log", "/b/server.log"]
-    settings = _load(flags + ["--broker-log-from-start"])
+    settings = _load([*flags, "--broker-log-from-start"])
     assert settings.broker_log == ["/a/server.log", "/b/server.log"]
     assert settings.broker_log_from_start is True
     env = {"TXN_EXPORTER_BROKER_LOG": "/e/server.log, /f/server.log", "TXN_EXPORTER_BROKER_LOG_FROM_START": "true"}

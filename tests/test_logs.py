@@ -45,7 +45,7 @@ def messages(records: list[logging.LogRecord]) -> list[str]:
 
 
 def test_identical_messages_within_the_window_are_counted_not_printed(captured) -> None:
-    records, repeats, clock = captured
+    records, _repeats, clock = captured
     log = logging.getLogger("test.repeats")
     for _ in range(5):
         log.warning("kafka client: %s", "broker down")

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from txn_workshop.harness.versions import KAFKA_VERSIONS
 from tests import tested_on
+from txn_workshop.harness.versions import KAFKA_VERSIONS
 
 pytest_plugins = ["pytester"]
 

@@ -112,7 +112,7 @@ class Recorder:
         whole_suite = self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected
         if covered != every and not whole_suite:
             return  # a run of some tests only: it says nothing about the table
-        outcomes = {cell: True for cell in covered}
+        outcomes = dict.fromkeys(covered, True)
         for nodeid, cells in self.cells.items():  # a test that never ran (-x, Ctrl-C) did not pass
             if nodeid in self.failed or nodeid not in self.passed:
                 outcomes.update(dict.fromkeys(cells, False))

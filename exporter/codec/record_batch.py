@@ -342,7 +342,7 @@ def _next_valid_batch(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> tu
         candidate_end = candidate + LOG_OVERHEAD + batch_length
         # Checks every batch Kafka writes passes, in order of cost: most garbage fails the first.
         if (
-            HEADER_SIZE - LOG_OVERHEAD <= batch_length
+            batch_length >= HEADER_SIZE - LOG_OVERHEAD
             and candidate_end <= end
             and not attributes & _UNKNOWN_ATTRIBUTES
             and attributes & _COMPRESSION_MASK <= _MAX_COMPRESSION

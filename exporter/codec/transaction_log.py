@@ -446,10 +446,8 @@ def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
         if end > size:
             raise IndexError
         partitions[topic] = list((_INT32_ARRAYS[n - 1] if n <= 64 else _int32_array(n - 1)).unpack_from(buf, pos))
-        if buf[end] == 0:  # the usual case: no tagged fields in the entry
-            pos = end + 1
-        else:
-            pos = _skip_tagged_fields(buf, end)
+        # The usual case: no tagged fields in the entry.
+        pos = end + 1 if buf[end] == 0 else _skip_tagged_fields(buf, end)
     return partitions, pos
 
 

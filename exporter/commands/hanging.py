@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
 from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
+from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
 from exporter.view.table import ABORT_INTRO, aligned
 
 T = TypeVar("T")

@@ -174,7 +174,7 @@ class LifecycleTracker:
     records from there on as its state and replays them into a new tracker in the next micro-batch.
     """
 
-    __slots__ = ("transactional_id", "coordinator_partition", "current", "_last")
+    __slots__ = ("_last", "coordinator_partition", "current", "transactional_id")
 
     def __init__(self, transactional_id: str, coordinator_partition: int) -> None:
         self.transactional_id = transactional_id
@@ -192,7 +192,7 @@ class LifecycleTracker:
         if state == PREPARE_EPOCH_FENCE:  # never written; a broker writes PREPARE_ABORT instead
             state = PREPARE_ABORT
         current = self.current
-        if state == TOMBSTONE or state == DEAD or state == EMPTY:
+        if state in (TOMBSTONE, DEAD, EMPTY):
             # Nothing can be open before these (the broker only expires or re-inits idle ids).
             self.current = None
             return None
@@ -223,7 +223,7 @@ class LifecycleTracker:
                 self.current = None
                 return self.apply(t)
             return None
-        if state == PREPARE_COMMIT or state == PREPARE_ABORT:
+        if state in (PREPARE_COMMIT, PREPARE_ABORT):
             if current.prepare_ms is None:
                 current.prepare_ms = t.timestamp_ms
                 if state == PREPARE_ABORT:

@@ -8,14 +8,14 @@ so nothing drifts. `name` is the exposed sample name exactly as users query it (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
 from exporter.model.partition import EFFECTIVE_STATE_OF_UNWRITTEN, TRACKED_STATES
 
 
-class MetricType(str, Enum):
+class MetricType(StrEnum):
     COUNTER = "counter"
     GAUGE = "gauge"
     HISTOGRAM = "histogram"

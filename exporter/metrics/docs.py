@@ -39,7 +39,7 @@ def table() -> str:
     for spec in CATALOGUE:
         summary = spec.help.split(". ")[0].rstrip(".").replace("|", "\\|")
         rows.append(
-            f"| `{spec.name}` | {spec.type.value} | {', '.join(f'`{l}`' for l in spec.labels) or '-'} "
+            f"| `{spec.name}` | {spec.type.value} | {', '.join(f'`{label}`' for label in spec.labels) or '-'} "
             f"| {f'`{spec.kip1344}`' if spec.kip1344 else '-'} | {summary} | `{example(spec)}` |"
         )
     return "\n".join(rows)

@@ -50,7 +50,7 @@ class ExponentialCounts:
     """A cumulative base-2 exponential histogram of durations in ms, reported in seconds, at a fixed
     scale (OTLP: bucket i holds (base**i, base**(i+1)], base = 2**(2**-scale))."""
 
-    __slots__ = ("counts", "zero_count", "count", "sum_ms", "min_ms", "max_ms")
+    __slots__ = ("count", "counts", "max_ms", "min_ms", "sum_ms", "zero_count")
 
     _FACTOR = 2**EXPONENTIAL_SCALE
 

@@ -84,8 +84,8 @@ class TransactionCollector(Collector):
         self._late_padding_ms = int(late_padding_seconds * 1000)
         self._recorders = recorders
         self._clock = clock
-        self._bucket_bounds = tuple(floatToGoString(b) for b in c.DURATION_BUCKETS) + ("+Inf",)
-        self._duration_bounds = tuple(floatToGoString(b) for b in c.TRANSACTION_DURATION_BUCKETS) + ("+Inf",)
+        self._bucket_bounds = (*tuple(floatToGoString(b) for b in c.DURATION_BUCKETS), "+Inf")
+        self._duration_bounds = (*tuple(floatToGoString(b) for b in c.TRANSACTION_DURATION_BUCKETS), "+Inf")
 
     def describe(self) -> Iterator[Metric]:
         # Lets the registry check names without a scrape.

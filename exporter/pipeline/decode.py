@@ -16,8 +16,8 @@ from __future__ import annotations
 import gc
 import mmap
 import re
-from operator import attrgetter
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +176,7 @@ def records_to_batch(
     error_col = None
     if errors:
         cols = {name: col if name == "state" else list(col) for name, col in cols.items()}
-        for offset, message in errors:
+        for offset, _message in errors:
             cols["offset"].append(offset)
             for name in (
                 "timestamp_ms",
@@ -247,8 +247,7 @@ def _no_gc(items):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for item in items:
-            yield item
+        yield from items
     finally:
         if enabled:
             gc.enable()

@@ -74,11 +74,11 @@ class StreamState:
     def publish(self, batch_id: int, names: Sequence[str]) -> None:
         """Move staged data files into the tables, manifest first."""
         staging = self.staging(batch_id)
-        moves = []
-        for name in names:
-            src_root = staging / name
-            for src in src_root.rglob("*.parquet"):
-                moves.append((src, self.out / name / src.relative_to(src_root)))
+        moves = [
+            (src, self.out / name / src.relative_to(staging / name))
+            for name in names
+            for src in (staging / name).rglob("*.parquet")
+        ]
         (staging / "_manifest.json").write_text(json.dumps([str(d) for _, d in moves]))
         for src, dest in moves:
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import (
     HANGING,
     CoordinatorTransaction,
@@ -42,7 +43,6 @@ from exporter.contracts.hanging_rules import (
     late_transactions,
     partitions_with_late_transactions,
 )
-from exporter.contracts.events import HangingScanCompleted
 
 log = logging.getLogger("txn_exporter.hanging")
 

@@ -148,8 +148,8 @@ def test_make_and_a_partitions_memo_change_nothing_else(data):
         return "made", TransactionLogValue(*fields)
 
     for raw in raws + raws:
-        full = _outcome(lambda: decode_value(raw))
-        memoized = _outcome(lambda: decode_value(raw, memo, make))
+        full = _outcome(lambda: decode_value(raw))  # noqa: B023 (called at once)
+        memoized = _outcome(lambda: decode_value(raw, memo, make))  # noqa: B023
         if not isinstance(full, TransactionLogValue):
             assert memoized == full
             continue

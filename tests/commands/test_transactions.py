@@ -12,10 +12,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from exporter.cli import main
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.test_web_security import CA
@@ -77,7 +77,7 @@ def test_table_over_https_with_basic_auth(tls, capsys):
         str(password),
     )
     assert status == 0, err
-    header, first, second, *rest = out.splitlines()
+    header, first, second, *_rest = out.splitlines()
     assert header.split()[:4] == ["TRANSACTIONAL_ID", "STATE", "PRODUCER_ID", "EPOCH"]
     assert first.split()[:4] == ["held", "PREPARE_COMMIT", "4000", "2"]
     assert second.startswith("writer-\\x1b[31mred ")  # a terminal escape in an id is shown, not sent

@@ -28,11 +28,11 @@ from alerts import generate as alerts_generate
 from dashboards import generate
 from dashboards.metrics import known
 from exporter import config
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import held_commit, run_mix
 from tests.alerts.tools import Prometheus
 from tests.integration.exporter_process import ExporterProcess
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import held_commit, run_mix
 
 STUCK = "KafkaTransactionMarkersPendingTooLong"
 CLUSTER = "e2e"
@@ -75,7 +75,7 @@ def _workload(bootstrap: str, stop: threading.Event, errors: list[BaseException]
             seed += 1
             run_mix(bootstrap, "orders", sorted(WORKLOAD_IDS), commits=2, aborts=1, seed=seed)
             stop.wait(0.5)
-    except BaseException as e:  # noqa: BLE001 - reported by the test
+    except BaseException as e:
         if not stop.is_set():
             errors.append(e)
 
@@ -134,7 +134,7 @@ def _slow_commit(bootstrap: str, transactional_id: str, seconds: float, errors: 
         producer.flush(30)
         time.sleep(seconds)
         producer.commit_transaction(30)
-    except BaseException as e:  # noqa: BLE001 - reported by the test
+    except BaseException as e:
         errors.append(e)
 
 
@@ -282,7 +282,7 @@ def _check_exemplar_queries(prometheus: Prometheus, instance: str, since: float)
         for query in panel.queries:
             ids = _wait(
                 f"exemplars of {dashboard.uid} / {panel.title}",
-                lambda: _exemplar_ids(prometheus, _substitute(query.expr, instance), since),
+                lambda: _exemplar_ids(prometheus, _substitute(query.expr, instance), since),  # noqa: B023 (waited on here)
                 30,
             )
             for tid, pairs in ids.items():

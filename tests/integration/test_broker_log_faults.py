@@ -19,11 +19,11 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from tests.integration.exporter_process import ExporterProcess
+from txn_workshop.harness.admin import alter_topic_config, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import alter_topic_config, create_topic
 from txn_workshop.harness.workload import commit_transactions, held_commit
-from tests.integration.exporter_process import ExporterProcess
 
 STATE_TOPIC = "__transaction_state"
 PARTITIONS = 8
@@ -149,7 +149,7 @@ def _commit_while_state_log_fails(
         try:
             producer.commit_transaction(90)  # retried by the client while appends fail
             outcome.append(None)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             outcome.append(e)
 
     committer = threading.Thread(target=commit)

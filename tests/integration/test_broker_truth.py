@@ -30,15 +30,15 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from txn_workshop.harness import jmx
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.jars import KAFKA_VERSIONS
-from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
-from txn_workshop.harness.workload import hold_markers, run_mix
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger
 from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop.harness import jmx
+from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.jars import KAFKA_VERSIONS
+from txn_workshop.harness.workload import hold_markers, run_mix
 
 PARTITIONS = 8
 RETRIES = "kafka_transaction_marker_retries_total"
@@ -129,7 +129,7 @@ def _commit_while_appends_fail(cluster, prepare_commit_errors, tid: str, failure
         try:
             producer.commit_transaction(90)
             outcome.append(None)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             outcome.append(e)
 
     committer = threading.Thread(target=commit)

@@ -19,11 +19,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from exporter.codec import TransactionLogRecord, TransactionState, decode_record
 from exporter.commands.decode import format_record
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import run_mix
 from exporter.sources.segment_files import partition_of, read_segment
 from tests.conftest import BROKER_PARAMS
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import run_mix
 
 PARTITIONS = 4
 EXPIRATION = {

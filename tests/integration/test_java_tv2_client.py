@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.exporter_process import ExporterProcess
+from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.java_workload import java_transactions
 from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION
-from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.workload import run_mix
-from tests.integration.exporter_process import ExporterProcess
-from tests.integration.test_decode_matches_kafka import _kafkas
 
 JAVA_IDS = [f"java-tv2-{n}" for n in range(6)]
 TRANSACTIONS = 8

@@ -23,11 +23,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tests.integration.exporter_process import ExporterProcess
+from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
-from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.workload import commit_transactions, timed_out_producer
-from tests.integration.exporter_process import ExporterProcess
 
 PASSWORD = "Scram-pw-4d1f9a"
 OTHER_PASSWORD = "Scram-pw-other-77c2"

@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import create_internal_topics, create_topic
-from txn_workshop.harness.workload import run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
+from txn_workshop.harness.workload import run_mix, transaction_state_partition
 
 LATENCY = "kafka_transaction_state_log_append_latency_seconds_count"
 RECORDS = "kafka_transaction_state_log_records_total"
@@ -130,7 +130,7 @@ def test_pending_markers_while_markers_are_held_back(cluster, exporter):
 
 
 def test_a_partition_moving_away_drops_its_series(cluster, exporter, tmp_path):
-    first, second = cluster
+    first, _second = cluster
     moving = next(tid for tid in (f"mover-{i}" for i in range(100)) if transaction_state_partition(tid, 8) == 3)
     run_mix(first.bootstrap_servers, "held", [moving], commits=1, aborts=0)
     process = exporter(first.bootstrap_servers, "--broker-id", "1")

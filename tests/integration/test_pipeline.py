@@ -24,15 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from txn_workshop.harness.spark_cluster import SparkStandalone, spark_class
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import hold_markers, run_mix, _producer
 from exporter.contracts.lifecycle import pending_at
 from exporter.pipeline import tables
 from exporter.pipeline.sources import segment_input
 from exporter.pipeline.stream import run_stream
 from tests.integration.exporter_process import ExporterProcess
 from tests.pipeline.spark import spark_session_for_tests
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.spark_cluster import SparkStandalone, spark_class
+from txn_workshop.harness.workload import _producer, hold_markers, run_mix
 
 pytestmark = pytest.mark.spark
 IDS = ["life-0", "life-1"]

@@ -25,11 +25,11 @@ import pytest
 from confluent_kafka import Consumer, ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
-from txn_workshop.harness.workload import transaction_state_partition, transactions_running
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import transaction_state_partition, transactions_running
 
 # Where each upgrade starts, then the newest patch of each minor on the way with the metadata.version
 # that step finalizes. 4.1 -> 4.2 is KAFKA-20322's window (a 4.2 coordinator's WriteTxnMarkers v2
@@ -105,7 +105,7 @@ def _wait_settled(first: KafkaBroker, *exporters: tuple[int, ExporterProcess]) -
                 admin.elect_leaders(
                     ElectionType.PREFERRED, [TopicPartition(TRANSACTION_STATE_TOPIC, p) for p in range(PARTITIONS)]
                 ).result(30)
-            except Exception:  # noqa: BLE001 - ELECTION_NOT_NEEDED for some, or a broker still starting
+            except Exception:
                 pass
         time.sleep(1)
     for node, process in exporters:

@@ -13,11 +13,11 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import held_commit
 from tests.integration.exporter_process import ExporterProcess
 from tests.view import chromium
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import held_commit
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 OPEN = [f"view-open-{n}" for n in range(3)]

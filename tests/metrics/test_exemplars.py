@@ -12,13 +12,13 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.registry import Collector
 
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.metrics import LatencyRecorders, TransactionCollector
 from exporter.metrics.catalogue import DURATION_BUCKETS, QUANTILES
 from exporter.metrics.hdr_layout import HIGHEST_TRACKABLE_MS, HdrLayout
 from exporter.metrics.latency import LatencyRecorder, Observation
 from exporter.metrics.prometheus import EXEMPLAR_LABELS_MAX, REPLACED, TRUNCATED, exemplar, fit
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from tests.metrics.test_prometheus import NOW_MS, feed
 from tests.model.builders import S, log_event
 
@@ -166,8 +166,8 @@ def bucket_exemplars(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 UNTRUSTED_IDS = ['quote"back\\slash\nnewline', "nul\x00tab\tcr\rdel\x7f", "订单-7 🦀", "x" * 300]
 SHOWN_AS = [
-    "quote{0}back{0}slash{0}newline".format(REPLACED),
-    "nul{0}tab{0}cr{0}del{0}".format(REPLACED),
+    f"quote{REPLACED}back{REPLACED}slash{REPLACED}newline",
+    f"nul{REPLACED}tab{REPLACED}cr{REPLACED}del{REPLACED}",
     "订单-7 🦀",
     "x" * 96 + TRUNCATED,  # 128 - len("transactional_id" "producer_id" "4000") = 97
 ]

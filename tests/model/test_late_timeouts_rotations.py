@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
-from exporter.model import CoordinatorModel, ObservationSinks
-from exporter.model import TrackedId
 from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.model import CoordinatorModel, ObservationSinks, TrackedId
 from tests.model.builders import S, snapshot
 from tests.model.test_coordinator import ListSink, live_partition
 

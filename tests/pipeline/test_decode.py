@@ -98,7 +98,7 @@ def test_corrupt_batch_is_an_error_row_and_decoding_goes_on():
     bad[-1] ^= 0xFF
     got = rows(decode_segment("c", 0, bytes(bad) + encode_batch(2, [RECORDS[0]]) + good))
     assert [r["offset"] for r in got if r["error"] is None] == [2, 0]
-    assert [r["error"] for r in got if r["error"]][0].startswith("batch at byte 0")
+    assert next(r["error"] for r in got if r["error"]).startswith("batch at byte 0")
 
 
 def test_segment_files_are_mapped_and_read_as_their_bytes(tmp_path):

@@ -1,9 +1,9 @@
 """The pipeline's tables on a local SparkSession, from synthetic segments built with the codec's encoders."""
 
 import json
-import subprocess
 import shutil
 import socket
+import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -16,7 +16,7 @@ from exporter.pipeline import tables
 from exporter.pipeline.backfill import write_openmetrics
 from exporter.pipeline.report import write_report
 from exporter.pipeline.sources import segment_input
-from tests.pipeline.builders import S, Log
+from tests.pipeline.builders import Log, S
 
 pytestmark = pytest.mark.spark
 T0 = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from exporter.broker_log import BrokerLogParser
-from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from tests.sources.make_broker_log_corpus import as_json
+from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
 VERSIONS = KAFKA_VERSIONS

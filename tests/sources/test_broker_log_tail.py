@@ -7,13 +7,13 @@ import logging
 import os
 import random
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from exporter.sources.broker_log_tail import _FINGERPRINT_BYTES, BrokerLogFollower
 from exporter.contracts.events import BrokerLogStats, CompleteAppendRetried
+from exporter.sources.broker_log_tail import _FINGERPRINT_BYTES, BrokerLogFollower
 
 # A real 4.4.0 line (tests/sources/broker_log_corpus/4.4.0.log) with the transactional id as a hole,
 # and the time: every line a writer writes has its own, as in a real log.
@@ -37,7 +37,7 @@ _clock = [0]
 
 def line(tid: object) -> str:
     _clock[0] += 1
-    return LINE.format(tid, tid).format(datetime.fromtimestamp(_clock[0] / 1000, tz=timezone.utc))
+    return LINE.format(tid, tid).format(datetime.fromtimestamp(_clock[0] / 1000, tz=UTC))
 
 
 def lines(*ids: object) -> str:

@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry
 
 from exporter import config, logs
 from exporter.app import Exporter
+from exporter.http_server import ListenError, MetricsServer
+from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
 from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, KafkaJarsError, kafka_libs
-from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
-from exporter.http_server import ListenError, MetricsServer
 
 TOPIC = "demo-orders"
 HOLD_SECONDS = 20

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.workload import commit_transactions, count_messages, hold_markers, run_mix
 
 pytestmark = pytest.mark.kafka

@@ -31,12 +31,12 @@ def _classes(libs: Path) -> set[str]:
 def test_one_version_per_minor_newest_first():
     assert [v.rsplit(".", 1)[0] for v in KAFKA_VERSIONS] == MINORS
     assert list(KAFKA_VERSIONS) == sorted(KAFKA_VERSIONS, key=_key, reverse=True)
-    assert jars.KAFKA_VERSIONS == KAFKA_VERSIONS and jars.DEFAULT_KAFKA_VERSION == KAFKA_VERSIONS[0]
+    assert jars.KAFKA_VERSIONS == KAFKA_VERSIONS and KAFKA_VERSIONS[0] == jars.DEFAULT_KAFKA_VERSION
 
 
 def test_the_full_suite_runs_on_the_newest_3x_and_4x():
     newest = {major: next(v for v in KAFKA_VERSIONS if v.startswith(major)) for major in ("4.", "3.")}
-    assert FULL_SUITE_VERSIONS == tuple(newest.values())
+    assert tuple(newest.values()) == FULL_SUITE_VERSIONS
 
 
 def test_tools_come_from_the_same_or_an_older_version_of_the_same_major():

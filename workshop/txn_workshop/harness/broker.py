@@ -17,12 +17,12 @@ from types import TracebackType
 
 from confluent_kafka.admin import AdminClient
 
-from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
-from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
-from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
-from txn_workshop.harness.versions import KafkaVersion, kafka_version
-from txn_workshop.harness.admin import alter_topic_config, create_internal_topics
 from exporter.logs import kafka_client_logger
+from txn_workshop.harness.admin import alter_topic_config, create_internal_topics
+from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
+from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
+from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
+from txn_workshop.harness.versions import KafkaVersion, kafka_version
 
 _START_TIMEOUT_S = 60.0
 # server.log rolls over at this size, keeping this many older files (server.log.1, .2...): a

@@ -57,8 +57,8 @@ class KafkaVersion:
         return "log4j2.properties" if self.log4j == 2 else "log4j.properties"
 
 
-_3X = dict(log4j=1)
-_4X = dict(log4j=2, transaction_versions=(0, 1, 2), share_group_state_topic=True)
+_3X = {"log4j": 1}
+_4X = {"log4j": 2, "transaction_versions": (0, 1, 2), "share_group_state_topic": True}
 _4_1 = dict(_4X, log_state_names="enum", transaction_log_dump="json")
 
 # Newest first. The newest patch of each minor that Maven Central serves (2026-11).
