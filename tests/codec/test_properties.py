@@ -63,6 +63,7 @@ def values(draw):
     )
 
 
+@settings(deadline=None)
 @given(values())
 def test_value_round_trip(value):
     assert decode_value(encode_value(value)) == value
@@ -83,7 +84,7 @@ def _mutations(raw: bytes):
     )
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.data())
 def test_mutated_values_give_a_value_or_a_typed_error(data):
     raw = data.draw(_mutations(encode_value(data.draw(values()))))
@@ -100,7 +101,7 @@ def _outcome(decode):
         return e.reason
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_skipping_partitions_changes_nothing_else(data):
     """partitions=False (the live source's decode) gives the full decode's value with partitions
@@ -161,13 +162,14 @@ def test_make_and_a_partitions_memo_change_nothing_else(data):
         assert value == full
 
 
+@settings(deadline=None)
 @given(names, values())
 def test_decode_record_reads_keys_like_decode_key(tid, value):
     record = decode_record(encode_key(tid), encode_value(value), 7, 1000)
     assert (record.offset, record.timestamp_ms, record.transactional_id, record.value) == (7, 1000, tid, value)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_crash(raw):
     for decode in (decode_key, decode_value):
@@ -179,7 +181,7 @@ def test_random_bytes_never_crash(raw):
     assert all(isinstance(i, (BatchError, RecordError)) or i.offset >= 0 for i in items)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_mutated_batches_lose_nothing_else(data):
     """A corrupt batch in the middle costs that batch only: the batches around it still decode."""
@@ -202,7 +204,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_the_single_record_fast_path_agrees_with_the_general_reader(data):
     """Where _decode_single_record takes a record (it may also decline: None), it reads exactly what
@@ -349,7 +351,7 @@ def usual_values(draw):
     )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_decode_value_reads_what_a_plain_field_by_field_reader_reads(data):
     """Every fast path of decode_value (one struct per usual shape, the usual tagged fields) gives
