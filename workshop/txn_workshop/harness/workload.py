@@ -55,10 +55,12 @@ class TxnCounts:
 @dataclass
 class RunningCounts:
     """What the clients of :func:`transactions_running` saw: transactions committed and aborted
-    (``aborts`` includes those aborted after an abortable error), and their errors by Kafka name."""
+    (``aborts`` includes those aborted after an abortable error), producers created (one per id,
+    plus one each time an error made the client drop its producer), and their errors by Kafka name."""
 
     commits: int = 0
     aborts: int = 0
+    producers: int = 0
     errors: Counter[str] = field(default_factory=Counter)
 
 
@@ -242,6 +244,8 @@ def transactions_running(
             try:
                 if producer is None:
                     producer = _producer(bootstrap, transactional_id)
+                    with lock:
+                        counts.producers += 1
                     producer.init_transactions(60)
                 producer.begin_transaction()
                 _produce(producer, topic, partitions, 2, f"{transactional_id}-{n}")
