@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 
 from alerts import generate as alerts_generate
 from dashboards import generate
-from dashboards.metrics import known
+from generators.metrics import known
 from exporter import config
 from exporter.harness.broker import KafkaBroker
 from exporter.harness.workload import create_topic, held_commit, run_mix
