@@ -29,7 +29,6 @@ import yaml
 
 from dashboards.generate import DRILLDOWN_UID, OVERVIEW_UID
 from generators.metrics import series
-from generators.output import relative
 from generators.placeholders import (
     CLUSTER,
     DEFAULT_GRAFANA_URL,
@@ -287,7 +286,8 @@ ALERTS: tuple[Alert, ...] = (
     ),
     Alert(
         "TxnExporterDecodeErrors",
-        f"sum by ({CLUSTER}, instance, reason) (increase({series('kafka_transaction_state_log_decode_errors_total')}[10m]))",
+        f"sum by ({CLUSTER}, instance, reason) "
+        f"(increase({series('kafka_transaction_state_log_decode_errors_total')}[10m]))",
         "0m", "warning", TEAM_OBSERVABILITY, "exporter",
         "kafka-txn-exporter {{ $labels.instance }} skipped records it could not decode ({{ $labels.reason }})",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster " + THE_CLUSTER + ") skipped"

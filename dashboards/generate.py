@@ -244,39 +244,39 @@ HANGING_ROW = Row("Late and hanging transactions (needs the hanging-transactions
     rate("Producer id rotations", ROTATIONS, "Producer id rotations.", by="instance", width=8),
 ))
 
+# The brokers' own (generators.metrics.BROKER_JMX).
+JMX_LATE_PARTITIONS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
+JMX_RETRY_QUEUE = "kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize"
+JMX_UNKNOWN_DESTINATION = "kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize"
+JMX_VERIFICATION_FAILURES = "kafka_server_addpartitionstotxnmanager_verificationfailurerate_count"
+JMX_VERIFICATION_TIME = "kafka_server_addpartitionstotxnmanager_verificationtimems"
+
 JMX_ROW = Row("Kafka's own transaction metrics (broker JMX, if scraped)", (
     Panel("Partitions with late transactions (broker)",
-          (Query(f'sum by (instance) ({series("kafka_server_replicamanager_partitionswithlatetransactionscount", JMX_SEL)})',
-                 "{{instance}}"),),
+          (Query(f"sum by (instance) ({series(JMX_LATE_PARTITIONS, JMX_SEL)})", "{{instance}}"),),
           "Kafka's ReplicaManager PartitionsWithLateTransactionsCount, per broker JMX target: partitions with"
           " an open transaction older than transaction.max.timeout.ms + 5 min. Beside our late/hanging"
           " panels. Empty when the brokers' JMX is not scraped.",
           expected_empty=JMX_ONLY, width=8),
     Panel("Final append retry queue vs ours",
-          (Query("sum by (instance) ("
-                 f"{series('kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize', JMX_SEL)})",
-                 "broker {{instance}}"),),
+          (Query(f"sum by (instance) ({series(JMX_RETRY_QUEUE, JMX_SEL)})", "broker {{instance}}"),),
           "Kafka's TransactionMarkerChannelManager LogAppendRetryQueueSize (needs jmx_exporter's"
           " kafka.coordinator rule; Strimzi's default rules do not export it). Compare with 'Final COMPLETE_*"
           " append retries'. Empty when the brokers' JMX is not scraped.",
           expected_empty=JMX_ONLY, width=8),
     Panel("Markers waiting for an unknown leader",
-          (Query("sum by (instance) ("
-                 f"{series('kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize', JMX_SEL)})",
-                 "{{instance}}"),),
+          (Query(f"sum by (instance) ({series(JMX_UNKNOWN_DESTINATION, JMX_SEL)})", "{{instance}}"),),
           "Kafka's TransactionMarkerChannelManager UnknownDestinationQueueSize: markers whose data partition"
           " has no known leader. Empty when the brokers' JMX is not scraped.",
           expected_empty=JMX_ONLY, width=8),
     Panel("Transaction verification failures (KIP-890)",
-          (Query(f'sum by (instance) (rate({{__name__=~"{ref("kafka_server_addpartitionstotxnmanager_verificationfailurerate_count")}'
-                 f'(_total)?", {JMX_SEL}}}[{RATE}]))', "{{instance}}"),),
+          (Query(f'sum by (instance) (rate({{__name__=~"{ref(JMX_VERIFICATION_FAILURES)}(_total)?", {JMX_SEL}}}'
+                 f"[{RATE}]))", "{{instance}}"),),
           "Kafka's AddPartitionsToTxnManager VerificationFailureRate, per second: produce requests to a"
           " partition the transaction did not add (3.6+). Empty when the brokers' JMX is not scraped.",
           unit="ops", expected_empty=JMX_ONLY, width=12),
     Panel("Transaction verification time p99 (KIP-890)",
-          (Query("max by (instance) ("
-                 f"{series('kafka_server_addpartitionstotxnmanager_verificationtimems', JMX_SEL + P99)})",
-                 "{{instance}}"),),
+          (Query(f"max by (instance) ({series(JMX_VERIFICATION_TIME, JMX_SEL + P99)})", "{{instance}}"),),
           "Kafka's AddPartitionsToTxnManager VerificationTimeMs 99th percentile (Yammer, ms). Empty when the"
           " brokers' JMX is not scraped.",
           unit="ms", expected_empty=JMX_ONLY, width=12),

@@ -69,5 +69,7 @@ def outputs() -> dict[Path, str]:
     )
     return {
         RULE_PATH: HEADER.format(source="alerts/generate.py") + _dump(prometheus_rule()),
-        DASHBOARDS_KUSTOMIZATION: HEADER.format(source="deploy/generate.py") + component + _dump(dashboards_component()),
+        DASHBOARDS_KUSTOMIZATION: HEADER.format(source="deploy/generate.py")
+        + component
+        + _dump(dashboards_component()),
     }

@@ -100,6 +100,7 @@ def jsonnet(text: str, config: str = "c", extra: str = "") -> str:
     an alert's ``threshold: c.thresholds.X``)."""
     if not keys(text):
         return jsonnet_string(text)
-    template = _PLACEHOLDER.sub(lambda m: f"%({m.group(1)}){'g' if m.group(1) in NUMBERS else 's'}",
-                                text.replace("%", "%%"))
+    template = _PLACEHOLDER.sub(
+        lambda m: f"%({m.group(1)}){'g' if m.group(1) in NUMBERS else 's'}", text.replace("%", "%%")
+    )
     return f"{jsonnet_string(template)} % {config}" + (f" {{ {extra} }}" if extra else "")

@@ -1,8 +1,6 @@
-"""Runs every generator in order (generators/__init__.py lists them): `make generate`.
-
-    python -m generators            # rewrite every generated file that changed
-    python -m generators --check    # exit 1 naming the stale ones (tests/generators/test_drift.py)
-"""
+"""Runs every generator in order (generators/__init__.py lists them): `make generate`, which is
+`python -m generators` (rewrites every generated file that changed); with `--check` it exits 1
+naming the stale ones instead (tests/generators/test_drift.py calls `check()`)."""
 
 from __future__ import annotations
 

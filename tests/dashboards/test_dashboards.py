@@ -110,7 +110,9 @@ def test_every_catalogue_metric_of_interest_is_on_a_dashboard():
     used = set().union(*(metric_names(e) for e in _all_exprs()))
     used_families = {metrics.resolve(n).name for n in used if n not in alerts_generate.RECORDING_NAMES}
     # Not graphed on purpose: an info/diagnostic metric listed here with the reason.
-    not_graphed = {"txn_exporter_unwritten_state_records_total": "diagnostic of a broker writing states it never writes"}
+    not_graphed = {
+        "txn_exporter_unwritten_state_records_total": "diagnostic of a broker writing states it never writes",
+    }
     missing = {spec.name for spec in CATALOGUE} - used_families - set(not_graphed)
     assert missing == set(), "catalogue metrics on no dashboard or alert"
 

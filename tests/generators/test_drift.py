@@ -54,6 +54,9 @@ def test_each_dashboard_is_committed_once() -> None:
     files = subprocess.run(["git", "ls-files", "-z"], cwd=output.ROOT, capture_output=True, text=True, check=True)
     for spec in DASHBOARDS:
         uid = f'"uid": {json.dumps(spec.uid)}'  # as the JSON has it, also inside a YAML or jsonnet copy
-        holding = [name for name in files.stdout.split("\0") if name and (output.ROOT / name).is_file()
-                   and uid in (output.ROOT / name).read_text(errors="replace")]
+        holding = [
+            name
+            for name in files.stdout.split("\0")
+            if name and (output.ROOT / name).is_file() and uid in (output.ROOT / name).read_text(errors="replace")
+        ]
         assert holding == [f"mixin/dashboards/{spec.uid}.json"], spec.uid
