@@ -224,7 +224,6 @@ ALERTS: tuple[Alert, ...] = (
         "{{ $value }} open transactions coordinated by {{ $labels.instance }} (cluster " + THE_CLUSTER + ")"
         " are older than their transaction timeout: the coordinator should have aborted them. Data partitions"
         " with late transactions: " + _q(f"sum({series('kafka_partitions_with_late_transactions', SAME)})") + ".",
-        expected_empty=BROKER_LOG_FAULT,
         transactions="?state=ONGOING",
         above=0,
     ),
@@ -237,7 +236,6 @@ ALERTS: tuple[Alert, ...] = (
         " ongoing ({{ $labels.instance }}, cluster " + THE_CLUSTER + "). They hold the last stable offset:"
         " read_committed consumers of those partitions make no progress and compaction stops there, until"
         " the transactions are aborted (kafka-transactions.sh --find-hanging / abort).",
-        expected_empty=BROKER_LOG_FAULT,
         transactions="?state=HANGING",
         above=0,
     ),

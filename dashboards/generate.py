@@ -233,7 +233,7 @@ APPENDS_ROW = Row("__transaction_state appends and markers", (
     rate("Expired transactional ids", TOMBSTONES, "Tombstones: ids the coordinator expired.", width=8),
 ))
 
-HANGING_ROW = Row("Late and hanging transactions (needs the hanging-transactions view)", (
+HANGING_ROW = Row("Late and hanging transactions", (
     gauge("Late transactions by broker", LATE, "By broker (exporter instance).", by="instance", width=8),
     gauge("Hanging transactions by broker", HANGING, "By broker (exporter instance).", by="instance", width=8),
     gauge("Partitions with late transactions", LATE_PARTITIONS, "By broker (exporter instance).",
