@@ -61,14 +61,25 @@ APPEND_ERRORS_RATE = "cluster_instance_target_state_error:kafka_transaction_stat
 LAG_SUM = "cluster_instance:txn_exporter_partition_consumer_lag_records:sum"
 
 RECORDING: tuple[tuple[str, str], ...] = (
-    (P99_APPEND, f"histogram_quantile(0.99, sum by ({CLUSTER}, instance, target_state, le) (rate("
-     f"{series('kafka_transaction_state_log_append_latency_seconds_bucket')}[5m])))"),
-    (P99_COMPLETION, f"histogram_quantile(0.99, sum by ({CLUSTER}, instance, result, le) (rate("
-     f"{series('kafka_transaction_marker_completion_seconds_bucket')}[5m])))"),
-    (RETRIES_RATE,
-     f"sum by ({CLUSTER}, instance, error) (rate({series('kafka_transaction_marker_retries_total')}[5m]))"),
-    (APPEND_ERRORS_RATE, f"sum by ({CLUSTER}, instance, target_state, error) (rate("
-     f"{series('kafka_transaction_state_log_append_errors_total')}[5m]))"),
+    (
+        P99_APPEND,
+        f"histogram_quantile(0.99, sum by ({CLUSTER}, instance, target_state, le) (rate("
+        f"{series('kafka_transaction_state_log_append_latency_seconds_bucket')}[5m])))",
+    ),
+    (
+        P99_COMPLETION,
+        f"histogram_quantile(0.99, sum by ({CLUSTER}, instance, result, le) (rate("
+        f"{series('kafka_transaction_marker_completion_seconds_bucket')}[5m])))",
+    ),
+    (
+        RETRIES_RATE,
+        f"sum by ({CLUSTER}, instance, error) (rate({series('kafka_transaction_marker_retries_total')}[5m]))",
+    ),
+    (
+        APPEND_ERRORS_RATE,
+        f"sum by ({CLUSTER}, instance, target_state, error) (rate("
+        f"{series('kafka_transaction_state_log_append_errors_total')}[5m]))",
+    ),
     (LAG_SUM, f"sum by ({CLUSTER}, instance) ({series('txn_exporter_partition_consumer_lag_records')})"),
 )
 RECORDING_NAMES = frozenset(name for name, _ in RECORDING)
@@ -119,8 +130,10 @@ def _q(expr: str, unit: str = "", suffix: str = "") -> str:
     """A Go-template query in an annotation: the first sample's value, humanized (``unit="s"``: as
     a duration), or "none". ``expr`` has ``SAME`` among its matchers where the alert's cluster and instance go."""
     value = "humanizeDuration" if unit == "s" else "humanize"
-    return (f"{{{{ with printf `{expr}` $labels.{CLUSTER} $labels.instance | query }}}}"
-            f"{{{{ . | first | value | {value} }}}}{suffix}{{{{ else }}}}none{{{{ end }}}}")
+    return (
+        f"{{{{ with printf `{expr}` $labels.{CLUSTER} $labels.instance | query }}}}"
+        f"{{{{ . | first | value | {value} }}}}{suffix}{{{{ else }}}}none{{{{ end }}}}"
+    )
 
 
 RATE_VALUE = '{{ $value | printf "%.2f" }}/s'
@@ -137,26 +150,35 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionMarkersPendingTooLong",
         f"max by ({CLUSTER}, instance) ({series(OLDEST)})",
-        "1m", "critical", TEAM_KAFKA, "transactions",
+        "1m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
         "Transaction markers pending for {{ $value | humanizeDuration }} on {{ $labels.instance }}",
         "The oldest prepared transaction coordinated by {{ $labels.instance }} (cluster " + THE_CLUSTER + ")"
         " has waited {{ $value | humanizeDuration }} for its commit/abort markers; "
-        + _q(f"sum({series(PENDING, SAME)})") + " transactions are waiting. Until the markers are written the"
+        + _q(f"sum({series(PENDING, SAME)})")
+        + " transactions are waiting. Until the markers are written the"
         " last stable offset of their data partitions does not advance: read_committed consumers of those"
-        " partitions are stuck. Marker retries: "
-        + _q(f"sum({RETRIES_RATE}{{{SAME}}})", suffix="/s") + ".",
+        " partitions are stuck. Marker retries: " + _q(f"sum({RETRIES_RATE}{{{SAME}}})", suffix="/s") + ".",
         transactions=f"?state={PREPARES}&min_age=30",
         above=30,
     ),
     Alert(
         "KafkaTransactionMarkerRetriesSustained",
         RETRIES_RATE,
-        "10m", "warning", TEAM_KAFKA, "transactions",
+        "10m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "WriteTxnMarkers retried " + RATE_VALUE + " with {{ $labels.error }} on {{ $labels.instance }}",
         "The transaction coordinator on {{ $labels.instance }} (cluster " + THE_CLUSTER + ") has been"
         " retrying transaction markers with {{ $labels.error }} at " + RATE_VALUE + " for 10 minutes."
-        " Transactions waiting for markers: " + _q(f"sum({series(PENDING, SAME)})") + ", the oldest for "
-        + _q(f"max({series(OLDEST, SAME)})", "s") + ".",
+        " Transactions waiting for markers: "
+        + _q(f"sum({series(PENDING, SAME)})")
+        + ", the oldest for "
+        + _q(f"max({series(OLDEST, SAME)})", "s")
+        + ".",
         expected_empty=BROKER_LOG_FAULT,
         transactions=f"?state={PREPARES}",
         above=0.1,
@@ -164,7 +186,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionMarkerFailures",
         f"sum by ({CLUSTER}, instance, error) (increase({series('kafka_transaction_marker_failures_total')}[10m]))",
-        "0m", "warning", TEAM_KAFKA, "transactions",
+        "0m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "Transaction markers permanently failed with {{ $labels.error }} on {{ $labels.instance }}",
         "{{ $value | humanize }} partition-level WriteTxnMarkers failures with {{ $labels.error }} in the last"
         " 10 minutes on {{ $labels.instance }} (cluster " + THE_CLUSTER + "): the coordinator gave up"
@@ -176,7 +201,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionStateLogAppendErrors",
         APPEND_ERRORS_RATE,
-        "5m", "critical", TEAM_KAFKA, "transactions",
+        "5m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
         "__transaction_state appends of {{ $labels.target_state }} failing with {{ $labels.error }} on"
         " {{ $labels.instance }}",
         "For 5 minutes the coordinator on {{ $labels.instance }} (cluster " + THE_CLUSTER + ") has failed to"
@@ -191,7 +219,10 @@ ALERTS: tuple[Alert, ...] = (
         "KafkaTransactionCompleteAppendRetries",
         f"sum by ({CLUSTER}, instance) (rate("
         f"{series('kafka_transaction_state_log_complete_append_retries_total')}[5m]))",
-        "10m", "warning", TEAM_KAFKA, "transactions",
+        "10m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "Final COMPLETE_* appends retrying on {{ $labels.instance }}",
         "For 10 minutes the coordinator on {{ $labels.instance }} (cluster " + THE_CLUSTER + ") has been"
         " retrying the final COMPLETE_COMMIT/COMPLETE_ABORT append of transactions whose markers are written"
@@ -204,14 +235,18 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionStateLogAppendLatencyHigh",
         P99_APPEND,
-        "10m", "warning", TEAM_KAFKA, "transactions",
+        "10m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "p99 __transaction_state append latency of {{ $labels.target_state }} is {{ $value | humanizeDuration }}"
         " on {{ $labels.instance }}",
         "The 99th percentile of the time from submitting a {{ $labels.target_state }} transition to"
         " __transaction_state to the record being readable has been above 1 s for 10 minutes on"
         " {{ $labels.instance }} (cluster " + THE_CLUSTER + "): {{ $value | humanizeDuration }}. EndTxn and"
         " AddPartitionsToTxn wait for these appends. p99 prepare-to-complete: "
-        + _q(f"max({P99_COMPLETION}{{{SAME}}})", "s") + ". The slowest appends' transactional ids are the"
+        + _q(f"max({P99_COMPLETION}{{{SAME}}})", "s")
+        + ". The slowest appends' transactional ids are the"
         " exemplars of the latency panels.",
         transactions="",
         above=1,
@@ -219,7 +254,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionsLate",
         f"sum by ({CLUSTER}, instance) ({series('kafka_transactions_late')})",
-        "5m", "warning", TEAM_KAFKA, "transactions",
+        "5m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "{{ $value }} transactions outlived their timeout on {{ $labels.instance }}",
         "{{ $value }} open transactions coordinated by {{ $labels.instance }} (cluster " + THE_CLUSTER + ")"
         " are older than their transaction timeout: the coordinator should have aborted them. Data partitions"
@@ -230,7 +268,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaHangingTransactions",
         f"sum by ({CLUSTER}, instance) ({series('kafka_hanging_transactions')})",
-        "5m", "critical", TEAM_KAFKA, "transactions",
+        "5m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
         "{{ $value }} hanging transactions seen by {{ $labels.instance }}",
         "{{ $value }} transactions are open on data partitions while their coordinator no longer has them"
         " ongoing ({{ $labels.instance }}, cluster " + THE_CLUSTER + "). They hold the last stable offset:"
@@ -242,7 +283,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterDown",
         f"up{{{JOB}}} == 0",
-        "2m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "2m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} is not scraped",
         "Prometheus has failed to scrape kafka-txn-exporter at {{ $labels.instance }} (cluster"
         " " + THE_CLUSTER + ") for 2 minutes: transactions coordinated by that broker are not monitored.",
@@ -251,7 +295,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterSourceDown",
         f"{series('txn_exporter_source_up')} == 0",
-        "2m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "2m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} cannot read __transaction_state",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster " + THE_CLUSTER + ") has not been able to"
         " read __transaction_state from Kafka for 2 minutes; its transaction metrics are frozen (the oldest"
@@ -261,7 +308,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterLagging",
         LAG_SUM,
-        "10m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "10m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} is {{ $value | humanize }} records behind",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster " + THE_CLUSTER + ") has been more than 1000"
         " records behind the high watermark of its __transaction_state partitions for 10 minutes"
@@ -274,7 +324,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterReplayStuck",
         f"{series('txn_exporter_partitions_followed', REPLAYING)}",
-        "15m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "15m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} has partitions replaying for 15 minutes",
         "{{ $value }} __transaction_state partitions of kafka-txn-exporter at {{ $labels.instance }} (cluster"
         " " + THE_CLUSTER + ") have not caught up with their history for 15 minutes; until they do their"
@@ -286,7 +339,10 @@ ALERTS: tuple[Alert, ...] = (
         "TxnExporterDecodeErrors",
         f"sum by ({CLUSTER}, instance, reason) "
         f"(increase({series('kafka_transaction_state_log_decode_errors_total')}[10m]))",
-        "0m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "0m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} skipped records it could not decode ({{ $labels.reason }})",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster " + THE_CLUSTER + ") skipped"
         " {{ $value | humanize }} __transaction_state records in 10 minutes ({{ $labels.reason }}): a Kafka"
@@ -323,21 +379,27 @@ def template(exporter_url: str = DEFAULT_EXPORTER_URL) -> dict:
         if alert.transactions is not None:
             rule["annotations"]["transactions_url"] = transactions_url
         alerting.append(rule)
-    return {"groups": [
-        {"name": "kafka-txn-exporter.recording", "rules": [{"record": n, "expr": e} for n, e in RECORDING]},
-        {"name": "kafka-txn-exporter.alerts", "rules": alerting},
-    ]}
+    return {
+        "groups": [
+            {"name": "kafka-txn-exporter.recording", "rules": [{"record": n, "expr": e} for n, e in RECORDING]},
+            {"name": "kafka-txn-exporter.alerts", "rules": alerting},
+        ]
+    }
 
 
-def rules(grafana_url: str = DEFAULT_GRAFANA_URL, runbook_url: str = DEFAULT_RUNBOOK_URL,
-          exporter_url: str = DEFAULT_EXPORTER_URL) -> dict:
+def rules(
+    grafana_url: str = DEFAULT_GRAFANA_URL,
+    runbook_url: str = DEFAULT_RUNBOOK_URL,
+    exporter_url: str = DEFAULT_EXPORTER_URL,
+) -> dict:
     """The rules with these links, the default `_config` otherwise (the committed file's)."""
     config = {**DEFAULTS, "grafanaURL": grafana_url.rstrip("/"), "runbookURL": runbook_url}
     thresholds = {alert.name: alert.above for alert in ALERTS}
     document = template(exporter_url)
     for group in document["groups"]:
-        group["rules"] = [expand_all(rule, config, threshold=thresholds.get(rule.get("alert")))
-                          for rule in group["rules"]]
+        group["rules"] = [
+            expand_all(rule, config, threshold=thresholds.get(rule.get("alert"))) for rule in group["rules"]
+        ]
     return document
 
 
@@ -369,8 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m alerts.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--grafana-url", default=DEFAULT_GRAFANA_URL)
     parser.add_argument("--runbook-url", default=DEFAULT_RUNBOOK_URL, help="runbooks.md as your users reach it")
-    parser.add_argument("--exporter-url", default=DEFAULT_EXPORTER_URL,
-                        help="the exporter that fired, as a Go template (its /transactions view is linked)")
+    parser.add_argument(
+        "--exporter-url",
+        default=DEFAULT_EXPORTER_URL,
+        help="the exporter that fired, as a Go template (its /transactions view is linked)",
+    )
     parser.add_argument("--output", type=Path, required=True, help="where to write the rules")
     args = parser.parse_args(argv)
     args.output.write_text(render(rules(args.grafana_url, args.runbook_url, args.exporter_url)))

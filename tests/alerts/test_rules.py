@@ -27,7 +27,8 @@ def _alerting_rules() -> list[dict]:
 def test_promtool_check_rules_with_lint_fatal():
     result = subprocess.run(
         [require("promtool"), "check", "rules", "--lint=all", "--lint-fatal", str(RULES)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
