@@ -1,8 +1,9 @@
 """The one catalogue of metrics: names, types, units, labels, help, KIP-1344 mapping, buckets.
 
 Every sink (the Prometheus collector, OTLP) and every generated file (dashboards, alerts, the mixin,
-the README's metric table: `make generate`, generators/) reads names from here so nothing drifts. `name` is the exposed sample name exactly as users query it (counters with their
-`_total`, info with `_info`); units are OpenMetrics units and always the name's suffix.
+the README's metric table: `make generate`, generators/) reads names from here so nothing drifts.
+`name` is the exposed sample name exactly as users query it (counters with their `_total`, info
+with `_info`); units are OpenMetrics units and always the name's suffix.
 """
 
 from __future__ import annotations
