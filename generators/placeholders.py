@@ -53,7 +53,10 @@ DEFAULTS: dict[str, str] = {
 }
 
 
-def values(config: Mapping[str, object]) -> dict[str, object]:
+Value = str | float | None  # a placeholder's: text, or a number (a threshold)
+
+
+def values(config: Mapping[str, Value]) -> dict[str, Value]:
     """Every placeholder's value under ``config`` (`_config`'s keys), as mixin/config.libsonnet derives them."""
     selector = config["selector"]
     return {
@@ -63,17 +66,20 @@ def values(config: Mapping[str, object]) -> dict[str, object]:
     }
 
 
-def expand(text: str, config: Mapping[str, object] = DEFAULTS, **extra: object) -> str:
+def expand(text: str, config: Mapping[str, Value] = DEFAULTS, **extra: Value) -> str:
     """The text with each placeholder's value under ``config`` (and ``extra``, e.g. ``threshold``)."""
     known = {**values(config), **extra}
     return _PLACEHOLDER.sub(lambda m: _format(m.group(1), known[m.group(1)]), text)
 
 
-def _format(key: str, value: object) -> str:
-    return "%g" % value if key in NUMBERS else str(value)  # noqa: UP031 - jsonnet's %g, the same rule
+def _format(key: str, value: Value) -> str:
+    if key in NUMBERS:
+        assert isinstance(value, int | float), (key, value)
+        return "%g" % value  # noqa: UP031 (jsonnet's %g, the same rule)
+    return str(value)
 
 
-def expand_all(value: Any, config: Mapping[str, object] = DEFAULTS, **extra: object) -> Any:
+def expand_all(value: Any, config: Mapping[str, Value] = DEFAULTS, **extra: Value) -> Any:
     """``expand`` on every string of a JSON-like value."""
     if isinstance(value, str):
         return expand(value, config, **extra)
