@@ -21,6 +21,7 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
 from grafana_foundation_sdk.builders import stat as stat_b
 from grafana_foundation_sdk.builders import timeseries as ts_b
+from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
@@ -623,8 +624,10 @@ DASHBOARDS = (OVERVIEW, DRILLDOWN)
 DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
 
-def _variables(names: tuple[str, ...]) -> list[dash_b.QueryVariable | dash_b.DatasourceVariable]:
-    out: list = [dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")]
+def _variables(names: tuple[str, ...]) -> list[cogbuilder.Builder[dash_m.VariableModel]]:
+    out: list[cogbuilder.Builder[dash_m.VariableModel]] = [
+        dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")
+    ]
     queries = {
         "cluster": f"label_values({series(BUILD_INFO)}, {CLUSTER})",
         "instance": f"label_values({series(BUILD_INFO, CLUSTER_SEL)}, instance)",
@@ -659,7 +662,8 @@ def _thresholds(steps: tuple[tuple[float, str], ...]) -> dash_b.ThresholdsConfig
     )
 
 
-def _panel(spec: Panel, panel_id: int):
+def _panel(spec: Panel, panel_id: int) -> stat_b.Panel | ts_b.Panel:
+    builder: stat_b.Panel | ts_b.Panel
     if spec.kind == "stat":
         builder = (
             stat_b.Panel()
@@ -668,7 +672,7 @@ def _panel(spec: Panel, panel_id: int):
             .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
         )
     else:
-        builder = (
+        timeseries = (
             ts_b.Panel()
             .line_width(1)
             .fill_opacity(10 if not spec.stacked else 60)
@@ -683,7 +687,8 @@ def _panel(spec: Panel, panel_id: int):
             )
         )
         if spec.stacked:
-            builder = builder.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+            timeseries = timeseries.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        builder = timeseries
     builder = (
         builder.id(panel_id)
         .title(spec.title)
