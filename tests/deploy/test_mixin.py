@@ -37,7 +37,8 @@ CHANGED = """{
 def build(overrides: str = "{}", root: Path = ROOT) -> dict:
     snippet = f"""local mixin = (import 'mixin/mixin.libsonnet') + {overrides};
 {{rules: mixin.prometheusRules, alerts: mixin.prometheusAlerts, dashboards: mixin.grafanaDashboards}}"""
-    return json.loads(_jsonnet.evaluate_snippet("test", snippet, jpathdir=[str(root)]))
+    # Named inside root: jsonnet looks for an import beside the importing file first, then in jpathdir.
+    return json.loads(_jsonnet.evaluate_snippet(str(root / "test.jsonnet"), snippet, jpathdir=[str(root)]))
 
 
 def _rules(built: dict) -> dict[str, dict]:
