@@ -15,6 +15,6 @@ test: setup
 	.venv/bin/pytest
 
 # Every generated file (dashboards, rules, the Kubernetes component, the mixin, the README's metric
-# table) from its one source, in order: generators/__init__.py lists them.
+# table, docs/architecture.md) from its one source, in order: generators/__init__.py lists them.
 generate: setup
 	.venv/bin/python -m generators

@@ -25,6 +25,7 @@ def steps() -> tuple[Step, ...]:
     from dashboards import generate as dashboards
     from deploy import generate as deploy
     from mixin import generate as mixin
+    from txn_workshop import architecture
 
     return (
         Step("dashboards", dashboards.outputs, dashboards.OWNED),
@@ -32,6 +33,7 @@ def steps() -> tuple[Step, ...]:
         Step("deploy", deploy.outputs),
         Step("mixin", mixin.outputs),
         Step("docs", docs.outputs),
+        Step("architecture", lambda: {architecture.DOC: architecture.document(architecture.graph())}),
     )
 
 
