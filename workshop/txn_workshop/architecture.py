@@ -53,14 +53,18 @@ FLOORS: tuple[tuple[Part, ...], ...] = (
     (Part("commands", ("exporter.commands", "exporter.cli", "exporter.__main__"), "`txn-exporter` and its commands"),),
     (Part("workshop", ("txn_workshop",), "the broker harness and the demo (not in the wheel)"),),
     (
-        Part("generators", ("dashboards", "alerts", "mixin", "deploy"), "dashboards, alerts, mixin, manifests"),
+        Part(
+            "generators",
+            ("generators", "dashboards", "alerts", "mixin", "deploy"),
+            "`make generate`: dashboards, alerts, mixin, manifests, docs",
+        ),
         Part("bench", ("bench",), "benchmarks"),
     ),
 )
 SOURCES = (
     ROOT / "exporter",
     ROOT / "workshop" / "txn_workshop",
-    *(ROOT / d for d in ("dashboards", "alerts", "mixin", "deploy", "bench")),
+    *(ROOT / d for d in ("generators", "dashboards", "alerts", "mixin", "deploy", "bench")),
 )
 
 
