@@ -26,6 +26,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+from exporter.metrics.catalogue import CATALOGUE, MetricType
 from generators.metrics import grafana_unit, help_of, ref, series
 from generators.output import ROOT
 from generators.placeholders import CLUSTER, expand, expand_all
@@ -608,11 +609,33 @@ PARTITION_ROW = Row(
     ),
 )
 
+
+def _graphed(rows: tuple[Row, ...]) -> str:
+    return "\n".join(query.template for row in rows for panel in row.panels for query in panel.queries)
+
+
+def other_metrics_row(rows: tuple[Row, ...]) -> Row:
+    """A panel for each counter and gauge of the catalogue that no panel of `rows` queries, so a new
+    metric is on a dashboard as soon as it is in the catalogue (a panel of its own can come later)."""
+    graphed = _graphed(rows)
+    panels = []
+    for spec in CATALOGUE:
+        if spec.name in graphed or spec.type not in (MetricType.COUNTER, MetricType.GAUGE):
+            continue
+        by = ", ".join(("instance", *spec.labels))
+        title = spec.family_name.replace("_", " ")
+        empty = "a metric without a panel of its own: may be empty on a healthy cluster"
+        make = rate if spec.type is MetricType.COUNTER else gauge
+        panels.append(make(title, spec.name, "Per broker.", by=by, width=8, expected_empty=empty))
+    return Row("Other metrics (each one the dashboards graph nowhere else)", tuple(panels), collapsed=True)
+
+
+DRILLDOWN_ROWS = (BROKER_ROW, PARTITION_ROW)
 DRILLDOWN = Dashboard(
     DRILLDOWN_UID,
     "Kafka transactions: by broker and partition",
     "Drill-down of kafka-txn-exporter's metrics by broker (exporter instance) and __transaction_state partition.",
-    (BROKER_ROW, PARTITION_ROW),
+    (*DRILLDOWN_ROWS, other_metrics_row((*OVERVIEW.rows, *DRILLDOWN_ROWS))),
     variables=("cluster", "instance", "partition"),
     links_to=((OVERVIEW_UID, "Overview"),),
 )

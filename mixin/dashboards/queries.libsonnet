@@ -171,6 +171,9 @@
         '15': {
           A: 'sum by (instance, state) (kafka_transactions{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
+        '17': {
+          A: 'sum by (instance, state) (rate(txn_exporter_unwritten_state_records_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
       },
       variables: {
         cluster: 'label_values(txn_exporter_build_info%(selectorBraces)s, %(clusterLabel)s)' % c,

@@ -215,7 +215,8 @@ CHANGES = (
     "a new counter or gauge end to end: `exporter/metrics/catalogue.py` (name, type, unit, labels, help, "
     "and `reads`, the snapshot field it renders), the model (`exporter/model/coordinator.py` counts it, "
     "`exporter/model/reading.py`'s snapshot carries it), their tests, then `make generate` (dashboards, "
-    "alerts, mixin, docs); the Prometheus and OTLP sinks render it with no code of their own;",
+    "alerts, mixin, docs); the Prometheus and OTLP sinks render it, and the drill-down dashboard graphs it, with "
+    "no code of their own (a panel or an alert of its own is a choice, not a step);",
     "a change to the view: `exporter/view/` (query, page, table), and the model's query in "
     "`exporter/model/reading.py` if it needs a field the rows do not carry.",
 )
