@@ -31,7 +31,6 @@ from exporter import config, logs
 from exporter.app import Exporter
 from exporter.codec import TransactionState
 from exporter.http_server import ListenError, MetricsServer
-from exporter.model import ModelSnapshot
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
 from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, KafkaJarsError, kafka_libs
@@ -242,16 +241,13 @@ def _wait(stop: threading.Event, condition: Callable[[], bool], timeout: float) 
         pass
 
 
-def _snapshot(exporter: Exporter) -> ModelSnapshot:
-    return exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0]
-
-
 def _pending(exporter: Exporter) -> int:
-    return _snapshot(exporter).pending_markers
+    return exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].pending_markers
 
 
 def _in_flight(exporter: Exporter) -> int:
-    by_state = _snapshot(exporter).transactions_by_state
+    """Transactions ONGOING or PREPARE_*, as the exporter sees them now."""
+    by_state = exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].transactions_by_state
     return sum(by_state[state] for state in IN_FLIGHT)
 
 
