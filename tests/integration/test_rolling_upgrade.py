@@ -67,6 +67,11 @@ UPGRADES = {
 }
 PARTITIONS = 4
 DATA_PARTITIONS = 2
+# What KAFKA-20322 looks like (4.2.0 beside 4.1.2, by hand): the 4.1 broker closes the marker channel's
+# connection at each WriteTxnMarkers v2 (`ERROR Closing socket ...` with this exception), the coordinator
+# logs `Cancelled in-flight WRITE_TXN_MARKERS request ... disconnected` and resends. No partition-level
+# error: neither the broker's ErrorsPerSec nor the exporter's marker counters see it.
+REFUSED_MARKERS = "Received request for api with key 27 (WriteTxnMarkers) and unsupported version"
 STATES = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT")
 LAG = "txn_exporter_partition_consumer_lag_records"
 
@@ -357,6 +362,10 @@ def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys, tmp_
             if r["transactional_id"] in java_ids and r["value"] and r["value"]["state"] != "EMPTY"
         )
         assert set(versions) == {2}, versions
+    # No broker refused a coordinator's WriteTxnMarkers version (each asks the other's versions first).
+    refused = {node: _log_lines(broker, REFUSED_MARKERS) for node, broker in brokers.items()}
+    assert refused == {1: 0, 2: 0}, refused
+    cancelled = {node: _log_lines(broker, "Cancelled in-flight WRITE_TXN_MARKERS") for node, broker in brokers.items()}
     if upgrade.java:
         # Every marker error a data broker returned, the exporter beside the coordinator that sent the
         # markers counted (its log's line for each partition), by the same error name.
@@ -367,9 +376,19 @@ def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys, tmp_
     with capsys.disabled():
         print(
             f"\nrolling upgrade: clients {clients}; Java clients {java}; marker errors the exporters counted "
-            f"after each step {marker_errors}; the data brokers returned {returned}; "
+            f"after each step {marker_errors}; the data brokers returned {returned}; WriteTxnMarkers cancelled "
+            f"on a disconnect, by coordinator: {cancelled}; "
             f"records {dict(live)}, counted {dict(counted)}, written in restart windows {in_windows}"
         )
+
+
+def _log_lines(broker: KafkaBroker, text: str) -> int:
+    """Lines of ``broker``'s server.log (and its rolled-over files) that contain ``text``."""
+    return sum(
+        line.count(text) > 0
+        for path in broker.logs_dir.glob("server.log*")
+        for line in path.read_text(errors="replace").splitlines()
+    )
 
 
 def _marker_errors(exporters) -> Counter[str]:

@@ -110,13 +110,17 @@ def _command(
     ]
 
 
+def _event(line: str) -> tuple[str, str, str]:
+    """One line of the client's stdout (see TransactionalProducers.java): (kind, id, error name)."""
+    kind, *fields = line.rstrip("\n").split("\t")
+    if kind not in ("commit", "abort", "producer", "error") or len(fields) != 1 + (kind == "error"):
+        raise JavaWorkloadError(f"Java transactional producers printed {line!r}")
+    return kind, fields[0], fields[1] if kind == "error" else ""
+
+
 def _events(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
-    """The client's stdout, one event a line (see TransactionalProducers.java): (kind, id, error name)."""
     for line in lines:
-        kind, tid, *name = line.rstrip("\n").split("\t")
-        if kind not in ("commit", "abort", "producer", "error") or len(name) != (kind == "error"):
-            raise JavaWorkloadError(f"Java transactional producers printed {line!r}")
-        yield kind, tid, name[0] if name else ""
+        yield _event(line)
 
 
 def java_transactions(
@@ -206,19 +210,21 @@ def java_transactions_running(
 
     def follow() -> None:
         assert proc.stdout is not None
-        try:
-            for kind, _, name in _events(proc.stdout):
-                with lock:
-                    if kind == "commit":
-                        counts.commits += 1
-                    elif kind == "abort":
-                        counts.aborts += 1
-                    elif kind == "producer":
-                        counts.producers += 1
-                    else:
-                        counts.errors[name] += 1
-        except JavaWorkloadError as e:
-            problems.append(e)
+        for line in proc.stdout:  # read to the end whatever comes: a full pipe would stall the client
+            try:
+                kind, _, name = _event(line)
+            except JavaWorkloadError as e:
+                problems.append(e)
+                continue
+            with lock:
+                if kind == "commit":
+                    counts.commits += 1
+                elif kind == "abort":
+                    counts.aborts += 1
+                elif kind == "producer":
+                    counts.producers += 1
+                else:
+                    counts.errors[name] += 1
 
     reader = threading.Thread(target=follow, name="java-workload-events", daemon=True)
     reader.start()

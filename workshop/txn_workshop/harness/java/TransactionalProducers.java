@@ -48,7 +48,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *        [--pause-ms MS] [--ride-out true]
  * Stdout: one line per event, as it happens, "KIND TAB id" or "error TAB id TAB name": commit and
  * abort (a transaction ended so: aborts include those aborted after an error), producer (a
- * KafkaProducer created for the id; initTransactions then ran), error (name: the Kafka exception's
+ * KafkaProducer created for the id, not counting the last one that settles it; initTransactions
+ * then ran), error (name: the Kafka exception's
  * class, the first ApiException in the cause chain). Exit status 1 (first errors on stderr) if any
  * producer failed for good.
  */
@@ -176,7 +177,7 @@ public final class TransactionalProducers {
 
         private void transaction(long n, boolean abort, int messages) {
             if (producer == null) {
-                open();
+                open(true);
             }
             producer.beginTransaction();
             inTransaction = true;
@@ -198,10 +199,13 @@ public final class TransactionalProducers {
             }
         }
 
-        private void open() {
+        /** A new producer for the id, initialized; {@code counted}: reported as a "producer" event. */
+        private void open(boolean counted) {
             producer = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
             inTransaction = false;
-            event("producer", id);
+            if (counted) {
+                event("producer", id);
+            }
             call(producer::initTransactions);
             if (partitions == 0) {
                 partitions = producer.partitionsFor(topic).size();
@@ -249,7 +253,7 @@ public final class TransactionalProducers {
             drop();
             for (int attempt = 1; ; attempt++) {
                 try {
-                    open();
+                    open(false);
                     return;
                 } catch (KafkaException | IllegalStateException e) {
                     error(e);
