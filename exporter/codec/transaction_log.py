@@ -263,36 +263,9 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
                 return make(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, -1, -1, client_version
                 )
-            previous_id, next_id, client_version, next_epoch, unknown = _v1_tagged_fields(buf, pos)
-            if unknown:
-                return make(
-                    1,
-                    producer_id,
-                    epoch,
-                    timeout_ms,
-                    state,
-                    topics,
-                    last_update,
-                    start,
-                    previous_id,
-                    next_id,
-                    client_version,
-                    next_epoch,
-                    unknown,
-                )
+            # (The general path: every field, unknown tagged fields included, passed.)
             return make(
-                1,
-                producer_id,
-                epoch,
-                timeout_ms,
-                state,
-                topics,
-                last_update,
-                start,
-                previous_id,
-                next_id,
-                client_version,
-                next_epoch,
+                1, producer_id, epoch, timeout_ms, state, topics, last_update, start, *_v1_tagged_fields(buf, pos)
             )
         if version == _VERSION_0:
             return _decode_value_v0(buf, partitions, make)
@@ -490,11 +463,11 @@ def _v1_partitions_end(buf: bytes) -> int:
     return pos
 
 
-def _v1_tagged_fields(buf: bytes, pos: int) -> list:
+def _v1_tagged_fields(buf: bytes, pos: int) -> tuple[int, int, int, int, tuple[tuple[int, bytes], ...]]:
     """The value's top-level tagged fields at `pos` (at least one), by tag (0 to 3), then the unknown
     ones as a tuple of (tag, bytes)."""
-    fields: list = [-1, -1, 0, -1, ()]  # defaults, indexed by tag (0 to 3); the unknown tags
-    unknown = None
+    fields = [-1, -1, 0, -1]  # defaults, indexed by tag (0 to 3)
+    unknown: list[tuple[int, bytes]] | None = None
     tags, pos = _uvarint(buf, pos)
     size = len(buf)
     for _ in range(tags):
@@ -518,9 +491,7 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> list:
         else:
             unknown.append((tag, bytes(buf[pos:end])))
         pos = end
-    if unknown is not None:
-        fields[4] = tuple(unknown)
-    return fields
+    return fields[0], fields[1], fields[2], fields[3], () if unknown is None else tuple(unknown)
 
 
 _STATES = {int(state): state for state in TransactionState}

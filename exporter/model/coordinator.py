@@ -219,7 +219,7 @@ class CoordinatorModel:
             else:
                 new = value.state
                 if value.unknown_tagged_fields:  # a newer Kafka's record (rare)
-                    self._count_unknown_tags(partition, record)
+                    self._count_unknown_tags(partition, record.offset, tid, value.unknown_tagged_fields)
                 if new > _LAST_WRITTEN_STATE:
                     # Applied as what a broker writes instead, but never observed as a target state.
                     self._unwritten_states[new] += 1
@@ -288,10 +288,12 @@ class CoordinatorModel:
                 if self._record_duration:
                     self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
 
-    def _count_unknown_tags(self, partition: int, record) -> None:
+    def _count_unknown_tags(
+        self, partition: int, offset: int, tid: str, unknown: tuple[tuple[int, bytes], ...]
+    ) -> None:
         counts = self._unknown_tagged_fields
         labels: dict[str, int] = {}  # each label once per record, with its first tag (named in the warning)
-        for tag, _ in record.value.unknown_tagged_fields:
+        for tag, _ in unknown:
             labels.setdefault(str(tag) if tag <= MAX_TAG_LABEL else OTHER_TAGS, tag)
         for label, tag in labels.items():
             seen = counts.get(label, 0)
@@ -302,8 +304,8 @@ class CoordinatorModel:
                     "this exporter knows (a newer Kafka's?); its records are decoded without it and counted in "
                     'kafka_transaction_state_log_unknown_tagged_fields_total{tag="%s"} (this is said once per tag)',
                     partition,
-                    record.offset,
-                    record.transactional_id[:100],
+                    offset,
+                    tid[:100],
                     tag,
                     label,
                 )
