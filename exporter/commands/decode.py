@@ -10,8 +10,9 @@ The output is a public contract (field names and order):
 When several files are decoded (a directory, or more than one FILE), every line ends with
 "partition" (the __transaction_state partition, from the directory name; null if none) and "file",
 as grep names the file of each line only when given several.
-Exit status 1 if any error was met (bad bytes, a file that is not a segment, an unreadable file),
-2 if a path is not a regular file (nothing is decoded then), else 0.
+Exit status 1 if any error was met (bad bytes, a file that is not a segment, an unreadable file, a
+file cut short while it was read: a live broker's, its lines up to there written, then one line on
+stderr), 2 if a path is not a regular file (nothing is decoded then), else 0.
 """
 
 from __future__ import annotations
@@ -27,9 +28,16 @@ from pathlib import Path
 from typing import TextIO
 
 from exporter.codec import TransactionLogRecord, TransactionState
-from exporter.codec.record_batch import BatchError, RecordError
+from exporter.codec.record_batch import BatchError, Decoded, RecordError
 from exporter.codec.transaction_log import PartitionsMemo
-from exporter.sources.segment_files import NotARegularFile, check_regular, partition_of, read_segment, segments_in
+from exporter.sources.segment_files import (
+    NotARegularFile,
+    SegmentShrank,
+    check_regular,
+    partition_of,
+    read_segment,
+    segments_in,
+)
 
 _PROG = "txn-exporter decode"
 
@@ -109,10 +117,18 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
     # The codec hands over each record as its JSON line (see _line_makers), errors as objects.
     items = read_segment(path, partitions=partitions, make_record=make_record, make_value=make_value)
     first = True
+    shrank = None
     # A write per line costs as much as formatting half of one: one per _LINES_PER_WRITE.
-    while chunk := list(islice(items, _LINES_PER_WRITE)):
+    while True:
+        chunk: list[str | Decoded] = []
         try:
-            text = "".join(chunk)
+            chunk.extend(islice(items, _LINES_PER_WRITE))  # (extend keeps what came before an error)
+        except SegmentShrank as e:  # a live segment cut short: what was read is written, then said
+            shrank = e
+        if not chunk:
+            break
+        try:
+            text = "".join(chunk)  # type: ignore[arg-type]
         except TypeError:  # errors among the lines (rare): no loop over the lines otherwise
             failed = True
             if first and len(chunk) == 1 and type(chunk[0]) is BatchError and chunk[0].position == 0:
@@ -122,9 +138,15 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
                     file=sys.stderr,
                 )
                 return True
-            text = "".join(item if type(item) is str else _error_line(item, tail) for item in chunk)
+            text = "".join(item if type(item) is str else _error_line(item, tail) for item in chunk)  # type: ignore[arg-type]
         out.write(text)
         first = False
+        if shrank is not None:
+            break
+    if shrank is not None:
+        out.flush()  # its lines before the error line
+        print(f"{_PROG}: {shrank}", file=sys.stderr)
+        return True
     return failed
 
 

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,7 +218,7 @@ def _peak_bytes(path) -> int:
 
 
 def test_memory_stays_flat_in_the_file_size(tmp_path):
-    """A segment is mapped, not read whole: decoding 16 MiB peaks where decoding 1 MiB does."""
+    """A segment is read in pieces, not whole: decoding 16 MiB peaks where decoding 1 MiB does."""
     one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
     small = segment(tmp_path, one * ((1 << 20) // len(one)), name="small.log")
     large = segment(tmp_path, one * ((16 << 20) // len(one)), name="large.log")
@@ -248,8 +249,8 @@ def _peak_rss_kib(path) -> int:
 
 
 def test_resident_memory_stays_flat_in_the_file_size(tmp_path):
-    """The mapped pages are let go as decoding moves on: 64 MiB of segment peak within a few MiB
-    of 4 MiB (reading it whole, or keeping its pages mapped, costs the 60 MiB between them)."""
+    """Resident memory does not grow with the segment: 64 MiB of segment peak within a few MiB of
+    4 MiB (reading it whole, or keeping a mapping's pages, costs the 60 MiB between them)."""
     one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
     small = segment(tmp_path, one * ((4 << 20) // len(one)), name="small.log")
     large = segment(tmp_path, one * ((64 << 20) // len(one)), name="large.log")
@@ -426,3 +427,65 @@ def test_a_value_version_above_1_is_an_error_line_and_the_rest_decodes(tmp_path,
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines[0] == {"offset": 0, "error": "unknown_value_version: value version 2"}
     assert lines[1]["value"]["producer_id"] == 42
+
+
+def _decode_process(*paths):
+    """`txn-exporter decode PATH...` in a process of its own (a SIGBUS must not take pytest down)."""
+    script = "import sys\nfrom exporter.cli import main\nsys.exit(main(['decode', *sys.argv[1:]]))\n"
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, paths)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def test_a_live_log_dir_whose_segments_are_truncated_or_deleted_meanwhile_is_decoded_without_a_crash(tmp_path):
+    """The broker truncates one segment (a follower's truncation, a cleaned segment swapped in) and
+    deletes another while decode reads the log dir: each is one error line on stderr, every other
+    segment is decoded, and the process ends by itself (exit 1), never killed by SIGBUS."""
+    one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
+    files = []
+    for partition, megabytes in ((0, 24), (1, 1), (2, 1)):
+        directory = tmp_path / f"__transaction_state-{partition}"
+        directory.mkdir()
+        files.append(segment(directory, one * ((megabytes << 20) // len(one))))
+    truncated, deleted, _ = files
+    process = _decode_process(tmp_path)
+    try:
+        # The first line is out: the decoder is inside the first segment, blocked on the pipe (not read).
+        assert json.loads(process.stdout.readline())["partition"] == 0
+        cut = 3 * (1 << 20) + 1000  # past what was read yet, inside a batch
+        with open(truncated, "r+b") as f:
+            f.truncate(cut)
+        deleted.unlink()
+        out, err = process.stdout.read(), process.stderr.read()  # (not communicate: readline buffered some)
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1, (process.returncode, err[-2000:])
+    lines = [json.loads(line) for line in out.splitlines()]
+    by_partition = {p: [line for line in lines if line["partition"] == p] for p in (0, 1, 2)}
+    assert len(by_partition[2]) == (1 << 20) // len(one) and not by_partition[1]
+    assert 0 < len(by_partition[0]) + 1 <= cut // len(one)  # what was there when it was read, no more
+    assert all("value" in line for line in lines)  # no error line in the output itself
+    errors = err.decode().splitlines()
+    assert errors[0].startswith(f"txn-exporter decode: {truncated}: truncated to {cut} bytes while being read ")
+    assert errors[1] == f"txn-exporter decode: cannot read {deleted}: No such file or directory"
+    assert len(errors) == 2
+
+
+def test_read_segment_stops_with_segment_shrank_after_the_records_it_read_and_reads_a_deleted_file_whole(tmp_path):
+    from exporter.sources.segment_files import SegmentShrank, read_segment
+
+    one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
+    count = (4 << 20) // len(one)
+    path = segment(tmp_path, one * count)
+    items = read_segment(path)
+    read = [next(items) for _ in range(10)]  # the file is open, its first piece read
+    with open(path, "r+b") as f:
+        f.truncate(len(one) * (count // 2))
+    with pytest.raises(SegmentShrank, match=rf"^{path}: truncated to {len(one) * (count // 2)} bytes while being read"):
+        read += list(items)
+    assert 10 <= len(read) <= count // 2 and all(r.offset == 0 for r in read)
+    items = read_segment(path)
+    first = next(items)
+    path.unlink()  # Linux keeps an open file's bytes: it is read whole
+    assert 1 + sum(1 for _ in items) == count // 2 and first.transactional_id == "payments-service-0000001"
