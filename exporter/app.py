@@ -70,7 +70,11 @@ class Exporter:
         ]
         host, port = config.listen_address(settings)
         transactions = endpoint.TransactionsEndpoint(
-            self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
+            self.model,
+            settings.late_transaction_padding_seconds,
+            settings.bootstrap_servers,
+            bool(settings.broker_log),
+            broker_id=lambda: self.tail.broker_id,
         )
         self.server = MetricsServer(
             host,

@@ -23,12 +23,15 @@ class TransactionsEndpoint:
         bootstrap_servers: str,
         broker_log: bool,
         clock: Callable[[], float] = time.time,
+        broker_id: Callable[[], int | None] = lambda: None,
     ) -> None:
+        """`broker_id`: the broker this exporter follows, once known (the topic tail's)."""
         self._model = model
         self._padding_ms = int(late_padding_seconds * 1000)
         self._bootstrap_servers = bootstrap_servers
         self._broker_log = broker_log
         self._clock = clock
+        self._broker_id = broker_id
 
     def __call__(self, query_string: str, accept: str) -> Response:
         try:
@@ -38,6 +41,9 @@ class TransactionsEndpoint:
         doc = document(
             self._model, query, int(self._clock() * 1000), self._padding_ms, self._bootstrap_servers, self._broker_log
         )
+        # Which exporter answers (a merged view names each row's broker by it): the broker it sits
+        # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
+        doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}
         headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
         if query.format == "html" or (query.format is None and "text/html" in accept):
             headers["Content-Type"] = "text/html; charset=utf-8"
