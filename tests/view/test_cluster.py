@@ -50,7 +50,11 @@ def hanging_row(topic: str, partition: int, pid: int, last_ms: int) -> dict:
 def document(broker_id: int | None, rows: list[dict], matching: int | None = None, hanging: list | None = None) -> dict:
     return {
         "now_ms": 100_000,
-        "query": {"states": ["ONGOING", "PREPARE_ABORT", "PREPARE_COMMIT", "HANGING"], "min_age_seconds": 0, "limit": 3},
+        "query": {
+            "states": ["ONGOING", "PREPARE_ABORT", "PREPARE_COMMIT", "HANGING"],
+            "min_age_seconds": 0,
+            "limit": 3,
+        },
         "late_padding_seconds": 300,
         "broker_log": True,
         "in_flight_matching": len(rows) if matching is None else matching,
@@ -197,9 +201,7 @@ def test_gather_asks_in_parallel_in_order_and_never_raises():
 
 def test_the_table_names_each_rows_broker_and_each_silent_exporter():
     one = document(1, [row("a", 1_000, "PREPARE_COMMIT")], hanging=[hanging_row("t", 0, 5, 1)])
-    merged = cluster.merge(
-        [answer("b1:9464", one), answer("b2:9464", None, "TLS: bad \x1b[31m certificate")], limit=10
-    )
+    merged = cluster.merge([answer("b1:9464", one), answer("b2:9464", None, "TLS: bad \x1b[31m certificate")], limit=10)
     lines = table.render(merged).splitlines()
     assert lines[0].split()[:3] == ["BROKER", "TRANSACTIONAL_ID", "STATE"]
     assert lines[1].split()[:3] == ["1", "a", "PREPARE_COMMIT"]
