@@ -27,10 +27,12 @@ finding) are kept once per (topic, partition, producer id, epoch, start offset).
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import socket
 import ssl
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -94,6 +96,7 @@ def fetch_json(
     timeout: float,
     use_proxies: bool = True,
     unauthorized_hint: str = "",
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> object:
     """A GET's JSON; SourceError (one line) when it cannot be had. No redirect is followed (it would
     take the Authorization header along). `unauthorized_hint` follows a 401's reason."""
@@ -104,7 +107,7 @@ def fetch_json(
     opener = urllib.request.build_opener(*handlers)
     try:
         with opener.open(request, timeout=timeout) as response:
-            body = response.read(MAX_ANSWER_BYTES + 1)
+            body = response.read(max_bytes + 1)
     except urllib.error.HTTPError as e:
         if 300 <= e.code < 400:
             where = printable(e.headers.get("Location", "elsewhere"))[:_ERROR_DETAIL_CHARS]
@@ -120,8 +123,8 @@ def fetch_json(
         raise SourceError(_reason(e.reason, timeout), reached=False) from None
     except (OSError, http.client.HTTPException) as e:  # during the read, or a connection dropped
         raise SourceError(_reason(e, timeout), reached=False) from None
-    if len(body) > MAX_ANSWER_BYTES:
-        raise SourceError(f"an answer over {MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
+    if len(body) > max_bytes:
+        raise SourceError(f"an answer over {max_bytes // 1024} KiB")
     try:
         return json.loads(body)
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
@@ -135,10 +138,11 @@ def fetch_view(
     timeout: float,
     use_proxies: bool = True,
     unauthorized_hint: str = "",
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> dict:
     """One exporter's transactions document (fetch_json's, checked to be one)."""
     try:
-        document = fetch_json(url, headers, context, timeout, use_proxies, unauthorized_hint)
+        document = fetch_json(url, headers, context, timeout, use_proxies, unauthorized_hint, max_bytes)
     except SourceError as e:
         if str(e).startswith(("not JSON", "an answer over")):
             raise SourceError(f"{e}: not a transactions view") from None
@@ -291,6 +295,94 @@ def _source_entry(answer: Answer) -> dict[str, object]:
     }
     entry.update(answer.source.extra)
     return entry
+
+
+# -- the page: an exporter merging its own view with its configured peers' -------------------------
+
+PEER_MAX_ANSWER_BYTES = 8 * 1024 * 1024
+CACHE_SECONDS = 2.0
+STALE_SECONDS = 30.0
+_CACHE_ENTRIES = 32
+
+
+class PeersBusy(Exception):
+    """Another request is gathering the peers' views and none recent enough is kept for this one."""
+
+
+class Peers:
+    """The other exporters this one was configured with (`--peer`), asked for their views behind
+    `/transactions?scope=cluster`. Only these URLs are ever fetched: a client chooses the filters,
+    which reach the peers re-encoded from the parsed query, never a URL. All are asked at once, for
+    at most the timeout; the answers are kept `CACHE_SECONDS` per (filters, credentials), so a page
+    refreshed by many people costs each peer one request per period. One gathering runs at a time:
+    a request meanwhile gets the last answers to its filters if they are at most `STALE_SECONDS`
+    old, else PeersBusy (a 503 to retry), so requests never pile up waiting on the peers (the HTTP
+    server's threads are few). The visitor's own basic auth header is passed on (the same users on
+    every exporter), to https peers only unless this exporter itself serves plain HTTP (so it never
+    travels in clear when it came encrypted)."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        path: str,
+        timeout: float,
+        context: ssl.SSLContext | None,
+        plain_http_listener: Callable[[], bool],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._bases = [url.rstrip("/") for url in urls]
+        self._path = path
+        self._timeout = timeout
+        self._context = context
+        self._plain_http_listener = plain_http_listener
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._gathering = False
+        self._cache: dict[tuple[str, str], tuple[float, list[Answer]]] = {}  # key -> (when, answers)
+
+    def __len__(self) -> int:
+        return len(self._bases)
+
+    def answers(self, parameters: str, authorization: str | None) -> list[Answer]:
+        """Each peer's answer to `parameters` (a query string built by exporter.view.query.Query);
+        PeersBusy while another request gathers them and nothing recent is kept."""
+        key = (parameters, hashlib.sha256((authorization or "").encode()).hexdigest())
+        with self._lock:
+            cached = self._cache.get(key)
+            age = self._clock() - cached[0] if cached is not None else None
+            if cached is not None and age is not None and age < CACHE_SECONDS:
+                return cached[1]
+            if self._gathering:
+                if cached is not None and age is not None and age < STALE_SECONDS:
+                    return cached[1]
+                raise PeersBusy("the peers are being asked for another request; retry in a second")
+            self._gathering = True
+        answers: list[Answer] = []
+        try:
+            sources = [
+                Source(name_of(base), f"{base}{self._path}?{parameters}", self._headers(base, authorization))
+                for base in self._bases
+            ]
+            answers = gather(sources, self._fetch, deadline_seconds=self._timeout + 0.5)
+            return answers
+        finally:
+            with self._lock:
+                self._gathering = False
+                if answers:
+                    if len(self._cache) >= _CACHE_ENTRIES:
+                        self._cache.clear()
+                    self._cache[key] = (self._clock(), answers)
+
+    def _headers(self, base: str, authorization: str | None) -> dict[str, str]:
+        if authorization and (base.startswith("https:") or self._plain_http_listener()):
+            return {"Authorization": authorization}
+        return {}
+
+    def _fetch(self, source: Source) -> dict:
+        context = self._context if source.url.startswith("https:") else None
+        return fetch_view(
+            source.url, source.headers, context, self._timeout, use_proxies=False, max_bytes=PEER_MAX_ANSWER_BYTES
+        )
 
 
 # -- how the table and the page name a row's broker and an exporter --------------------------------

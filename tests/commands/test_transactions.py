@@ -153,10 +153,10 @@ def peers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     model.apply(log_event("held", S.ONGOING, partition=1, offset=1, timestamp_ms=now - 70_000))
     plain = _serve_plain(model)
 
-    def html(query: str, accept: str) -> tuple[int, dict[str, str], bytes]:
+    def html(query: str, accept: str, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
         return 200, {"Content-Type": "text/html"}, b"<html>a login page</html>"
 
-    def crash(query: str, accept: str) -> tuple[int, dict[str, str], bytes]:
+    def crash(query: str, accept: str, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
         raise RuntimeError("boom")
 
     odd = _server({"/html" + PATH: html, "/crash" + PATH: crash})
