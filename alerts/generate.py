@@ -5,7 +5,12 @@
     python -m alerts.generate --grafana-url https://grafana.example.org \
         --runbook-url https://git.example.org/kafka-txn-exporter/blob/main/alerts/runbooks.md \
         --exporter-url 'https://{{ $labels.instance }}' \
+        --cluster-view \
         --output my.rules.yml           # your links
+
+With --cluster-view, a transaction alert's transactions_url opens the exporter's cluster page
+(`/transactions?...&scope=cluster`: its own view merged with its peers', every broker's transactions
+on one page) instead of its own view alone; each exporter needs its peers (`--peer URL`, README).
 
 Metric names go through dashboards.metrics.ref (catalogue, PLANNED or BROKER_JMX only); the
 dashboard links use the dashboards' uids; each runbook_url points at the alert's section of
@@ -334,6 +339,7 @@ def rules(
     grafana_url: str = DEFAULT_GRAFANA_URL,
     runbook_url: str = DEFAULT_RUNBOOK_URL,
     exporter_url: str = DEFAULT_EXPORTER_URL,
+    cluster_view: bool = False,
 ) -> dict:
     alerting = []
     for alert in ALERTS:
@@ -343,7 +349,10 @@ def rules(
         rule["labels"] = {"severity": alert.severity, "team": alert.team, "component": alert.component}
         description = alert.description
         if alert.transactions is not None:
-            transactions_url = f"{exporter_url.rstrip('/')}/transactions{alert.transactions}"
+            query = alert.transactions
+            if cluster_view:
+                query += "&scope=cluster" if query else "?scope=cluster"
+            transactions_url = f"{exporter_url.rstrip('/')}/transactions{query}"
             description += f" Which transactions: {transactions_url}"
         rule["annotations"] = {
             "summary": alert.summary,
@@ -391,9 +400,14 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_EXPORTER_URL,
         help="the exporter that fired, as a Go template (its /transactions view is linked)",
     )
+    parser.add_argument(
+        "--cluster-view",
+        action="store_true",
+        help="link the exporter's cluster page (scope=cluster: needs each exporter's --peer)",
+    )
     parser.add_argument("--output", type=Path, default=RULES_PATH)
     args = parser.parse_args(argv)
-    text = render(rules(args.grafana_url, args.runbook_url, args.exporter_url))
+    text = render(rules(args.grafana_url, args.runbook_url, args.exporter_url, args.cluster_view))
     return write_or_check({args.output: text}, "python -m alerts.generate", args.check)
 
 

@@ -4,7 +4,8 @@ Kafka's own `kafka-transactions.sh describe` says of it, its age growing and the
 marker error from the broker log, then disappears once the markers are written; filters and the
 limit hold on real data; Debian's chromium loads the page. Two exporters, one beside each broker,
 merged by `txn-exporter transactions` (given both, or a real Prometheus scraping both), each row
-naming its broker; once one exporter is stopped, the other's rows and a line naming the stopped one."""
+naming its broker, and by the first exporter's cluster page (--peer); once one exporter is stopped,
+the other's rows and a line naming the stopped one."""
 
 from __future__ import annotations
 
@@ -187,9 +188,19 @@ def wait_until(condition, timeout: float, what: str) -> None:
 def test_two_exporters_merged_one_stopped(cluster, exporter, capsys, tmp_path):
     first, second = cluster
     ids = coordinated_by(first, 2, tmp_path / "plan.json")
+    second_exporter = exporter(second.bootstrap_servers, "--broker-id", "2", "--hanging-scan-interval-seconds", "0")
     beside = {
-        1: exporter(first.bootstrap_servers, "--broker-id", "1", "--hanging-scan-interval-seconds", "0"),
-        2: exporter(second.bootstrap_servers, "--broker-id", "2", "--hanging-scan-interval-seconds", "0"),
+        # The first serves the cluster page too: its own view and its peer's (scope=cluster).
+        1: exporter(
+            first.bootstrap_servers,
+            "--broker-id",
+            "1",
+            "--hanging-scan-interval-seconds",
+            "0",
+            "--peer",
+            second_exporter.url,
+        ),
+        2: second_exporter,
     }
     # Oldest first alternates between the brokers: 1, 2, 1, 2.
     opened = [ids[1][0], ids[2][0], ids[1][1], ids[2][1]]
@@ -217,6 +228,10 @@ def test_two_exporters_merged_one_stopped(cluster, exporter, capsys, tmp_path):
         [str(b), tid, "ONGOING"] for b, tid in zip([1, 2, 1, 2], opened)
     ]
     assert "2 of 2 exporters answered." in lines
+    page = view(beside[1], "scope=cluster")
+    assert ids_of(page) == opened and [r["exporter"]["broker_id"] for r in page["transactions"]] == [1, 2, 1, 2]
+    dom = chromium.dump_dom(f"{beside[1].url}/transactions?scope=cluster")
+    assert dom.count('data-label="Broker"') == 4 and all(tid in dom for tid in opened)
 
     instances = {1: beside[1].url.removeprefix("http://"), 2: beside[2].url.removeprefix("http://")}
     prometheus = Prometheus(
@@ -251,6 +266,11 @@ def test_two_exporters_merged_one_stopped(cluster, exporter, capsys, tmp_path):
         assert [r.split()[:2] for r in table.splitlines()[1:3]] == [["1", ids[1][0]], ["1", ids[1][1]]]
         lines = table.splitlines()
         assert lines[lines.index("1 of 2 exporters answered.") + 1] == line
+        time.sleep(2)  # the page's last answers from the peer are kept 2 s
+        page = view(beside[1], "scope=cluster")
+        assert ids_of(page) == ids[1] and page["sources"][1]["error"] == "Connection refused"
+        dom = chromium.dump_dom(f"{beside[1].url}/transactions?scope=cluster")
+        assert dom.count('data-label="Broker"') == 2 and f'<p class="error">{line}</p>' in dom
 
         wait_until(lambda: target_health(prometheus)[instances[2]] == "down", 30, "Prometheus seeing it down")
         status, doc, table = merged(capsys, "--prometheus", prometheus.url)  # the default job
