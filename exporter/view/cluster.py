@@ -111,20 +111,21 @@ def fetch_json(
     except urllib.error.HTTPError as e:
         if 300 <= e.code < 400:
             where = printable(e.headers.get("Location", "elsewhere"))[:_ERROR_DETAIL_CHARS]
-            raise SourceError(f"{e.code} {e.reason}: redirected to {where}; give that URL") from None
+            raise SourceError(f"{e.code} {printable(e.reason)}: redirected to {where}; give that URL") from None
         try:
             detail = e.read(4096).decode(errors="replace").strip().splitlines()
         except (OSError, http.client.HTTPException):
             detail = []
         first = printable(detail[0][:_ERROR_DETAIL_CHARS]) if detail else ""
         hint = unauthorized_hint if e.code == 401 else ""
-        raise SourceError(f"{e.code} {e.reason}{hint}: {first}") from None
+        raise SourceError(f"{e.code} {printable(e.reason)[:_ERROR_DETAIL_CHARS]}{hint}: {first}") from None
     except urllib.error.URLError as e:
         raise SourceError(_reason(e.reason, timeout), reached=False) from None
     except (OSError, http.client.HTTPException) as e:  # during the read, or a connection dropped
         raise SourceError(_reason(e, timeout), reached=False) from None
     if len(body) > max_bytes:
-        raise SourceError(f"an answer over {max_bytes // 1024} KiB")
+        size = f"{max_bytes / 1048576:g} MiB" if max_bytes >= 1048576 else f"{max_bytes} bytes"
+        raise SourceError(f"an answer over {size}")
     try:
         return json.loads(body)
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
@@ -158,7 +159,7 @@ def _reason(reason: object, timeout: float) -> str:
     if isinstance(reason, ssl.SSLCertVerificationError):
         return f"TLS: {reason.verify_message or reason.reason} (CERTIFICATE_VERIFY_FAILED)"
     if isinstance(reason, ssl.SSLError):
-        return f"TLS: {reason.reason or reason}"
+        return f"TLS: {reason.reason or printable(reason)}"
     if isinstance(reason, http.client.RemoteDisconnected):
         return "closed the connection without an answer (plain HTTP to a TLS port?)"
     if isinstance(reason, socket.gaierror):

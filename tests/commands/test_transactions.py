@@ -19,6 +19,7 @@ from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
+from exporter.view.cluster import SourceError, fetch_view
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.test_web_security import CA
@@ -159,7 +160,15 @@ def peers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     def crash(query: str, accept: str, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
         raise RuntimeError("boom")
 
-    odd = _server({"/html" + PATH: html, "/crash" + PATH: crash})
+    def moved(query: str, accept: str, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
+        return 302, {"Location": "http://elsewhere.example/steal"}, b""
+
+    def prometheus(query: str, accept: str, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json"}, b'{"status": "success", "data": []}'
+
+    odd = _server(
+        {"/html" + PATH: html, "/crash" + PATH: crash, "/moved" + PATH: moved, "/prometheus" + PATH: prometheus}
+    )
     directory = tmp_path_factory.mktemp("other-pki")
     other = CA(directory, "another CA")
     cert, key = other.issue("stranger", server=True)
@@ -175,6 +184,8 @@ def peers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         "html": f"http://127.0.0.1:{odd.port}/html",
         "crash": f"http://127.0.0.1:{odd.port}/crash",
         "missing": f"http://127.0.0.1:{odd.port}/missing",
+        "moved": f"http://127.0.0.1:{odd.port}/moved",
+        "prometheus": f"http://127.0.0.1:{odd.port}/prometheus",
         "stranger": f"https://127.0.0.1:{stranger.port}",
         "silent": f"http://127.0.0.1:{silent.getsockname()[1]}",
         "refused": f"http://127.0.0.1:{refused_port}",
@@ -223,7 +234,7 @@ def test_every_exporter_that_does_not_answer_is_a_line(tls, peers, capsys):
     doc = json.loads(out)
     assert [r["transactional_id"] for r in doc["transactions"]] == ["held", "other", "writer-\x1b[31mred"]
     assert [r["exporter"]["broker_id"] for r in doc["transactions"]] == [1, 2, 1]
-    assert [s["ok"] for s in doc["sources"]] == [True, True] + [False] * 8
+    assert [s["ok"] for s in doc["sources"]] == [True, True] + [False] * 10
     assert [s["broker"] for s in doc["sources"][:2]] == [
         {"id": 1, "bootstrap_servers": "kafka:9092"},
         {"id": 2, "bootstrap_servers": "broker-2:9092"},
@@ -233,6 +244,9 @@ def test_every_exporter_that_does_not_answer_is_a_line(tls, peers, capsys):
     assert by_url[peers["html"] + PATH].endswith("not a transactions view")
     assert by_url[peers["crash"] + PATH] == f"500 Internal Server Error: /crash{PATH} failed"
     assert by_url[peers["missing"] + PATH] == "404 Not Found: not found; try /metrics, /healthz or /readyz"
+    # A redirect is not followed (the password would go along).
+    assert by_url[peers["moved"] + PATH] == "302 Found: redirected to http://elsewhere.example/steal; give that URL"
+    assert by_url[peers["prometheus"] + PATH] == "JSON without a 'transactions' list: not a transactions view"
     assert "CERTIFICATE_VERIFY_FAILED" in by_url[peers["stranger"] + PATH]
     assert by_url[peers["silent"] + PATH] == "no answer within 1 s"
     assert by_url[peers["refused"] + PATH] == "Connection refused"
@@ -246,8 +260,8 @@ def test_every_exporter_that_does_not_answer_is_a_line(tls, peers, capsys):
     assert status == 1
     lines = out.splitlines()
     assert lines[0].split()[0] == "BROKER" and "held" in lines[1]
-    assert lines[-10] == "2 of 10 exporters answered."
-    assert all(line.startswith(("NOT ANSWERING: 127.0.0.1:", "NOT ANSWERING: localhost:")) for line in lines[-9:-1])
+    assert lines[-12] == "2 of 12 exporters answered."
+    assert all(line.startswith(("NOT ANSWERING: 127.0.0.1:", "NOT ANSWERING: localhost:")) for line in lines[-11:-1])
     refused = peers["refused"].removeprefix("http://")
     assert f"NOT ANSWERING: {refused} ({peers['refused']}{PATH}): Connection refused" in lines
 
@@ -261,3 +275,9 @@ def test_no_exporter_answering_is_status_2_with_its_line(peers, capsys):
 
 def test_neither_url_nor_prometheus(capsys):
     assert cli(capsys) == (2, "", "txn-exporter transactions: give --url (repeatable) or --prometheus URL\n")
+
+
+def test_an_answer_too_large_is_no_view(peers):
+    with pytest.raises(SourceError) as caught:
+        fetch_view(peers["html"] + PATH, {}, None, 5, max_bytes=10)
+    assert str(caught.value) == "an answer over 10 bytes: not a transactions view"
