@@ -164,10 +164,10 @@ def fetch(args: argparse.Namespace) -> dict:
     context = _context(args) if source.url.startswith("https:") else None
     try:
         return _fetch(args, context)(source)
-    except cluster.SourceError as e:
+    except cluster.SourceError as e:  # whatever the exporter sent: escaped for the terminal
         if not e.reached:
-            raise OSError(f"cannot reach {source.url}: {e}") from None
-        raise ValueError(str(e)) from None
+            raise OSError(f"cannot reach {source.url}: {table.safe(e)}") from None
+        raise ValueError(table.safe(e)) from None
 
 
 def scrape_to_view(scrape_url: str) -> str:
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         if args.prometheus:
             sources += prometheus_sources(args, context)
     except (OSError, ValueError) as e:  # a CA or password file that does not load, Prometheus
-        print(f"txn-exporter transactions: {e}", file=sys.stderr)
+        print(f"txn-exporter transactions: {table.safe(e)}", file=sys.stderr)
         return 2
     unique: dict[tuple, cluster.Source] = {}
     for source in sources:  # an exporter given twice (the same credentials): asked once

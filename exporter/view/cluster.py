@@ -5,7 +5,8 @@ leads, so the cluster's in-flight transactions are the union of their views. `fe
 exporter for its JSON document (a failure is a SourceError with one line: refused, timed out, TLS,
 401, another 4xx/5xx, a redirect, not JSON, not a view, too large); `gather` asks several in
 parallel and never raises; `merge` makes one document of the answers, shaped like one exporter's
-(so the terminal table and the page render it) plus:
+(so the terminal table and the page render it; they escape what it holds: an exporter's error text
+is whatever it sent) plus:
 
 - each row (in-flight and hanging) carries every field its exporter sent, untouched, and
   `"exporter": {"name", "broker_id"}`: which exporter reported it and that exporter's broker id
@@ -40,8 +41,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-
-from exporter.view.page import printable
+from typing import Any
 
 # A view of 1,000 rows with their partitions is a few MB; anything much larger is not one.
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
@@ -72,7 +72,7 @@ class Source:
 @dataclass(frozen=True)
 class Answer:
     source: Source
-    document: dict | None  # None: `error` says why
+    document: dict[str, Any] | None  # None: `error` says why
     error: str | None
     seconds: float
 
@@ -110,15 +110,15 @@ def fetch_json(
             body = response.read(max_bytes + 1)
     except urllib.error.HTTPError as e:
         if 300 <= e.code < 400:
-            where = printable(e.headers.get("Location", "elsewhere"))[:_ERROR_DETAIL_CHARS]
-            raise SourceError(f"{e.code} {printable(e.reason)}: redirected to {where}; give that URL") from None
+            where = e.headers.get("Location", "elsewhere")[:_ERROR_DETAIL_CHARS]
+            raise SourceError(f"{e.code} {e.reason}: redirected to {where}; give that URL") from None
         try:
             detail = e.read(4096).decode(errors="replace").strip().splitlines()
         except (OSError, http.client.HTTPException):
             detail = []
-        first = printable(detail[0][:_ERROR_DETAIL_CHARS]) if detail else ""
+        first = detail[0][:_ERROR_DETAIL_CHARS] if detail else ""
         hint = unauthorized_hint if e.code == 401 else ""
-        raise SourceError(f"{e.code} {printable(e.reason)[:_ERROR_DETAIL_CHARS]}{hint}: {first}") from None
+        raise SourceError(f"{e.code} {str(e.reason)[:_ERROR_DETAIL_CHARS]}{hint}: {first}") from None
     except urllib.error.URLError as e:
         raise SourceError(_reason(e.reason, timeout), reached=False) from None
     except (OSError, http.client.HTTPException) as e:  # during the read, or a connection dropped
@@ -129,7 +129,7 @@ def fetch_json(
     try:
         return json.loads(body)
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
-        raise SourceError(f"not JSON ({printable(e)[:_ERROR_DETAIL_CHARS]})") from None
+        raise SourceError(f"not JSON ({str(e)[:_ERROR_DETAIL_CHARS]})") from None
 
 
 def fetch_view(
@@ -140,7 +140,7 @@ def fetch_view(
     use_proxies: bool = True,
     unauthorized_hint: str = "",
     max_bytes: int = MAX_ANSWER_BYTES,
-) -> dict:
+) -> dict[str, Any]:
     """One exporter's transactions document (fetch_json's, checked to be one)."""
     try:
         document = fetch_json(url, headers, context, timeout, use_proxies, unauthorized_hint, max_bytes)
@@ -159,19 +159,19 @@ def _reason(reason: object, timeout: float) -> str:
     if isinstance(reason, ssl.SSLCertVerificationError):
         return f"TLS: {reason.verify_message or reason.reason} (CERTIFICATE_VERIFY_FAILED)"
     if isinstance(reason, ssl.SSLError):
-        return f"TLS: {reason.reason or printable(reason)}"
+        return f"TLS: {reason.reason or reason}"
     if isinstance(reason, http.client.RemoteDisconnected):
         return "closed the connection without an answer (plain HTTP to a TLS port?)"
     if isinstance(reason, socket.gaierror):
         return f"unknown host ({reason.strerror})"
     if isinstance(reason, OSError) and reason.strerror:
         return reason.strerror
-    return printable(str(reason) or type(reason).__name__)
+    return str(reason) or type(reason).__name__
 
 
 def gather(
     sources: Sequence[Source],
-    fetch: Callable[[Source], dict],
+    fetch: Callable[[Source], dict[str, Any]],
     deadline_seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> list[Answer]:
@@ -188,7 +188,7 @@ def gather(
         except SourceError as e:
             document, error = None, str(e)
         except Exception as e:  # an exporter's failure is a line, never a traceback
-            document, error = None, printable(f"{type(e).__name__}: {e}")[:_ERROR_DETAIL_CHARS]
+            document, error = None, f"{type(e).__name__}: {e}"[:_ERROR_DETAIL_CHARS]
         return Answer(source, document, error, round(clock() - start, 3))
 
     pool = ThreadPoolExecutor(min(MAX_PARALLEL, len(sources)), thread_name_prefix="view-peer")
@@ -205,12 +205,12 @@ def gather(
     ]
 
 
-def _order(row: Mapping) -> tuple:
+def _order(row: Mapping[str, Any]) -> tuple[Any, ...]:
     # Each exporter's own order (exporter.model.reading.select_in_flight).
     return (row.get("state_entered_ms", 0), str(row.get("transactional_id", "")), row.get("coordinator_partition", 0))
 
 
-def _recency(row: Mapping) -> tuple:
+def _recency(row: Mapping[str, Any]) -> tuple[Any, ...]:
     partitions = row.get("partitions")
     return (
         row.get("producer_id", -1),
@@ -221,11 +221,11 @@ def _recency(row: Mapping) -> tuple:
     )
 
 
-def _hanging_key(row: Mapping) -> tuple:
+def _hanging_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(str(row.get(k)) for k in ("topic", "partition", "producer_id", "epoch", "start_offset"))
 
 
-def _broker_id(document: Mapping) -> int | None:
+def _broker_id(document: Mapping[str, Any]) -> int | None:
     broker = document.get("broker")
     value = broker.get("id") if isinstance(broker, Mapping) else None
     return value if isinstance(value, int) else None
@@ -234,8 +234,8 @@ def _broker_id(document: Mapping) -> int | None:
 def merge(answers: Sequence[Answer], limit: int, query: Mapping[str, object] | None = None) -> dict[str, object]:
     """One document of the answers (see the module's doc); `query` is used when none answered."""
     answered = [a.document for a in answers if a.document is not None]
-    transactions: dict[str, dict] = {}
-    hanging: dict[tuple, dict] = {}
+    transactions: dict[str, dict[str, Any]] = {}
+    hanging: dict[tuple[Any, ...], dict[str, Any]] = {}
     duplicates = hanging_duplicates = 0
     for answer in answers:
         document = answer.document
@@ -273,11 +273,11 @@ def merge(answers: Sequence[Answer], limit: int, query: Mapping[str, object] | N
     }
 
 
-def _rows(value: object) -> Iterable[dict]:
+def _rows(value: object) -> Iterable[dict[str, Any]]:
     return (row for row in value if isinstance(row, dict)) if isinstance(value, list) else ()
 
 
-def _int(document: Mapping | None, key: str) -> int:
+def _int(document: Mapping[str, Any] | None, key: str) -> int:
     value = (document or {}).get(key)
     return value if isinstance(value, int) else 0
 
@@ -379,7 +379,7 @@ class Peers:
             return {"Authorization": authorization}
         return {}
 
-    def _fetch(self, source: Source) -> dict:
+    def _fetch(self, source: Source) -> dict[str, Any]:
         context = self._context if source.url.startswith("https:") else None
         return fetch_view(
             source.url, source.headers, context, self._timeout, use_proxies=False, max_bytes=PEER_MAX_ANSWER_BYTES
@@ -389,11 +389,11 @@ class Peers:
 # -- how the table and the page name a row's broker and an exporter --------------------------------
 
 
-def is_merged(document: Mapping) -> bool:
+def is_merged(document: Mapping[str, Any]) -> bool:
     return isinstance(document.get("sources"), list)
 
 
-def broker_of(row: Mapping) -> str:
+def broker_of(row: Mapping[str, Any]) -> str:
     """A merged row's broker: the coordinator broker if the row names it, else its exporter's broker
     id, else its exporter's name."""
     coordinator = row.get("coordinator_broker")
@@ -406,7 +406,7 @@ def broker_of(row: Mapping) -> str:
     return str(broker_id) if isinstance(broker_id, int) else str(exporter.get("name", "?"))
 
 
-def describe_source(source: Mapping) -> str:
+def describe_source(source: Mapping[str, Any]) -> str:
     """An exporter in one phrase: 'broker 1 (host:port)', or its name alone when its broker is unknown."""
     broker = source.get("broker")
     broker_id = broker.get("id") if isinstance(broker, Mapping) else None
@@ -414,7 +414,7 @@ def describe_source(source: Mapping) -> str:
     return f"broker {broker_id} ({name})" if isinstance(broker_id, int) else name
 
 
-def source_lines(document: Mapping) -> list[str]:
+def source_lines(document: Mapping[str, Any]) -> list[str]:
     """What a merged document says of its exporters: how many answered, then one line per exporter
     that did not (with why), then those without a hanging scan yet. Plain text, not yet escaped."""
     sources = [s for s in document.get("sources", []) if isinstance(s, Mapping)]

@@ -11,6 +11,7 @@ import html
 import time
 from typing import Any
 
+from exporter.view.cluster import broker_of, source_lines
 from exporter.view.query import HANGING_STATE, STATES, Query
 
 REFRESH_SECONDS = 10
@@ -209,7 +210,7 @@ def _hanging(doc: dict[str, Any]) -> str:
 # -- the cluster view (scope=cluster): which broker each row is from, and the exporters asked --------
 
 
-def _scope_link(doc: dict, query: Query) -> str:
+def _scope_link(doc: dict[str, Any], query: Query) -> str:
     if "sources" in doc:
         return f' <a href="?{text(query.parameters())}">This exporter only</a>'
     if doc.get("peers"):
@@ -217,9 +218,7 @@ def _scope_link(doc: dict, query: Query) -> str:
     return ""
 
 
-def _sources(doc: dict) -> str:
-    from exporter.view.cluster import source_lines
-
+def _sources(doc: dict[str, Any]) -> str:
     # Which exporters have no hanging scan yet: the hanging section says so for all of them.
     lines = [line for line in source_lines(doc) if not line.startswith("No hanging-transaction scan")]
     if doc.get("peers") == 0:
@@ -229,11 +228,9 @@ def _sources(doc: dict) -> str:
     )
 
 
-def _with_broker(table: str, rows: list[dict]) -> str:
+def _with_broker(table: str, rows: list[dict[str, Any]]) -> str:
     """`table` (the <table> of `rows`) with a first column naming each row's broker. A row is found by
     its first cell's label (the first column's), so rows of another kind in the table are left be."""
-    from exporter.view.cluster import broker_of
-
     head, found, body = table.partition("<tbody>")
     if not found:
         return table  # no table: "none match"
