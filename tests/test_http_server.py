@@ -337,10 +337,10 @@ def _routed(registry: CollectorRegistry, routes) -> MetricsServer:
 
 
 def test_every_response_error_or_not_carries_the_security_headers(registry: CollectorRegistry) -> None:
-    def broken(query: str, accept: str):
+    def broken(query: str, accept: str, authorization: str | None = None):
         raise RuntimeError("a bug")
 
-    routes = {"/page": lambda q, a: (200, {"Content-Type": "text/html"}, b"<p>hi</p>"), "/broken": broken}
+    routes = {"/page": lambda q, a, auth=None: (200, {"Content-Type": "text/html"}, b"<p>hi</p>"), "/broken": broken}
     server = _routed(registry, routes)
     try:
         for path in ("/metrics", "/healthz", "/readyz", "/nope", "/page", "/broken"):
@@ -362,7 +362,7 @@ def test_every_response_error_or_not_carries_the_security_headers(registry: Coll
 
 def test_a_routes_own_policy_is_kept_and_gets_frame_ancestors(registry: CollectorRegistry) -> None:
     policy = "default-src 'none'; style-src 'unsafe-inline'"
-    server = _routed(registry, {"/page": lambda q, a: (200, {"Content-Security-Policy": policy}, b"x")})
+    server = _routed(registry, {"/page": lambda q, a, auth=None: (200, {"Content-Security-Policy": policy}, b"x")})
     try:
         assert _request(server, "/page")[1]["content-security-policy"] == policy + "; frame-ancestors 'none'"
     finally:
@@ -397,7 +397,9 @@ def test_an_oversized_request_line_gets_414_and_oversized_headers_431(
 
 
 def test_error_bodies_are_one_bounded_line_whatever_a_route_or_a_client_sends(registry: CollectorRegistry) -> None:
-    routes = {"/echo": lambda q, a: (400, {"Content-Type": "text/plain; charset=utf-8"}, q.encode() + b"\nmore\n")}
+    routes = {
+        "/echo": lambda q, a, auth=None: (400, {"Content-Type": "text/plain; charset=utf-8"}, q.encode() + b"\nmore\n")
+    }
     server = _routed(registry, routes)
     try:
         status, headers, body = _request(server, "/echo?" + "e" * 60_000)

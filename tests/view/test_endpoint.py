@@ -140,6 +140,9 @@ def test_the_page_in_headless_chromium_with_and_without_credentials(auth_server)
         "?state=" + "A" * 60_000,
         "?limit=5&" + "y" * 60_000,
         "?" + "&".join(["limit=5"] * 40),
+        "?scope=" + "x" * 60_000,
+        "?scope=cluster&" + "&".join(["limit=5"] * 40),
+        "?scope=cluster&limit=%C2%B2",
     ],
 )
 def test_any_query_is_a_400_of_one_short_line_and_no_traceback(server, query, caplog):
