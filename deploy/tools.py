@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from exporter.harness.jars import cache_root
+from exporter.pipeline.maven import cache_root
 
 KUSTOMIZE = "sigs.k8s.io/kustomize/kustomize/v5@v5.5.0"  # as in kubectl 1.32
 KUBERNETES_VERSION = "1.32.0"
@@ -157,8 +157,13 @@ def validate_strimzi(documents: list[dict]) -> list[str]:
     """One message per document: "" when valid."""
     if not STRIMZI_PACKAGE.is_dir():
         raise CheckError(f"no Strimzi validators in {STRIMZI_PACKAGE} (run scripts/setup)")
-    done = subprocess.run(["node", str(STRIMZI_VALIDATE), str(STRIMZI_PACKAGE)], input=json.dumps(documents),
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["node", str(STRIMZI_VALIDATE), str(STRIMZI_PACKAGE)],
+        input=json.dumps(documents),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 

@@ -1,21 +1,24 @@
 """The one catalogue of metrics: names, types, units, labels, help, KIP-1344 mapping, buckets.
 
-Every sink (the Prometheus collector now; dashboards, alerts and docs later) reads names from here
-so nothing drifts. `name` is the exposed sample name exactly as users query it (counters with their
-`_total`, info with `_info`); units are OpenMetrics units and always the name's suffix.
+Every sink (the Prometheus collector and, through it, OTLP) and every generated file (dashboards,
+alerts, the mixin, the README's metric table: `make generate`, generators/) reads names from here
+so nothing drifts. A counter or gauge the model counts names its snapshot field (`reads`) and is
+rendered from it with no code of its own. `name` is the exposed sample name exactly as users query
+it (counters with their `_total`, info with `_info`); units are OpenMetrics units and always the
+name's suffix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
 from exporter.model.partition import EFFECTIVE_STATE_OF_UNWRITTEN, TRACKED_STATES
 
 
-class MetricType(str, Enum):
+class MetricType(StrEnum):
     COUNTER = "counter"
     GAUGE = "gauge"
     HISTOGRAM = "histogram"
@@ -32,6 +35,10 @@ class MetricSpec:
     # The KIP-1344 (KAFKA-20407) metric this one implements from the outside, if any.
     kip1344: str | None = None
     buckets: tuple[float, ...] = ()
+    # A counter or gauge the model counts: the field of its snapshot (exporter.model.ModelSnapshot)
+    # that the sinks render as it is: a number, or for a labelled metric a mapping from the label's
+    # value to a number. Metrics without it are rendered by code of their own (histograms, ...).
+    reads: str = ""
 
     @property
     def family_name(self) -> str:
@@ -51,13 +58,42 @@ BROKER_LOG_SKIP_REASONS = ("malformed", "unrecognized")
 
 # 1 ms to 60 s; the ms-resolution record timestamps make finer bounds meaningless.
 DURATION_BUCKETS: tuple[float, ...] = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-)  # fmt: skip
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
 
 # Transactions last longer than appends: 10 ms to 15 min (transaction.max.timeout.ms's default).
 TRANSACTION_DURATION_BUCKETS: tuple[float, ...] = (
-    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
-)  # fmt: skip
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    900.0,
+)
 TRANSACTION_RESULTS = ("commit", "abort", "timeout")
 DEFAULT_LATE_PADDING_SECONDS = 300.0
 
@@ -95,6 +131,7 @@ PENDING_MARKERS = MetricSpec(
     " waiting for their markers. With --broker-log, those whose final COMPLETE_* append is in the"
     " coordinator's retry queue are excluded, as KIP-1344 does; without it they are included.",
     kip1344="TransactionsWithPendingMarkersCount",
+    reads="pending_markers",
 )
 PENDING_MARKERS_OLDEST_AGE = MetricSpec(
     "kafka_transaction_pending_markers_oldest_age_seconds",
@@ -130,12 +167,14 @@ TOMBSTONES = MetricSpec(
     "kafka_transaction_state_log_tombstones_total",
     MetricType.COUNTER,
     "Live __transaction_state tombstones: transactional ids the coordinator expired.",
+    reads="tombstones",
 )
 DECODE_ERRORS = MetricSpec(
     "kafka_transaction_state_log_decode_errors_total",
     MetricType.COUNTER,
     "__transaction_state records the exporter could not decode and skipped, by reason.",
     labels=("reason",),
+    reads="decode_errors",
 )
 
 _BROKER_LOG = " From the broker's log file (--broker-log)."
@@ -156,6 +195,7 @@ MARKER_RETRIES = MetricSpec(
     " partition per response, by Kafka error name; disconnects are not counted." + _BROKER_LOG,
     labels=("error",),
     kip1344="TransactionMarkerRetriesPerSec",
+    reads="marker_retries",
 )
 MARKER_FAILURES = MetricSpec(
     "kafka_transaction_marker_failures_total",
@@ -163,12 +203,14 @@ MARKER_FAILURES = MetricSpec(
     "Partition-level permanent errors in WriteTxnMarkers responses (sending cancelled, or the"
     " partition dropped from the transaction) and fatal ones, by Kafka error name." + _BROKER_LOG,
     labels=("error",),
+    reads="marker_failures",
 )
 COMPLETE_APPEND_RETRIES = MetricSpec(
     "kafka_transaction_state_log_complete_append_retries_total",
     MetricType.COUNTER,
     "Final COMPLETE_COMMIT/COMPLETE_ABORT appends that failed after every marker was written and"
     " went to the coordinator's retry queue (LogAppendRetryQueueSize), one per attempt." + _BROKER_LOG,
+    reads="complete_append_retries",
 )
 
 TRANSACTIONS_LATE = MetricSpec(
@@ -178,18 +220,21 @@ TRANSACTIONS_LATE = MetricSpec(
     " --late-transaction-padding-seconds): KIP-664's lateness rule applied at the coordinator, with"
     " each transaction's timeout instead of transaction.max.timeout.ms. The coordinator should have"
     " aborted them (KIP-588).",
+    reads="late_transactions",
 )
 TIMEOUTS = MetricSpec(
     "kafka_transaction_timeouts_total",
     MetricType.COUNTER,
     "Transactions the coordinator aborted on timeout (KIP-588): a PREPARE_ABORT after ONGOING with"
     " the same producer id, the epoch bumped by one, written after start + timeout; live records only.",
+    reads="timeouts",
 )
 PRODUCER_ID_ROTATIONS = MetricSpec(
     "kafka_transaction_producer_id_rotations_total",
     MetricType.COUNTER,
     "Records of a transactional id carrying another producer id than its previous record (epoch"
     " exhaustion, KIP-890 / KIP-360); live records only, expired-and-reused ids not counted.",
+    reads="producer_id_rotations",
 )
 TRANSACTION_DURATION = MetricSpec(
     "kafka_transaction_duration_seconds",
@@ -224,12 +269,14 @@ HANGING_SCAN_ERRORS = MetricSpec(
     "txn_exporter_hanging_scan_errors_total",
     MetricType.COUNTER,
     "Hanging-transaction scans that failed (the gauges keep the last completed scan's values).",
+    reads="hanging_scan_errors",
 )
 
 SOURCE_UP = MetricSpec(
     "txn_exporter_source_up",
     MetricType.GAUGE,
     "1 when the exporter's __transaction_state consumer can read from Kafka, else 0.",
+    reads="source_up",
 )
 PARTITIONS_FOLLOWED = MetricSpec(
     "txn_exporter_partitions_followed",

@@ -12,17 +12,16 @@ TRACKED_STATES = 6  # EMPTY .. COMPLETE_ABORT
 # The "state" of an id without a record (or whose record is a tombstone). It takes DEAD's id, which
 # is never stored, so tallies can index it unconditionally instead of branching on None.
 ABSENT = int(TransactionState.DEAD)
-# The states of a transaction in flight: begun and not yet completed.
-IN_FLIGHT_STATES = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 
 class PartitionState:
     """Per-partition coordinator state, kept compact for ~1M transactional ids.
 
-    `states` maps a transactional id to its last written state id (a cached small int, so a tracked
-    id costs one dict entry plus the key string and nothing else). When later features need more
-    per id (start timestamp, timeout, producer id/epoch), the value becomes one packed int or a
-    small tuple; it must stay free of per-id objects with a __dict__.
+    `states` maps a transactional id to its last written state, producer id and epoch packed in one
+    int: `state | (producer_epoch & 0xFFFF) << 3 | producer_id << 19` (STATE_MASK and the shifts
+    below), so a tracked id costs one dict entry plus the key string and no per-id object, and the
+    previous producer id and epoch are known when the next record arrives (producer-id rotations,
+    KIP-588 timeout aborts). CoordinatorModel packs it on the record path; `unpack` reads it back.
 
     `pending` holds only the ids whose last state is PREPARE_COMMIT/PREPARE_ABORT (the few in flight),
     as `prepare_timestamp_ms << 1 | seen_live`, so the oldest pending prepare is a min() over them
@@ -31,31 +30,27 @@ class PartitionState:
     `retrying` holds the pending ids whose final COMPLETE_* append is in the coordinator's retry
     queue (from the broker log): always a subset of `pending`, left when the id leaves it.
 
-    `states` values are packed: `state | (producer_epoch & 0xFFFF) << 3 | producer_id << 19` (see
-    pack/STATE_MASK), so the previous producer id and epoch are known when the next record arrives
-    (producer-id rotations, KIP-588 timeout aborts) without a per-id object.
-
     `ongoing` holds only the ids whose last state is ONGOING, as their deadline
     `start_timestamp_ms + transaction_timeout_ms`, for the late-transactions gauge.
 
     `inflight` holds the ids in ONGOING or PREPARE_* (the only ones whose data partitions are kept),
-    as InFlight tuples, for the transactions view: one dict per state, indexed by state id (None for
+    as InFlight tuples, for the transactions view: one dict per state, indexed by state id (empty for
     the others), so the view's usual question (which PREPARE_COMMITs are old?) reads only that
     state's tuples. A tuple is replaced, never changed, so a reader can copy references under the
     model's lock and read them after releasing it.
     """
 
     __slots__ = (
-        "states",
+        "high_watermark",
+        "inflight",
+        "last_record",
+        "live",
+        "next_offset",
+        "ongoing",
         "pending",
         "retrying",
-        "ongoing",
-        "inflight",
         "state_counts",
-        "live",
-        "last_record",
-        "next_offset",
-        "high_watermark",
+        "states",
     )
 
     def __init__(self, live: bool) -> None:
@@ -63,10 +58,9 @@ class PartitionState:
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
         self.ongoing: dict[str, int] = {}
-        # InFlight fields as a plain tuple: cheaper to build.
-        self.inflight: list[dict[str, tuple] | None] = [
-            {} if state in IN_FLIGHT_STATES else None for state in range(ABSENT + 1)
-        ]
+        # InFlight fields as a plain tuple: cheaper to build. One dict per state id (only the
+        # in-flight states' are ever filled), so a state id indexes it without a branch.
+        self.inflight: list[dict[str, InFlightEntry]] = [{} for _ in range(ABSENT + 1)]
         # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.
@@ -97,6 +91,10 @@ class PartitionState:
         return min(self.pending.values()) >> 1
 
 
+# An in-flight transaction as the model keeps it: InFlight's fields in a plain tuple.
+InFlightEntry = tuple[int, str, int, int, TransactionLogRecord, "dict[str, tuple[str, int, int]] | None"]
+
+
 class InFlight(NamedTuple):
     """One in-flight transaction as `PartitionState.inflight` holds it (a plain tuple there; this
     names its fields). The first three order the tuples: by state entry, then uniquely."""
@@ -105,7 +103,7 @@ class InFlight(NamedTuple):
     entered_ms: int
     transactional_id: str
     partition: int  # of __transaction_state
-    packed: int  # state, producer id and epoch (see pack)
+    packed: int  # state, producer id and epoch (see unpack)
     # Its last record: timeout, start, partitions (or, decoded without them, `raw_value` to decode).
     record: TransactionLogRecord
     # None, or for PREPARE_*, from the broker log: {"topic-N": (error, count, last seen ms)}.
@@ -118,10 +116,6 @@ STATE_MASK = 7
 EPOCH_SHIFT = 3
 EPOCH_MASK = 0xFFFF
 PRODUCER_ID_SHIFT = 19
-
-
-def pack(state: int, producer_id: int, producer_epoch: int) -> int:
-    return state | (producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
 
 
 def unpack(packed: int) -> tuple[int, int, int]:

@@ -28,7 +28,7 @@ COMPLETE_* record's (exclusive), or to the end of the data if there is none.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +44,6 @@ from exporter.pipeline.decode import (
 from exporter.pipeline.lifecycles import INPUT_COLUMNS, LIFECYCLES_DDL, LIFECYCLES_SCHEMA, lifecycles_of_sorted
 
 TOPIC = "__transaction_state"
-TABLES = ("transitions", "lifecycles", "pending_history", "candidates", "transactional_ids")
 DEFAULT_RESOLUTION_S = 60
 DEFAULT_LATE_MARKERS_MS = 60_000
 
@@ -111,7 +110,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     ],
     "as_of": [("as_of_ms", "bigint")],
 }
-PARTITIONS = {name: ("cluster", "date") for name in COLUMNS} | {
+PARTITIONS: dict[str, tuple[str, ...]] = dict.fromkeys(COLUMNS, ("cluster", "date")) | {
     "transactional_ids": ("cluster",),
     "as_of": ("cluster",),
 }
@@ -140,8 +139,14 @@ class SegmentInput:
 # -- inputs --------------------------------------------------------------------------------------
 
 
-def kafka_raw(spark, source: KafkaInput, streaming: bool = False, starting_offsets: str = "earliest",
-              ending_offsets: str = "latest", max_offsets_per_trigger: int | None = None):
+def kafka_raw(
+    spark,
+    source: KafkaInput,
+    streaming: bool = False,
+    starting_offsets: str = "earliest",
+    ending_offsets: str = "latest",
+    max_offsets_per_trigger: int | None = None,
+):
     """Spark's Kafka source on __transaction_state, as (cluster, partition, offset, timestamp_ms, key, value)."""
     reader = spark.readStream if streaming else spark.read
     reader = (
@@ -160,8 +165,12 @@ def kafka_raw(spark, source: KafkaInput, streaming: bool = False, starting_offse
     from pyspark.sql import functions as F
 
     return reader.load().select(
-        F.lit(source.cluster).alias("cluster"), "partition", "offset",
-        F.unix_millis("timestamp").alias("timestamp_ms"), "key", "value",
+        F.lit(source.cluster).alias("cluster"),
+        "partition",
+        "offset",
+        F.unix_millis("timestamp").alias("timestamp_ms"),
+        "key",
+        "value",
     )
 
 
@@ -175,8 +184,14 @@ def decode_segments(spark, inputs: Sequence[SegmentInput]):
     packed by size into about four tasks per core (one per file when files are big), so a broker's
     fifty mostly small partitions do not pay fifty task start-ups."""
     files = [(s.cluster, path, partition, _size(path)) for s in inputs for path, partition in s.files]
-    slots = max(1, min(len(files), 4 * spark.sparkContext.defaultParallelism,
-                       max(2 * spark.sparkContext.defaultParallelism, sum(f[3] for f in files) // (64 << 20))))
+    slots = max(
+        1,
+        min(
+            len(files),
+            4 * spark.sparkContext.defaultParallelism,
+            max(2 * spark.sparkContext.defaultParallelism, sum(f[3] for f in files) // (64 << 20)),
+        ),
+    )
     bins: list[list[tuple[str, str, int]]] = [[] for _ in range(slots)]
     loads = [0] * slots
     for cluster, path, partition, size in sorted(files, key=lambda f: -f[3]):
@@ -208,13 +223,15 @@ def _with_time(transitions):
 
 
 def lifecycles(transitions, partitions: int | None = None):
-    """One row per transaction, by exporter.lifecycle, per transactional id (repartition + sort +
+    """One row per transaction, by exporter.contracts.lifecycle, per transactional id (repartition + sort +
     mapInArrow: one Python call per Arrow batch, not per id)."""
     from pyspark.sql import functions as F
 
     rows = transitions.where(F.col("error").isNull() & F.col("transactional_id").isNotNull()).select(*INPUT_COLUMNS)
-    keyed = rows.repartition(partitions, "cluster", "transactional_id") if partitions else rows.repartition(
-        "cluster", "transactional_id"
+    keyed = (
+        rows.repartition(partitions, "cluster", "transactional_id")
+        if partitions
+        else rows.repartition("cluster", "transactional_id")
     )
     out = keyed.sortWithinPartitions("cluster", "transactional_id", "partition", "offset").mapInArrow(
         lifecycles_of_sorted, LIFECYCLES_DDL
@@ -233,9 +250,10 @@ def as_of(transitions):
 # -- pending history -----------------------------------------------------------------------------
 
 PENDING_DDL = "cluster string, time_ms bigint, pending int, pending_max int, prepares int, completes int"
-_PENDING_SCHEMA = pa.schema([("cluster", pa.string()), ("time_ms", pa.int64())] + [
-    (name, pa.int32()) for name in ("pending", "pending_max", "prepares", "completes")
-])
+_PENDING_SCHEMA = pa.schema(
+    [("cluster", pa.string()), ("time_ms", pa.int64())]
+    + [(name, pa.int32()) for name in ("pending", "pending_max", "prepares", "completes")]
+)
 
 
 def _sweep(resolution_ms: int):
@@ -266,8 +284,10 @@ def _sweep(resolution_ms: int):
         bucket_completes = np.zeros(len(buckets), dtype=np.int64)
         np.add.at(bucket_prepares, idx[inside], prepares[inside])
         np.add.at(bucket_completes, idx[inside], completes[inside])
-        return pa.table([[cluster] * len(buckets), buckets, pending, pending_max, bucket_prepares, bucket_completes],
-                        schema=_PENDING_SCHEMA)
+        return pa.table(
+            [[cluster] * len(buckets), buckets, pending, pending_max, bucket_prepares, bucket_completes],
+            schema=_PENDING_SCHEMA,
+        )
 
     return sweep
 
@@ -280,18 +300,37 @@ def pending_history(lifecycles_df, as_of_df, resolution_s: int = DEFAULT_RESOLUT
 
     prepared = lifecycles_df.where(F.col("prepare_ms").isNotNull())
     changes = (
-        prepared.select("cluster", F.col("prepare_ms").alias("ts"), F.lit(1).alias("net"),
-                        F.lit(1).alias("prepares"), F.lit(0).alias("completes"))
+        prepared.select(
+            "cluster",
+            F.col("prepare_ms").alias("ts"),
+            F.lit(1).alias("net"),
+            F.lit(1).alias("prepares"),
+            F.lit(0).alias("completes"),
+        )
         .unionByName(
             prepared.where(F.col("complete_ms").isNotNull()).select(
-                "cluster", F.col("complete_ms").alias("ts"), F.lit(-1).alias("net"),
-                F.lit(0).alias("prepares"), F.lit(1).alias("completes"))
+                "cluster",
+                F.col("complete_ms").alias("ts"),
+                F.lit(-1).alias("net"),
+                F.lit(0).alias("prepares"),
+                F.lit(1).alias("completes"),
+            )
         )
-        .unionByName(as_of_df.select("cluster", F.col("as_of_ms").alias("ts"), F.lit(0).alias("net"),
-                                     F.lit(0).alias("prepares"), F.lit(0).alias("completes")))
+        .unionByName(
+            as_of_df.select(
+                "cluster",
+                F.col("as_of_ms").alias("ts"),
+                F.lit(0).alias("net"),
+                F.lit(0).alias("prepares"),
+                F.lit(0).alias("completes"),
+            )
+        )
         .groupBy("cluster", "ts")
-        .agg(F.sum("net").cast("long").alias("net"), F.sum("prepares").cast("long").alias("prepares"),
-             F.sum("completes").cast("long").alias("completes"))
+        .agg(
+            F.sum("net").cast("long").alias("net"),
+            F.sum("prepares").cast("long").alias("prepares"),
+            F.sum("completes").cast("long").alias("completes"),
+        )
     )
     out = changes.groupBy("cluster").applyInArrow(_sweep(resolution_s * 1000), PENDING_DDL)
     time = F.timestamp_millis("time_ms")
@@ -311,13 +350,17 @@ def candidates(lifecycles_df, as_of_df, late_markers_ms: int = DEFAULT_LATE_MARK
     open_ = F.col("result").isNull()
     age = F.when(open_, F.col("as_of_ms") - F.col("begin_ms")).otherwise(F.col("duration_ms"))
     markers_age = F.when(open_, F.col("as_of_ms") - F.col("prepare_ms")).otherwise(F.col("markers_ms"))
-    reasons = F.array_compact(F.array(
-        F.when(~open_ & (F.col("duration_ms") > F.col("transaction_timeout_ms")), F.lit("over_timeout")),
-        F.when(~open_ & (F.col("markers_ms") > late_markers_ms), F.lit("slow_markers")),
-        F.when(open_ & (F.col("state") == "ONGOING") & (age > F.col("transaction_timeout_ms")),
-               F.lit("open_past_timeout")),
-        F.when(open_ & F.col("prepare_ms").isNotNull() & (markers_age > late_markers_ms), F.lit("markers_pending")),
-    ))
+    reasons = F.array_compact(
+        F.array(
+            F.when(~open_ & (F.col("duration_ms") > F.col("transaction_timeout_ms")), F.lit("over_timeout")),
+            F.when(~open_ & (F.col("markers_ms") > late_markers_ms), F.lit("slow_markers")),
+            F.when(
+                open_ & (F.col("state") == "ONGOING") & (age > F.col("transaction_timeout_ms")),
+                F.lit("open_past_timeout"),
+            ),
+            F.when(open_ & F.col("prepare_ms").isNotNull() & (markers_age > late_markers_ms), F.lit("markers_pending")),
+        )
+    )
     return (
         lc.withColumn("age_ms", age)
         .withColumn("reasons", reasons)
@@ -372,8 +415,14 @@ def read_table(spark, out: str, name: str):
     return spark.read.schema(schema(name)).parquet(f"{out}/{name}")
 
 
-def derive(spark, out: str, resolution_s: int = DEFAULT_RESOLUTION_S,
-           late_markers_ms: int = DEFAULT_LATE_MARKERS_MS, step=lambda name: None, open_lifecycles=None) -> None:
+def derive(
+    spark,
+    out: str,
+    resolution_s: int = DEFAULT_RESOLUTION_S,
+    late_markers_ms: int = DEFAULT_LATE_MARKERS_MS,
+    step=lambda name: None,
+    open_lifecycles=None,
+) -> None:
     """pending_history, candidates and transactional_ids from OUT's lifecycles and as_of (plus the
     open transactions a stream keeps apart, if given), each written whole."""
     lc = read_table(spark, out, "lifecycles")
@@ -388,9 +437,15 @@ def derive(spark, out: str, resolution_s: int = DEFAULT_RESOLUTION_S,
     write(transactional_id_summary(lc), out, "transactional_ids", whole=True)
 
 
-def build(spark, kafka: Iterable[KafkaInput], segments: Sequence[SegmentInput], out: str,
-          resolution_s: int = DEFAULT_RESOLUTION_S, late_markers_ms: int = DEFAULT_LATE_MARKERS_MS,
-          step=lambda name: None) -> None:
+def build(
+    spark,
+    kafka: Iterable[KafkaInput],
+    segments: Sequence[SegmentInput],
+    out: str,
+    resolution_s: int = DEFAULT_RESOLUTION_S,
+    late_markers_ms: int = DEFAULT_LATE_MARKERS_MS,
+    step=lambda name: None,
+) -> None:
     """The batch pipeline: decode every input once into transitions/, then the rest from there.
     Overwrites the clusters it reads (dynamic partition overwrite), leaves others in OUT alone; the
     derived tables are rebuilt whole from every cluster's lifecycles."""
@@ -414,7 +469,3 @@ def _in_clusters(clusters: Sequence[str]):
     from pyspark.sql import functions as F
 
     return F.col("cluster").isin(list(clusters))
-
-
-def iter_rows(df) -> Iterator:
-    return df.toLocalIterator()

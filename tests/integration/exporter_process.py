@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.harness.processes import free_port
+from txn_workshop.harness.processes import free_port
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -22,9 +22,21 @@ class ExporterProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap,
-             "--listen", f"127.0.0.1:{self.port}", "--metadata-refresh-seconds", "1", *args],
-            stdout=subprocess.DEVNULL, stderr=log.open("a"),
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "run",
+                "--bootstrap-servers",
+                bootstrap,
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "--metadata-refresh-seconds",
+                "1",
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("a"),
         )
 
     def get(self, path: str) -> tuple[int, str]:

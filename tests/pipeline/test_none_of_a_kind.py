@@ -82,7 +82,7 @@ EMPTY = {
     "healthy": {"candidates"},
     "only_open": {"pending_history", "candidates"},
     "no_transactions": {"lifecycles", "pending_history", "candidates", "transactional_ids"},
-    "no_records": set(tables.TABLES) | {"as_of"},
+    "no_records": set(tables.COLUMNS),
 }
 
 
@@ -128,7 +128,7 @@ def streamed(spark, segments, tmp_path_factory):
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_build_writes_every_table_readable_with_its_schema(spark, built, name):
-    for table in (*tables.TABLES, "as_of"):
+    for table in tables.COLUMNS:
         df = tables.read_table(spark, built[name], table)
         assert df.schema.simpleString() == spark.createDataFrame([], tables.schema(table)).schema.simpleString()
         assert (df.count() == 0) == (table in EMPTY[name]), table
@@ -177,7 +177,7 @@ def test_a_stream_that_read_nothing_still_writes_every_table(spark, tmp_path):
     out = str(tmp_path / "out")
     Path(out, "stream").mkdir(parents=True)
     stream.finish(spark, out, tables.DEFAULT_RESOLUTION_S, tables.DEFAULT_LATE_MARKERS_MS)
-    for table in (*tables.TABLES, "as_of"):
+    for table in tables.COLUMNS:
         assert tables.read_table(spark, out, table).count() == 0
     write_report(spark, out, tmp_path / "report.html")
     assert "No records were read" in (tmp_path / "report.html").read_text()
