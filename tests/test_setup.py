@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from exporter.pipeline.maven import cache_root
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,7 +28,7 @@ def test_the_license_is_an_spdx_expression() -> None:
 def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md", "Makefile"):
         shutil.copy(ROOT / name, tmp_path / name)
-    for name in ("exporter", "scripts"):
+    for name in ("exporter", "scripts", "workshop"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV"))}
     env["PYTHON"] = sys.executable
@@ -46,7 +48,7 @@ def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path:
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert first.stdout.splitlines() == [
         "setup: creating .venv",
-        "setup: installing kafka-txn-exporter into .venv",
+        "setup: installing kafka-txn-exporter and its workshop (the demo) into .venv",
         "setup: ready for the demo",
     ]
     assert first.stderr == ""
@@ -80,10 +82,11 @@ def _tools_env(tmp_path: Path, fetched: tuple[str, ...] = ()) -> dict[str, str]:
     a fresh module cache for go, served from this machine's module cache (a file proxy: the same
     `go: downloading` lines as a fresh machine, no network), npm from its cache. The Kafka and Spark
     jars stay this machine's (symlinked), as do the validators named in `fetched`."""
-    home = Path(os.environ.get("TXN_EXPORTER_CACHE") or Path.home() / ".cache" / "kafka-txn-exporter")
+    home = cache_root()
     gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True).stdout.strip()
     stamp = ROOT / ".venv" / ".installed"
-    if not stamp.exists() or (ROOT / "pyproject.toml").stat().st_mtime > stamp.stat().st_mtime:
+    inputs = (ROOT / "pyproject.toml", ROOT / "workshop" / "pyproject.toml")
+    if not stamp.exists() or any(p.stat().st_mtime > stamp.stat().st_mtime for p in inputs):
         pytest.skip("run make setup first: this test must not install into .venv")
     if not (home / "schemas").is_dir() or not Path(gomodcache, "cache", "download").is_dir():
         pytest.skip("run make setup first: the validators are fetched again from this machine's caches")
@@ -130,8 +133,7 @@ def test_a_failing_setup_step_shows_its_log(tmp_path: Path, tool: str) -> None:
     """The tool's own output, then one line saying which step failed; no traceback."""
     env = _tools_env(tmp_path, fetched=("tools",) if tool == "npm" else ())
     if tool == "npm":
-        home = Path(os.environ.get("TXN_EXPORTER_CACHE") or Path.home() / ".cache" / "kafka-txn-exporter")
-        operator = next((home / "schemas").glob("prometheus-operator-*"))
+        operator = next((cache_root() / "schemas").glob("prometheus-operator-*"))
         (Path(env["TXN_EXPORTER_CACHE"]) / "schemas" / operator.name).symlink_to(operator)
     fake = tmp_path / "bin"
     fake.mkdir()
