@@ -28,7 +28,7 @@ def test_the_license_is_an_spdx_expression() -> None:
 def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md", "Makefile"):
         shutil.copy(ROOT / name, tmp_path / name)
-    for name in ("exporter", "scripts", "workshop"):
+    for name in ("exporter", "workshop", "scripts"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV"))}
     env["PYTHON"] = sys.executable
