@@ -5,7 +5,12 @@ PrometheusRule and mixin/generate.py makes them jsonnet. With your own links:
     python -m alerts.generate --grafana-url https://grafana.example.org \
         --runbook-url https://git.example.org/kafka-txn-exporter/blob/main/alerts/runbooks.md \
         --exporter-url 'https://{{ $labels.instance }}' \
+        --cluster-view \
         --output my.rules.yml
+
+With --cluster-view, a transaction alert's transactions_url opens the exporter's cluster page
+(`/transactions?...&scope=cluster`: its own view merged with its peers', every broker's transactions
+on one page) instead of its own view alone; each exporter needs its peers (`--peer URL`, README).
 
 Metric names go through generators.metrics.series/ref (catalogue or BROKER_JMX only), the cluster
 label, `up`'s job, thresholds and base URLs through generators.placeholders (the mixin's `_config`); the
@@ -356,9 +361,10 @@ ALERTS: tuple[Alert, ...] = (
 # -- rendering -----------------------------------------------------------------------------------
 
 
-def template(exporter_url: str = DEFAULT_EXPORTER_URL) -> dict:
+def template(exporter_url: str = DEFAULT_EXPORTER_URL, cluster_view: bool = False) -> dict:
     """The rules with their placeholders (generators.placeholders): an alert's ``expr`` ends in
-    THRESHOLD when it has one; its `for` is the default (the mixin's forDurations)."""
+    THRESHOLD when it has one; its `for` is the default (the mixin's forDurations). `cluster_view`:
+    the transactions_url links the exporter's cluster page (scope=cluster)."""
     alerting = []
     for alert in ALERTS:
         rule: dict = {"alert": alert.name, "expr": alert.template}
@@ -367,7 +373,10 @@ def template(exporter_url: str = DEFAULT_EXPORTER_URL) -> dict:
         rule["labels"] = {"severity": alert.severity, "team": alert.team, "component": alert.component}
         description = alert.description
         if alert.transactions is not None:
-            transactions_url = f"{exporter_url.rstrip('/')}/transactions{alert.transactions}"
+            query = alert.transactions
+            if cluster_view:
+                query += "&scope=cluster" if query else "?scope=cluster"
+            transactions_url = f"{exporter_url.rstrip('/')}/transactions{query}"
             description += f" Which transactions: {transactions_url}"
         rule["annotations"] = {
             "summary": alert.summary,
@@ -391,11 +400,12 @@ def rules(
     grafana_url: str = DEFAULT_GRAFANA_URL,
     runbook_url: str = DEFAULT_RUNBOOK_URL,
     exporter_url: str = DEFAULT_EXPORTER_URL,
+    cluster_view: bool = False,
 ) -> dict:
     """The rules with these links, the default `_config` otherwise (the committed file's)."""
     config = {**DEFAULTS, "grafanaURL": grafana_url.rstrip("/"), "runbookURL": runbook_url}
     thresholds = {alert.name: alert.above for alert in ALERTS}
-    document = template(exporter_url)
+    document = template(exporter_url, cluster_view)
     for group in document["groups"]:
         group["rules"] = [
             expand_all(rule, config, threshold=thresholds.get(rule.get("alert"))) for rule in group["rules"]
@@ -436,9 +446,14 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_EXPORTER_URL,
         help="the exporter that fired, as a Go template (its /transactions view is linked)",
     )
+    parser.add_argument(
+        "--cluster-view",
+        action="store_true",
+        help="link the exporter's cluster page (scope=cluster: needs each exporter's --peer)",
+    )
     parser.add_argument("--output", type=Path, required=True, help="where to write the rules")
     args = parser.parse_args(argv)
-    args.output.write_text(render(rules(args.grafana_url, args.runbook_url, args.exporter_url)))
+    args.output.write_text(render(rules(args.grafana_url, args.runbook_url, args.exporter_url, args.cluster_view)))
     print(f"wrote {args.output}")
     return 0
 

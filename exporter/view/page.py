@@ -11,6 +11,7 @@ import html
 import time
 from typing import Any
 
+from exporter.view.cluster import broker_of, source_lines
 from exporter.view.query import HANGING_STATE, STATES, Query
 
 REFRESH_SECONDS = 10
@@ -74,21 +75,26 @@ def utc(ms: int, now_ms: int | None = None) -> str:
 def render(doc: dict[str, Any], query: Query) -> str:
     now_ms = doc["now_ms"]
     rows = doc["transactions"]
+    merged = "sources" in doc  # exporter.view.cluster's merge (scope=cluster): rows name their broker
+    scope = "&amp;scope=cluster" if merged else ""
     parts = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">',
         "<title>In-flight transactions - kafka-txn-exporter</title>",
         f"<style>{_STYLE}</style></head><body>",
-        "<h1>In-flight transactions</h1>",
+        "<h1>In-flight transactions</h1>" if not merged else "<h1>In-flight transactions of the cluster</h1>",
         f'<p class="meta">{doc["in_flight_matching"]} in flight match, {len(rows)} shown, oldest first.'
         f" Updated {utc(now_ms)} UTC, every {REFRESH_SECONDS} s."
         f" Late: ONGOING past its timeout + {doc['late_padding_seconds']:g} s."
         f"{'' if doc['broker_log'] else ' Marker errors need --broker-log.'}"
-        f' <a href="?{text(query.parameters(format="json"))}">JSON</a></p>',
-        _form(query),
-        _transactions(rows, now_ms),
-        _hanging(doc),
+        f' <a href="?{text(query.parameters(format="json"))}{scope}">JSON</a>{_scope_link(doc, query)}</p>',
+        _sources(doc) if merged else "",
+        _form(query).replace("</form>", '<input type="hidden" name="scope" value="cluster"></form>')
+        if merged
+        else _form(query),
+        _with_broker(_transactions(rows, now_ms), rows) if merged else _transactions(rows, now_ms),
+        _with_broker(_hanging(doc), doc["hanging"]) if merged else _hanging(doc),
         "</body></html>\n",
     ]
     return "".join(parts)
@@ -199,3 +205,41 @@ def _hanging(doc: dict[str, Any]) -> str:
         )
         body.append("<tr>" + "".join(_labelled(c, label) for c, label in zip(cells, _HANGING_COLUMNS)) + "</tr>")
     return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+# -- the cluster view (scope=cluster): which broker each row is from, and the exporters asked --------
+
+
+def _scope_link(doc: dict[str, Any], query: Query) -> str:
+    if "sources" in doc:
+        return f' <a href="?{text(query.parameters())}">This exporter only</a>'
+    if doc.get("peers"):
+        return f' <a href="?{text(query.parameters(scope="cluster"))}">Whole cluster ({doc["peers"] + 1} exporters)</a>'
+    return ""
+
+
+def _sources(doc: dict[str, Any]) -> str:
+    # Which exporters have no hanging scan yet: the hanging section says so for all of them.
+    lines = [line for line in source_lines(doc) if not line.startswith("No hanging-transaction scan")]
+    if doc.get("peers") == 0:
+        lines.append("This exporter has no peers (--peer): its own view only.")
+    return "".join(
+        f'<p class="{"error" if line.startswith("NOT ANSWERING") else "meta"}">{text(line)}</p>' for line in lines
+    )
+
+
+def _with_broker(table: str, rows: list[dict[str, Any]]) -> str:
+    """`table` (the <table> of `rows`) with a first column naming each row's broker. A row is found by
+    its first cell's label (the first column's), so rows of another kind in the table are left be."""
+    head, found, body = table.partition("<tbody>")
+    if not found:
+        return table  # no table: "none match"
+    first = head.partition("<tr><th>")[2].partition("</th>")[0]
+    head = head.replace("<tr><th>", "<tr><th>Broker</th><th>", 1)
+    marker = f'<tr><td data-label="{first}"'
+    pieces = body.split(marker)
+    out = [pieces[0]]
+    for n, piece in enumerate(pieces[1:]):
+        broker = broker_of(rows[n]) if n < len(rows) else "?"
+        out.append(f'<tr><td data-label="Broker">{text(broker)}</td><td data-label="{first}"{piece}')
+    return head + "<tbody>" + "".join(out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from exporter.view import page
+from exporter.view import cluster, page
 
 COLUMNS = (
     "TRANSACTIONAL_ID",
@@ -25,6 +25,7 @@ COLUMNS = (
 )
 ABORT_INTRO = "To abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):"
 HANGING_COLUMNS = ("PARTITION", "PRODUCER_ID", "EPOCH", "START_OFFSET", "TRANSACTIONAL_ID", "AGE", "REASON")
+BROKER_COLUMN = "BROKER"  # a merged view's (exporter.view.cluster): which broker each row is from
 
 
 safe = page.printable
@@ -64,8 +65,12 @@ def render(doc: dict[str, Any]) -> str:
         ]
         for r in doc["transactions"]
     ]
+    merged = cluster.is_merged(doc)
+    columns = (BROKER_COLUMN, *COLUMNS) if merged else COLUMNS
+    if merged:
+        rows = [[safe(cluster.broker_of(r)), *row] for r, row in zip(doc["transactions"], rows)]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
-    lines = aligned(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
+    lines = aligned(columns, rows) if rows else ["No in-flight transaction matches."]
     lines.append(f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC).")
     if doc["hanging"]:
         hanging = [
@@ -80,9 +85,14 @@ def render(doc: dict[str, Any]) -> str:
             ]
             for h in doc["hanging"]
         ]
-        lines += ["\nHanging transactions (last scan):", *aligned(HANGING_COLUMNS, hanging)]
+        hanging_columns = (BROKER_COLUMN, *HANGING_COLUMNS) if merged else HANGING_COLUMNS
+        if merged:
+            hanging = [[safe(cluster.broker_of(h)), *row] for h, row in zip(doc["hanging"], hanging)]
+        lines += ["\nHanging transactions (last scan):", *aligned(hanging_columns, hanging)]
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
-    elif not doc["hanging_scan"]:
+    elif not doc["hanging_scan"] and not merged:
         lines.append("No hanging-transaction scan has completed on this exporter.")
+    if merged:
+        lines += ["", *(safe(line) for line in cluster.source_lines(doc))]
     return "\n".join(lines) + "\n"

@@ -93,6 +93,18 @@ def test_transaction_view_links_filter_on_what_each_alert_is_about():
     assert rule["annotations"]["transactions_url"] == "https://{{ $labels.instance }}/transactions?state=HANGING"
 
 
+def test_transaction_view_links_to_the_cluster_page():
+    urls = {
+        r["alert"]: r["annotations"].get("transactions_url")
+        for g in generate.rules(cluster_view=True)["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    }
+    assert urls["KafkaHangingTransactions"] == "http://{{ $labels.instance }}/transactions?state=HANGING&scope=cluster"
+    assert urls["KafkaTransactionStateLogAppendErrors"] == "http://{{ $labels.instance }}/transactions?scope=cluster"
+    assert urls["TxnExporterDown"] is None
+
+
 def test_short_for_override_keeps_everything_else():
     document = generate.rules()
     short = generate.with_short_for(document, "5s")
