@@ -24,6 +24,19 @@ def test_the_license_is_an_spdx_expression() -> None:
     assert "setuptools>=77" in pyproject["build-system"]["requires"]  # the first to read PEP 639's string
 
 
+def test_make_test_runs_the_checks_first_and_the_tests_last() -> None:
+    """The README's test command: format, lint and types (make stops at the first that fails), then
+    pytest, whose summary line ends what CI reads."""
+    dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    commands = [line for line in dry.stdout.splitlines() if line.startswith(".venv/bin/")]
+    assert commands == [
+        ".venv/bin/ruff format --check .",
+        ".venv/bin/ruff check .",
+        ".venv/bin/mypy",
+        ".venv/bin/pytest",
+    ]
+
+
 @pytest.mark.image
 def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md", "Makefile"):

@@ -148,14 +148,13 @@ def _kafka_inputs(args: argparse.Namespace):
     from exporter.pipeline.sources import check_reachable
     from exporter.pipeline.tables import KafkaInput
 
-    options = []
+    options: list[tuple[str, str]] = []
     for spec in args.kafka_option:
         key, sep, value = spec.partition("=")
         if not sep or not key:
             raise PipelineError(f"--kafka-option wants KEY=VALUE, got {spec!r}")
         options.append((key, value))
-    options = tuple(options)
-    inputs = [KafkaInput(c, b, options) for c, b in _labelled(args.kafka, "kafka")]
+    inputs = [KafkaInput(c, b, tuple(options)) for c, b in _labelled(args.kafka, "kafka")]
     for k in inputs:
         check_reachable(k)
     return inputs

@@ -25,9 +25,13 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from exporter.pipeline import tables
 from exporter.pipeline.tables import KafkaInput
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class StreamState:
@@ -166,9 +170,12 @@ def run_stream(
     decoded = parts[0]
     for part in parts[1:]:
         decoded = decoded.unionByName(part)
-    writer = decoded.writeStream.option("checkpointLocation", checkpoint).foreachBatch(
-        lambda df, batch_id: (step(f"micro-batch {batch_id}"), process_batch(spark, store, df, batch_id))
-    )
+
+    def each_batch(df: DataFrame, batch_id: int) -> None:
+        step(f"micro-batch {batch_id}")
+        process_batch(spark, store, df, batch_id)
+
+    writer = decoded.writeStream.option("checkpointLocation", checkpoint).foreachBatch(each_batch)
     writer = (
         writer.trigger(availableNow=True) if trigger == "available-now" else writer.trigger(processingTime=interval)
     )

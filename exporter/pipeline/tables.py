@@ -250,9 +250,9 @@ def as_of(transitions):
 # -- pending history -----------------------------------------------------------------------------
 
 PENDING_DDL = "cluster string, time_ms bigint, pending int, pending_max int, prepares int, completes int"
+_PENDING_FIELDS: list[tuple[str, pa.DataType]] = [("cluster", pa.string()), ("time_ms", pa.int64())]
 _PENDING_SCHEMA = pa.schema(
-    [("cluster", pa.string()), ("time_ms", pa.int64())]
-    + [(name, pa.int32()) for name in ("pending", "pending_max", "prepares", "completes")]
+    _PENDING_FIELDS + [(name, pa.int32()) for name in ("pending", "pending_max", "prepares", "completes")]
 )
 
 
