@@ -29,18 +29,21 @@ is read whole only once that CRC verifies (a real batch), so a corrupt length co
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar, final, overload
 
 from crc32c import crc32c
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.transaction_log import (
     KEY_V0_HEADS,
+    Partitions,
+    PartitionsField,
     PartitionsMemo,
     TransactionLogRecord,
     TransactionLogValue,
+    ValueMaker,
     decode_key,
     decode_value,
 )
@@ -63,6 +66,7 @@ _LOG_APPEND_TIME = 0x08
 _CONTROL = 0x20
 
 
+@final  # (so that `type(item) is BatchError` tells it from a RecordError, for the type checker too)
 @dataclass(slots=True)
 class BatchError:
     """A batch that could not be decoded; `position` is its byte offset in the input."""
@@ -71,6 +75,7 @@ class BatchError:
     error: DecodeError
 
 
+@final
 @dataclass(slots=True)
 class RecordError:
     """A record (at log offset `offset`) inside a valid batch that could not be decoded."""
@@ -80,6 +85,12 @@ class RecordError:
 
 
 Decoded = TransactionLogRecord | RecordError | BatchError
+
+_M = TypeVar("_M")  # what a PartitionsMemo converts an array to
+_V = TypeVar("_V")  # what make_value builds
+_R = TypeVar("_R")  # what make_record builds
+# make_record: builds a record from (offset, timestamp_ms, transactional_id, value or None).
+RecordMaker = Callable[[int, int, str, _V | None], _R]
 
 
 @dataclass(slots=True)
@@ -99,13 +110,33 @@ class Window:
     need: int = 0
 
 
+@overload
+def decode_batches(
+    buf: bytes, partitions: bool = True, *, window: Window | None = None
+) -> Generator[Decoded, None, None]: ...
+@overload
 def decode_batches(
     buf: bytes,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
+    partitions: bool,
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[PartitionsField, _V],
     window: Window | None = None,
-) -> Iterator[Decoded]:
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+@overload
+def decode_batches(
+    buf: bytes,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+    window: Window | None = None,
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+def decode_batches(
+    buf: bytes,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    window: Window | None = None,
+) -> Generator[object, None, None]:
     """Yields every record of every batch in `buf`, in order, with errors in their place.
     `partitions` and `make_value` are decode_value's `partitions` and `make`; `make_record` builds
     each record from (offset, timestamp_ms, transactional_id, value) in place of TransactionLogRecord.
@@ -233,13 +264,33 @@ class PieceReader(Protocol):
 PIECE_SIZE = 1 << 20
 
 
+@overload
+def decode_pieces(
+    reader: PieceReader, partitions: bool = True, *, piece_size: int = PIECE_SIZE
+) -> Generator[Decoded, None, None]: ...
+@overload
 def decode_pieces(
     reader: PieceReader,
-    partitions: bool | PartitionsMemo = True,
-    make_record: Callable[..., object] = TransactionLogRecord,
-    make_value: Callable[..., object] = TransactionLogValue,
+    partitions: bool,
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[PartitionsField, _V],
     piece_size: int = PIECE_SIZE,
-) -> Iterator[Decoded]:
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+@overload
+def decode_pieces(
+    reader: PieceReader,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+    piece_size: int = PIECE_SIZE,
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+def decode_pieces(
+    reader: PieceReader,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    piece_size: int = PIECE_SIZE,
+) -> Generator[object, None, None]:
     """decode_batches over the input of `reader`, read `piece_size` bytes at a time (more only for a
     batch that long whose CRC verified): what decode_batches gives for the whole input, in flat
     memory. The reader is opened at the first item and closed at the end."""
@@ -283,10 +334,10 @@ def _decode_single_record(
     end: int,
     offset: int,
     timestamp_ms: int,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> TransactionLogRecord | RecordError | None:
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> object | None:
     """The one record of a batch, when it has the shape a coordinator writes; else None, and
     _decode_record reads it (and finds what is wrong with it, if anything).
 
@@ -333,10 +384,10 @@ def _decode_record(
     index: int,
     base_ts: int,
     log_append_ts: int | None,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> tuple[TransactionLogRecord | RecordError, int]:
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> tuple[object, int]:
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index
     try:

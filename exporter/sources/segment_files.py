@@ -12,9 +12,21 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
-from exporter.codec.record_batch import Decoded, decode_pieces
+from exporter.codec.record_batch import BatchError, Decoded, RecordError, RecordMaker, decode_pieces
+from exporter.codec.transaction_log import (
+    Partitions,
+    PartitionsField,
+    PartitionsMemo,
+    TransactionLogRecord,
+    TransactionLogValue,
+    ValueMaker,
+)
+
+_M = TypeVar("_M")
+_V = TypeVar("_V")
+_R = TypeVar("_R")
 
 _PARTITION_DIR = re.compile(r"^__transaction_state-(\d+)$")
 
@@ -78,11 +90,29 @@ class _SegmentFile:
         return data
 
 
-def read_segment(path: Path, **options: Any) -> Iterator[Decoded]:
-    """Decodes one segment file (`options`: decode_pieces'), read in pieces, in flat memory. Raises
-    NotARegularFile, OSError if it cannot be read, or SegmentShrank if it shrinks meanwhile (after
-    the records read before); bad bytes come as errors."""
-    return decode_pieces(_SegmentFile(path), **options)
+@overload
+def read_segment(path: Path, partitions: bool = True) -> Iterator[Decoded]: ...
+@overload
+def read_segment(
+    path: Path, partitions: bool, make_record: RecordMaker[_V, _R], make_value: ValueMaker[PartitionsField, _V]
+) -> Iterator[_R | RecordError | BatchError]: ...
+@overload
+def read_segment(
+    path: Path,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+) -> Iterator[_R | RecordError | BatchError]: ...
+def read_segment(
+    path: Path,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> Iterator[object]:
+    """Decodes one segment file (the options are decode_batches'), read in pieces, in flat memory.
+    Raises NotARegularFile, OSError if it cannot be read, or SegmentShrank if it shrinks meanwhile
+    (after the records read before); bad bytes come as errors."""
+    return decode_pieces(_SegmentFile(path), partitions, make_record, make_value)
 
 
 def partition_of(path: Path) -> int | None:
