@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from exporter.broker_log import BrokerLogParser  # noqa: E402
-from exporter.sources.broker_log import BrokerLogFollower  # noqa: E402
+from exporter.sources.broker_log_tail import BrokerLogFollower  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "sources" / "broker_log_corpus"
 

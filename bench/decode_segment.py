@@ -10,7 +10,7 @@ Two kinds of segment, each written once and cached under bench/data/ (gitignored
 - `--source broker`: a real broker from the harness (4.4.0 with TV2 writes value v1, 3.9.2 value
   v0), written by clients of both kinds at once, about half the records each: librdkafka
   transactional producers (a few processes of threads) each looping begin / produce one message /
-  commit, and as many Java ones (exporter.harness.java_workload: the broker version's kafka-clients,
+  commit, and as many Java ones (txn_workshop.harness.java_workload: the broker version's kafka-clients,
   which on 4.4.0 runs transaction version 2, so its records carry ClientTransactionVersion 2 and a
   producer epoch bumped per transaction) doing the same with every 50th transaction aborted (2%).
   The coordinator writes ONGOING, PREPARE_* and COMPLETE_* per transaction (EMPTY once per id); one
@@ -99,9 +99,9 @@ def _producer_process(bootstrap: str, worker: int, threads: int, transactions: i
 
 
 def generate(version: str, records: int, processes: int, threads: int, target: Path) -> None:
-    from exporter.harness.broker import KafkaBroker
-    from exporter.harness.java_workload import java_transactions
-    from exporter.harness.workload import create_topic
+    from txn_workshop.harness.broker import KafkaBroker
+    from txn_workshop.harness.java_workload import java_transactions
+    from txn_workshop.harness.admin import create_topic
 
     # As many Java producers as librdkafka ones, as many transactions each: about half the records.
     java_ids = [f"bench-java-{n}" for n in range(processes * threads)]
@@ -301,8 +301,8 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int]) -> str:
     """The three measurements on one file, printed as a table; returns the file's one-line summary."""
-    from exporter.harness.jars import tools_libs, tools_version
-    from exporter.harness.versions import kafka_version
+    from txn_workshop.harness.jars import tools_libs, tools_version
+    from txn_workshop.harness.versions import kafka_version
 
     data = segment.read_bytes()
     n = count_records(data)

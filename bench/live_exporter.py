@@ -30,11 +30,12 @@ from prometheus_client.parser import text_string_to_metric_families
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from exporter.codec import TransactionState, decode_record  # noqa: E402
-from exporter.harness.broker import KafkaBroker  # noqa: E402
-from exporter.harness.workload import _producer, create_topic  # noqa: E402
+from txn_workshop.harness.broker import KafkaBroker  # noqa: E402
+from txn_workshop.harness.admin import create_topic  # noqa: E402
+from txn_workshop.harness.workload import _producer  # noqa: E402
 from exporter.metrics.recorders import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.kafka_topic import _DEFAULT_SETTINGS, TransactionLogTail  # noqa: E402
+from exporter.sources.topic_tail import _DEFAULT_SETTINGS, TransactionLogTail  # noqa: E402
 
 SEGMENT = Path(__file__).parent / "data" / "transaction_state-4.4.0-1000000" / "00000000000000000000.log"
 TOPIC = "__transaction_state"

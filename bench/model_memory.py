@@ -25,7 +25,7 @@ from bench.synthetic import PARTITIONS, partition_of  # noqa: E402
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
 
 S = TransactionState
 START_MS = 1_700_000_000_000
@@ -74,9 +74,10 @@ def main() -> None:
     used = tracemalloc.get_traced_memory()[0] - baseline
     tracemalloc.stop()
 
-    tracked = sum(len(part.states) for _, part in model.partitions())
-    pending, _ = model.pending_markers()
-    in_flight = len(model.in_flight())
+    taken, _ = model.snapshot(START_MS, 0, lambda: None)
+    tracked = sum(taken.transactions_by_state)
+    pending = taken.pending_markers
+    in_flight = model.in_flight_transactions(None, 1, 0, START_MS).matching
     print(f"{tracked:,} transactional ids tracked ({in_flight:,} in flight, {pending:,} of them pending) over"
           f" {PARTITIONS} partitions")
     print(f"traced memory: {used / 2**20:,.1f} MiB = {used / tracked:.0f} bytes per tracked transactional id")

@@ -32,8 +32,8 @@ from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles  #
 from exporter.codec import decode_record  # noqa: E402
 from exporter.metrics import LatencyRecorders  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources import kafka_topic  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from exporter.sources import topic_tail  # noqa: E402
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
 
 POLL_RECORDS = 1000  # what `txn-exporter run` asks of each poll (TransactionLogTail.poll's default)
 
@@ -99,11 +99,11 @@ def run_live_path(polls: list[list], first_ms: int) -> float:
     """The source's loop and the model, on messages already fetched."""
     recorders = LatencyRecorders(now_ms=first_ms)
     model = CoordinatorModel(recorders.sinks())
-    real_consumer, kafka_topic.Consumer = kafka_topic.Consumer, _Delivering
+    real_consumer, topic_tail.Consumer = topic_tail.Consumer, _Delivering
     try:
-        tail = kafka_topic.TransactionLogTail("bench:0", all_partitions=True, clock=lambda: tail._consumer.now_s)
+        tail = topic_tail.TransactionLogTail("bench:0", all_partitions=True, clock=lambda: tail._consumer.now_s)
     finally:
-        kafka_topic.Consumer = real_consumer
+        topic_tail.Consumer = real_consumer
     for p in range(PARTITIONS):
         model.apply(PartitionAssigned(p))
         model.apply(PartitionReplayed(p))

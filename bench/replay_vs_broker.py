@@ -49,9 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
 from bench.live_exporter import broker_with_segment  # noqa: E402
-from exporter.harness import jmx  # noqa: E402
-from exporter.harness.broker import KafkaBroker  # noqa: E402
-from exporter.harness.processes import free_port  # noqa: E402
+from txn_workshop.harness import jmx  # noqa: E402
+from txn_workshop.harness.broker import KafkaBroker  # noqa: E402
+from txn_workshop.harness.processes import free_port  # noqa: E402
 
 TOPIC = "__transaction_state"
 KAFKA = "4.4.0"
@@ -146,8 +146,8 @@ def profile_replay(bootstrap: str, top: int) -> None:
     """The exporter's replay in this process, under cProfile: fetch, decode, model."""
     from exporter.metrics.recorders import LatencyRecorders
     from exporter.model import CoordinatorModel
-    from exporter.sources.events import PartitionReplayed
-    from exporter.sources.kafka_topic import TransactionLogTail
+    from exporter.contracts.events import PartitionReplayed
+    from exporter.sources.topic_tail import TransactionLogTail
 
     model = CoordinatorModel(LatencyRecorders().sinks())
     tail = TransactionLogTail(bootstrap, all_partitions=True)

@@ -24,7 +24,7 @@ from bench.synthetic import PARTITIONS, transaction_cycles  # noqa: E402
 from exporter.codec import decode_record  # noqa: E402
 from exporter.metrics import LatencyRecorders, TransactionCollector  # noqa: E402
 from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.events import PartitionAssigned, PartitionProgress, PartitionReplayed, SourceStatus, TransactionLogRecords  # noqa: E402
+from exporter.contracts.events import PartitionAssigned, PartitionProgress, PartitionReplayed, SourceStatus, TransactionLogRecords  # noqa: E402
 
 START_MS = 1_700_000_000_000
 WINDOW_MS = 300_000

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from dashboards.generate import OVERVIEW, Panel
-from exporter.harness.processes import free_port
+from txn_workshop.harness.processes import free_port
 
 KEY_PANELS = (
     "Transactions with pending markers, by broker",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from exporter.harness.jars import cache_root
+from exporter.pipeline.maven import cache_root
 
 KUSTOMIZE = "sigs.k8s.io/kustomize/kustomize/v5@v5.5.0"  # as in kubectl 1.32
 KUBERNETES_VERSION = "1.32.0"

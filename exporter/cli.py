@@ -1,16 +1,22 @@
-"""`txn-exporter`: one entry point, one module per subcommand under exporter.commands."""
+"""`txn-exporter`: one entry point, one module per subcommand under exporter.commands.
+
+Distributions installed beside it add subcommands through the `txn_exporter.commands` entry point
+group (a module with the same `register`): the workshop's `demo` (workshop/), which the sidecar's
+wheel and image do not carry."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 from exporter import __version__
-from exporter.commands import config_check, decode, demo, hanging, pipeline, run, transactions
+from exporter.commands import config_check, decode, hanging, pipeline, run, transactions
 
 # Each command module offers `register(subparsers)` and sets `func(args) -> int` on its parser.
-COMMANDS = (run, demo, decode, pipeline, config_check, hanging, transactions)
+COMMANDS = (run, decode, pipeline, config_check, hanging, transactions)
+PLUGIN_GROUP = "txn_exporter.commands"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(subparsers)
+    for plugin in entry_points(group=PLUGIN_GROUP):
+        plugin.load().register(subparsers)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Real-Kafka fixtures (exporter.harness).
+"""Real-Kafka fixtures (txn_workshop.harness).
 
 - ``broker``: session broker parametrized over ``BROKER_PARAMS`` (value v1 and v0, both log formats).
 - ``kafka_broker_factory(version, transaction_version=None)``: the session broker for that key.
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.versions import FULL_SUITE_VERSIONS, kafka_version
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
 from tests import tested_on
 
 MAX_JVMS = 2

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from exporter.harness.versions import KAFKA_VERSIONS
+from txn_workshop.harness.versions import KAFKA_VERSIONS
 from tests import tested_on
 
 pytest_plugins = ["pytester"]
@@ -47,7 +47,7 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
     (pytester.path / "checks").mkdir()
     (pytester.path / "checks" / "test_checks.py").write_text(textwrap.dedent("""
         import pytest
-        from exporter.harness.versions import KAFKA_VERSIONS
+        from txn_workshop.harness.versions import KAFKA_VERSIONS
         from tests.tested_on import CHECKS
 
         @pytest.mark.parametrize("version", KAFKA_VERSIONS)

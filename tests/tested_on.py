@@ -1,4 +1,4 @@
-"""The README's "Tested on" table: per pinned Kafka version (exporter/harness/versions.py), the
+"""The README's "Tested on" table: per pinned Kafka version (workshop/txn_workshop/harness/versions.py), the
 checks a run of the tests passed on a real broker of it. Produced by the run, never typed.
 
 - A per-version test declares its checks, `@pytest.mark.tested_on("<check>")` (one mark per check)
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.harness.versions import KAFKA_VERSIONS, VERSIONS
+from txn_workshop.harness.versions import KAFKA_VERSIONS, VERSIONS
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"

@@ -7,7 +7,7 @@ API:
     parser.lines, parser.malformed, parser.unrecognized   # cumulative self-metric counts
     error_name("org.apache.kafka.common.errors.NotEnoughReplicasException")  # "NOT_ENOUGH_REPLICAS"
 
-exporter.sources.broker_log follows the file and feeds the parser; see exporter.broker_log.lines for
+exporter.sources.broker_log_tail follows the file and feeds the parser; see exporter.broker_log.lines for
 the formats.
 """
 

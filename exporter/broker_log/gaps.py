@@ -1,5 +1,5 @@
 """What a broker log cannot carry, in words an operator can act on: the warnings the broker-log
-source logs once each (exporter.sources.broker_log), from what BrokerLogParser recorded. Without
+source logs once each (exporter.sources.broker_log_tail), from what BrokerLogParser recorded. Without
 them, a log the exporter cannot read looks like a healthy coordinator: every metric at 0."""
 
 from __future__ import annotations

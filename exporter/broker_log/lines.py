@@ -27,7 +27,7 @@ from typing import Final, NamedTuple
 
 from exporter.broker_log.errors import error_name
 from exporter.codec.states import TransactionState
-from exporter.sources.events import (
+from exporter.contracts.events import (
     CompleteAppendRetried,
     CoordinatorChanged,
     MarkerWriteFailed,

@@ -36,7 +36,7 @@ from exporter.broker_log.lines import (
     parse_entry,
     parse_fatal_continuation,
 )
-from exporter.sources.events import (
+from exporter.contracts.events import (
     CompleteAppendRetried,
     CoordinatorChanged,
     MarkerWriteFailed,

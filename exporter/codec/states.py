@@ -1,4 +1,5 @@
-"""Transaction coordinator states, by the id the coordinator writes in TransactionStatus."""
+"""Transaction coordinator states, by the id the coordinator writes in TransactionStatus: the one
+definition every floor above uses."""
 
 from enum import IntEnum
 
@@ -17,5 +18,5 @@ class TransactionState(IntEnum):
     PREPARE_EPOCH_FENCE = 7
 
 
-# Indexed by state id: a tuple lookup is cheaper than the enum call on the hot path.
-STATES_BY_ID: tuple[TransactionState, ...] = tuple(TransactionState)
+# The states of a transaction in flight: begun and not yet completed.
+IN_FLIGHT_STATES = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)

@@ -1,7 +1,7 @@
 """`txn-exporter hanging`: the data-partition view once, as a table or JSON.
 
-The same scan and rules as the exporter's kafka_hanging_transactions gauge (exporter.sources.hanging,
-exporter.model.hanging). It never aborts anything: for each hanging transaction it prints Kafka's own
+The same scan and rules as the exporter's kafka_hanging_transactions gauge (exporter.sources.hanging_scan,
+exporter.contracts.hanging_rules). It never aborts anything: for each hanging transaction it prints Kafka's own
 `kafka-transactions.sh ... abort --topic T --partition P --start-offset O` to run after checking.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
-from exporter.model.hanging import HANGING, abort_command, finding_row
+from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
 from exporter.view.table import ABORT_INTRO, aligned
 
 T = TypeVar("T")
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from exporter.sources.hanging import HangingScanner, ScanAccessError
+    from exporter.sources.hanging_scan import HangingScanner, ScanAccessError
 
     settings = {}
     for pair in args.kafka_config:

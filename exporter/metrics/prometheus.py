@@ -1,8 +1,9 @@
 """TransactionCollector: renders the model and its latency recorders as Prometheus metric families.
 
 Register it with a prometheus_client registry; the HTTP layer's content negotiation then serves
-Prometheus text or OpenMetrics. Nothing Prometheus-typed touches the hot path: `collect()` takes the
-model's lock, reads aggregates, and builds families at scrape time.
+Prometheus text or OpenMetrics. Nothing Prometheus-typed touches the hot path: `collect()` asks the
+model for a snapshot (the recorders it feeds read at the same instant) and builds families from it
+at scrape time.
 
 Histogram buckets carry exemplars: each bucket's slowest observation of the recorders' window
 (exporter.metrics.latency), labelled `transactional_id` and `producer_id`, timestamped when it was
@@ -44,7 +45,7 @@ from exporter import __version__
 from exporter.metrics import catalogue as c
 from exporter.metrics.latency import LatencyRecorder, LatencySnapshot, Observation
 from exporter.metrics.recorders import LatencyRecorders
-from exporter.model.coordinator import CoordinatorModel
+from exporter.model import CoordinatorModel, ModelSnapshot
 
 _QUANTILE_LABELS = tuple(floatToGoString(q) for q in c.QUANTILES)
 
@@ -93,16 +94,14 @@ class TransactionCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         now_ms = int(self._clock() * 1000)
-        with self._model.lock:
-            families = self._collect_locked(now_ms)
-        yield from families
+        model, histograms = self._model.snapshot(now_ms, self._late_padding_ms, lambda: self._histograms(now_ms))
+        yield from histograms
+        yield from self._model_families(model, now_ms)
         yield _single(c.HTTP_REJECTED_CONNECTIONS, self._http_rejected_connections())
         yield self._build_info()
 
-    def _collect_locked(self, now_ms: int) -> list[Metric]:
-        model = self._model
-        families: list[Metric] = []
-
+    def _histograms(self, now_ms: int) -> list[Metric]:
+        """The recorders' families; read inside the model's snapshot, as the model writes them."""
         latency = _family(c.APPEND_LATENCY)
         quantiles = _family(c.APPEND_LATENCY_QUANTILE)
         # Every live record with a target state is exactly one append-latency observation.
@@ -112,18 +111,20 @@ class TransactionCollector(Collector):
             for label, value in zip(_QUANTILE_LABELS, snapshot.quantiles):
                 quantiles.add_metric((state, label), value)
             records.add_metric((state,), snapshot.cumulative_buckets[-1])
-        families += (latency, quantiles, records)
 
         completion = _family(c.MARKER_COMPLETION)
         for result, recorder in self._recorders.marker_completion.items():
             self._add_histogram(completion, (result,), recorder, now_ms)
-        families.append(completion)
 
         duration = _family(c.TRANSACTION_DURATION)
         for result, recorder in self._recorders.transaction_duration.items():
             self._add_histogram(duration, (result,), recorder, now_ms, self._duration_bounds)
-        families.append(duration)
-        families.append(_single(c.TRANSACTIONS_LATE, model.late_transactions(now_ms, self._late_padding_ms)))
+        return [latency, quantiles, records, completion, duration]
+
+    @staticmethod
+    def _model_families(model: ModelSnapshot, now_ms: int) -> list[Metric]:
+        families: list[Metric] = []
+        families.append(_single(c.TRANSACTIONS_LATE, model.late_transactions))
         families.append(_single(c.TIMEOUTS, model.timeouts))
         families.append(_single(c.PRODUCER_ID_ROTATIONS, model.producer_id_rotations))
         scan = model.hanging_scan
@@ -132,12 +133,12 @@ class TransactionCollector(Collector):
             families.append(_single(c.HANGING_TRANSACTIONS, scan.hanging_transactions))
         families.append(_single(c.HANGING_SCAN_ERRORS, model.hanging_scan_errors))
 
-        pending, oldest_prepare_ms = model.pending_markers()
-        families.append(_single(c.PENDING_MARKERS, pending))
+        families.append(_single(c.PENDING_MARKERS, model.pending_markers))
+        oldest_prepare_ms = model.oldest_prepare_ms
         oldest_age = 0.0 if oldest_prepare_ms is None else max(0, now_ms - oldest_prepare_ms) / 1000
         families.append(_single(c.PENDING_MARKERS_OLDEST_AGE, oldest_age))
 
-        families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state())))
+        families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state)))
         families.append(_single(c.TOMBSTONES, model.tombstones))
         families.append(_labelled(c.DECODE_ERRORS, model.decode_errors.items()))
         families.append(
@@ -162,14 +163,13 @@ class TransactionCollector(Collector):
         phases = dict.fromkeys(c.PARTITION_PHASES, 0)
         lag = _family(c.PARTITION_CONSUMER_LAG)
         last_record = _family(c.PARTITION_LAST_RECORD_TIMESTAMP)
-        for partition, part in model.partitions():
-            phases["live" if part.live else "replaying"] += 1
-            label = (str(partition),)
-            partition_lag = part.consumer_lag()
-            if partition_lag is not None:
-                lag.add_metric(label, partition_lag)
-            if part.last_record_timestamp_ms is not None:
-                last_record.add_metric(label, part.last_record_timestamp_ms / 1000)
+        for row in model.partitions:
+            phases["live" if row.live else "replaying"] += 1
+            label = (str(row.partition),)
+            if row.consumer_lag is not None:
+                lag.add_metric(label, row.consumer_lag)
+            if row.last_record_timestamp_ms is not None:
+                last_record.add_metric(label, row.last_record_timestamp_ms / 1000)
         families += (_labelled(c.PARTITIONS_FOLLOWED, phases.items()), lag, last_record)
         return families
 

@@ -5,30 +5,37 @@ API:
                              marker_completion_commit=..., marker_completion_abort=...)
         (exporter.metrics.LatencyRecorders.sinks() builds one)
     model = CoordinatorModel(sinks)
-    model.apply(event) / model.apply_batch(events)       # writer thread; apply_batch takes model.lock
-    with model.lock:                                     # reader (the collector)
-        model.tombstones, model.decode_errors, model.unwritten_states,
-        model.source_up, model.partitions(), model.transactions_by_state(), model.pending_markers(),
-        model.append_errors, model.marker_retries, model.marker_failures,
-        model.complete_append_retries, model.broker_log,         # from the broker log
-        model.timeouts, model.producer_id_rotations, model.late_transactions(now_ms, padding_ms),
-        model.hanging_scan, model.hanging_scan_errors,           # from exporter.sources.hanging
-        model.in_flight()                                        # InFlight tuples (exporter.view)
+    model.apply(event) / model.apply_batch(events)       # the writer thread
+    model.snapshot(now_ms, late_padding_ms, read_sinks)  # counters and gauges (ModelSnapshot), and
+                                                         # the sinks read at the same instant
+    model.in_flight_transactions(states, limit, min_age_ms, now_ms)   # InFlightSelection
+    model.tracked_id(transactional_id), model.last_hanging_scan()
 
-See exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states,
-timeout aborts: exporter.lifecycle.is_timeout_abort, shared with the Spark pipeline).
+Readers get the plain rows of exporter.model.reading; each query takes the model's lock itself. See
+exporter.model.coordinator for the counting rules (live-only, tombstones, unwritten states, timeout
+aborts: exporter.contracts.lifecycle.is_timeout_abort, shared with the Spark pipeline).
 """
 
 from exporter.model.coordinator import CoordinatorModel, Event
-from exporter.model.partition import TRACKED_STATES, InFlight, PartitionState
+from exporter.model.reading import (
+    InFlightSelection,
+    InFlightTransaction,
+    MarkerErrorRow,
+    ModelSnapshot,
+    PartitionRow,
+    TrackedId,
+)
 from exporter.model.sinks import DurationSink, ObservationSinks
 
 __all__ = [
-    "TRACKED_STATES",
     "CoordinatorModel",
     "DurationSink",
     "Event",
-    "InFlight",
+    "InFlightSelection",
+    "InFlightTransaction",
+    "MarkerErrorRow",
+    "ModelSnapshot",
     "ObservationSinks",
-    "PartitionState",
+    "PartitionRow",
+    "TrackedId",
 ]

@@ -1,9 +1,10 @@
 """CoordinatorModel: the transaction coordinators' state, rebuilt from `__transaction_state` events.
 
-Pure and single-threaded: `apply(event)` for each event a source yields, in order. The metric sinks
-read the aggregates below at scrape time from another thread, so callers hold `model.lock` around
-`apply` (cheapest: once per polled batch, via `apply_batch`) and the collector holds it while it
-reads.
+Pure: `apply(event)` for each event a source yields, in order, from one writer thread (cheapest:
+`apply_batch`, once per polled batch, which takes the model's lock once). Readers on other threads
+(the metric sinks at scrape time, the transactions view) ask through the query methods at the end
+(`snapshot`, `in_flight_transactions`, `tracked_id`), which take the lock themselves and answer with
+the plain rows of exporter.model.reading.
 
 Decisions a reader of the metrics needs to know:
 - Only LIVE records are observed (append latency, which doubles as the records count per target
@@ -20,13 +21,13 @@ Decisions a reader of the metrics needs to know:
   (`PartitionReplayed`): mid-replay, a long-completed prepare looks pending until its complete
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way. (A replay
-  hands over only each id's last record, exporter.sources.kafka_topic: the ones it replaces never
+  hands over only each id's last record, exporter.sources.topic_tail: the ones it replaces never
   reach the codec.)
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
   beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
   record is not noted (the coordinator logs the next retry again).
-- Broker-log events (exporter.sources.broker_log) only count, except one: a final COMPLETE_* append
+- Broker-log events (exporter.sources.broker_log_tail) only count, except one: a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
   `pending_markers()`'s count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
   of an id the model does not hold as pending (its record not read yet, or already completed) is
@@ -36,11 +37,12 @@ Decisions a reader of the metrics needs to know:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
-from exporter.lifecycle import is_timeout_abort
+from exporter.contracts.lifecycle import is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -51,9 +53,17 @@ from exporter.model.partition import (
     STATE_MASK,
     TRACKED_STATES,
     PartitionState,
+    unpack,
+)
+from exporter.model.reading import (
+    InFlightSelection,
+    ModelSnapshot,
+    PartitionRow,
+    TrackedId,
+    select_in_flight,
 )
 from exporter.model.sinks import ObservationSinks
-from exporter.sources.events import (
+from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
     CoordinatorChanged,
@@ -128,9 +138,12 @@ def _action(old: int, new: int) -> int:
 _ACTIONS = tuple(tuple(_action(old, new) for new in range(ABSENT + 1)) for old in range(ABSENT + 1))
 
 
+T = TypeVar("T")
+
+
 class CoordinatorModel:
     def __init__(self, sinks: ObservationSinks) -> None:
-        self.lock = threading.Lock()
+        self._lock = threading.Lock()
         self._partitions: dict[int, PartitionState] = {}
         # Bound once: a method lookup per record is measurable at 250k records/s.
         self._record_append_latency = tuple(sink.record for sink in sinks.append_latency)
@@ -142,24 +155,24 @@ class CoordinatorModel:
         self._record_duration = tuple(sink.record for sink in sinks.transaction_duration)
         # Cumulative counters (never reset by a revoke: they are Prometheus counters). Live records
         # per target state are not counted here: each is exactly one append-latency observation.
-        self.tombstones = 0
-        self.decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
-        self.unwritten_states: dict[TransactionState, int] = dict.fromkeys(
+        self._tombstones = 0
+        self._decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
+        self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(
             EFFECTIVE_STATE_OF_UNWRITTEN, 0
         )
-        self.source_up = False
+        self._source_up = False
         # From the broker log: (target state id, error name) -> failed appends; error -> count.
-        self.append_errors: dict[tuple[int, str], int] = {}
-        self.marker_retries: dict[str, int] = {}
-        self.marker_failures: dict[str, int] = {}
-        self.complete_append_retries = 0
-        self.broker_log = BrokerLogStats()
+        self._append_errors: dict[tuple[int, str], int] = {}
+        self._marker_retries: dict[str, int] = {}
+        self._marker_failures: dict[str, int] = {}
+        self._complete_append_retries = 0
+        self._broker_log = BrokerLogStats()
         # Live records only: coordinator timeout aborts (KIP-588), producer-id changes (KIP-890).
-        self.timeouts = 0
-        self.producer_id_rotations = 0
+        self._timeouts = 0
+        self._producer_id_rotations = 0
         # The last completed hanging-transaction scan (None: none yet), and failed scans.
-        self.hanging_scan: HangingScanCompleted | None = None
-        self.hanging_scan_errors = 0
+        self._hanging_scan: HangingScanCompleted | None = None
+        self._hanging_scan_errors = 0
 
     # --- Writing ---
 
@@ -195,7 +208,7 @@ class CoordinatorModel:
                 new = value.state
                 if new > _LAST_WRITTEN_STATE:
                     # Applied as what a broker writes instead, but never observed as a target state.
-                    self.unwritten_states[new] += 1
+                    self._unwritten_states[new] += 1
                     new = EFFECTIVE_STATE_OF_UNWRITTEN[new]
                     live = False
 
@@ -231,12 +244,12 @@ class CoordinatorModel:
             if not live:
                 continue
             if new == ABSENT:
-                self.tombstones += 1
+                self._tombstones += 1
                 continue
             timestamp_ms = record.timestamp_ms
             record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
-                self.producer_id_rotations += 1
+                self._producer_id_rotations += 1
             if action & _COMPLETES:
                 # Prepare -> complete of the same kind, both appends seen live. Under the prepare's
                 # producer id: the one its markers carry (a TV2 COMPLETE_* may carry the next one).
@@ -251,7 +264,7 @@ class CoordinatorModel:
                     old_packed >> PRODUCER_ID_SHIFT, (old_packed >> EPOCH_SHIFT) & EPOCH_MASK, producer_id,
                     value.producer_epoch, timestamp_ms, start_ms, value.transaction_timeout_ms,
                 ):
-                    self.timeouts += 1
+                    self._timeouts += 1
                     result = _TIMEOUT
                 if self._record_duration:
                     self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
@@ -259,13 +272,13 @@ class CoordinatorModel:
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
         apply = self.apply
-        with self.lock:
+        with self._lock:
             for event in events:
                 apply(event)
 
     def _apply_control(self, event: Event) -> None:
         if type(event) is UndecodableRecord:
-            self.decode_errors[event.error.reason] += 1
+            self._decode_errors[event.error.reason] += 1
             part = self._partitions.get(event.partition)
             if part is not None:
                 part.next_offset = max(part.next_offset, event.offset + 1)
@@ -284,29 +297,29 @@ class CoordinatorModel:
         elif type(event) is PartitionRevoked:
             self._partitions.pop(event.partition, None)
         elif type(event) is SourceStatus:
-            self.source_up = event.up
+            self._source_up = event.up
         else:
             self._apply_broker_log(event)
 
     def _apply_broker_log(self, event: Event) -> None:
         if type(event) is MarkerWriteRetried:
-            self.marker_retries[event.error] = self.marker_retries.get(event.error, 0) + 1
+            self._marker_retries[event.error] = self._marker_retries.get(event.error, 0) + 1
             self._note_marker_error(event)
         elif type(event) is TransactionLogAppendFailed:
             key = (event.target_state, event.error)
-            self.append_errors[key] = self.append_errors.get(key, 0) + 1
+            self._append_errors[key] = self._append_errors.get(key, 0) + 1
         elif type(event) is MarkerWriteFailed:
-            self.marker_failures[event.error] = self.marker_failures.get(event.error, 0) + 1
+            self._marker_failures[event.error] = self._marker_failures.get(event.error, 0) + 1
             self._note_marker_error(event)
         elif type(event) is CompleteAppendRetried:
-            self.complete_append_retries += 1
+            self._complete_append_retries += 1
             tid = event.transactional_id
             for part in self._partitions.values():  # rare: a scan beats knowing the partition count
                 if tid in part.pending:
                     part.retrying.add(tid)
                     break
         elif type(event) is BrokerLogStats:
-            totals = self.broker_log
+            totals = self._broker_log
             totals.lines += event.lines
             totals.truncated += event.truncated
             totals.malformed += event.malformed
@@ -314,11 +327,11 @@ class CoordinatorModel:
             totals.rotations += event.rotations
         elif type(event) is HangingScanCompleted:
             if event.ok:
-                self.hanging_scan = event
+                self._hanging_scan = event
             else:
-                self.hanging_scan_errors += 1
+                self._hanging_scan_errors += 1
         elif type(event) is CoordinatorChanged:
-            pass  # an ownership signal for the topic source (exporter.commands.run); nothing to count
+            pass  # an ownership signal for the topic source (exporter.app); nothing to count
         else:
             raise TypeError(f"not a source event: {event!r}")
 
@@ -339,13 +352,71 @@ class CoordinatorModel:
                     prepared[tid] = (*entry[:5], errors)
                     return
 
-    # --- Reading (hold `lock`) ---
+    # --- Queries (any thread: each takes the lock itself) ---
 
-    def partitions(self) -> Iterator[tuple[int, PartitionState]]:
-        """Every followed partition, replaying or live, in partition order."""
-        return iter(sorted(self._partitions.items()))
+    def snapshot(
+        self, now_ms: int, late_padding_ms: int, read_sinks: Callable[[], T]
+    ) -> tuple[ModelSnapshot, T]:
+        """The counters and gauges at `now_ms`, and `read_sinks()`'s answer from the same instant: the
+        observation sinks are written by `apply`, so a scrape reads them while no record is applied
+        (a histogram's count then equals the records counted)."""
+        with self._lock:
+            pending, oldest_prepare_ms = self._pending_markers()
+            snapshot = ModelSnapshot(
+                source_up=self._source_up,
+                transactions_by_state=self._transactions_by_state(),
+                late_transactions=self._late_transactions(now_ms, late_padding_ms),
+                pending_markers=pending,
+                oldest_prepare_ms=oldest_prepare_ms,
+                tombstones=self._tombstones,
+                decode_errors=dict(self._decode_errors),
+                unwritten_states=dict(self._unwritten_states),
+                append_errors=dict(self._append_errors),
+                marker_retries=dict(self._marker_retries),
+                marker_failures=dict(self._marker_failures),
+                complete_append_retries=self._complete_append_retries,
+                broker_log=BrokerLogStats(**{f: getattr(self._broker_log, f) for f in BrokerLogStats.__slots__}),
+                timeouts=self._timeouts,
+                producer_id_rotations=self._producer_id_rotations,
+                hanging_scan=self._hanging_scan,
+                hanging_scan_errors=self._hanging_scan_errors,
+                partitions=tuple(
+                    PartitionRow(partition, part.live, part.consumer_lag(), part.last_record_timestamp_ms)
+                    for partition, part in sorted(self._partitions.items())
+                ),
+            )
+            return snapshot, read_sinks()
 
-    def transactions_by_state(self) -> list[int]:
+    def in_flight_transactions(
+        self, states: Iterable[int] | None, limit: int, min_age_ms: int, now_ms: int
+    ) -> InFlightSelection:
+        """The oldest `limit` transactions in `states` (of ONGOING and PREPARE_*; None: all three) of
+        the live partitions that entered their state at least `min_age_ms` before `now_ms`."""
+        with self._lock:  # only references are copied under it (no allocation per transaction)
+            entries: list[tuple] = []
+            for part in self._partitions.values():
+                if part.live:
+                    for state in IN_FLIGHT_STATES if states is None else states:
+                        entries += part.inflight[state].values()
+        return select_in_flight(entries, limit, min_age_ms, now_ms)
+
+    def tracked_id(self, transactional_id: str) -> TrackedId | None:
+        """`transactional_id`'s last written state, producer id and epoch; None if not tracked."""
+        with self._lock:
+            for part in self._partitions.values():
+                packed = part.states.get(transactional_id)
+                if packed is not None:
+                    state, producer_id, producer_epoch = unpack(packed)
+                    return TrackedId(TransactionState(state), producer_id, producer_epoch)
+        return None
+
+    def last_hanging_scan(self) -> HangingScanCompleted | None:
+        with self._lock:
+            return self._hanging_scan
+
+    # --- Aggregates (under the lock) ---
+
+    def _transactions_by_state(self) -> tuple[int, ...]:
         """Tracked transactional ids by current state id (EMPTY..COMPLETE_ABORT), live partitions."""
         totals = [0] * TRACKED_STATES
         for part in self._partitions.values():
@@ -353,21 +424,9 @@ class CoordinatorModel:
                 counts = part.state_counts
                 for state in range(TRACKED_STATES):
                     totals[state] += counts[state]
-        return totals
+        return tuple(totals)
 
-    def in_flight(self, states: Iterable[int] = IN_FLIGHT_STATES) -> list[tuple]:
-        """The transactions of the live partitions in `states` (of ONGOING and PREPARE_*), as
-        InFlight tuples (exporter.model.partition), unordered. Only references are copied (no
-        allocation per transaction), so the lock is held briefly; select and format after releasing
-        it."""
-        entries: list[tuple] = []
-        for part in self._partitions.values():
-            if part.live:
-                for state in states:
-                    entries += part.inflight[state].values()
-        return entries
-
-    def late_transactions(self, now_ms: int, padding_ms: int) -> int:
+    def _late_transactions(self, now_ms: int, padding_ms: int) -> int:
         """ONGOING transactions past their own timeout plus `padding_ms` at `now_ms` (KIP-664's
         lateness rule, with each transaction's timeout instead of transaction.max.timeout.ms), over
         live partitions. O(ongoing transactions)."""
@@ -378,7 +437,7 @@ class CoordinatorModel:
                 late += sum(1 for deadline in part.ongoing.values() if deadline < cutoff)
         return late
 
-    def pending_markers(self) -> tuple[int, int | None]:
+    def _pending_markers(self) -> tuple[int, int | None]:
         """(transactions whose last state is PREPARE_* and whose final append is not in the retry
         queue, oldest PREPARE_* timestamp in ms or None, retry queue included), over live partitions.
         O(pending transactions): only those in flight are scanned."""

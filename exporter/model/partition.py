@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from exporter.codec.states import TransactionState
+from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
 from exporter.codec.transaction_log import TransactionLogRecord
 
 # Per-state tallies are lists indexed by state id; only ids the model stores are counted.
@@ -12,17 +12,16 @@ TRACKED_STATES = 6  # EMPTY .. COMPLETE_ABORT
 # The "state" of an id without a record (or whose record is a tombstone). It takes DEAD's id, which
 # is never stored, so tallies can index it unconditionally instead of branching on None.
 ABSENT = int(TransactionState.DEAD)
-# The states of a transaction in flight: begun and not yet completed.
-IN_FLIGHT_STATES = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 
 class PartitionState:
     """Per-partition coordinator state, kept compact for ~1M transactional ids.
 
-    `states` maps a transactional id to its last written state id (a cached small int, so a tracked
-    id costs one dict entry plus the key string and nothing else). When later features need more
-    per id (start timestamp, timeout, producer id/epoch), the value becomes one packed int or a
-    small tuple; it must stay free of per-id objects with a __dict__.
+    `states` maps a transactional id to its last written state, producer id and epoch packed in one
+    int: `state | (producer_epoch & 0xFFFF) << 3 | producer_id << 19` (STATE_MASK and the shifts
+    below), so a tracked id costs one dict entry plus the key string and no per-id object, and the
+    previous producer id and epoch are known when the next record arrives (producer-id rotations,
+    KIP-588 timeout aborts). CoordinatorModel packs it on the record path; `unpack` reads it back.
 
     `pending` holds only the ids whose last state is PREPARE_COMMIT/PREPARE_ABORT (the few in flight),
     as `prepare_timestamp_ms << 1 | seen_live`, so the oldest pending prepare is a min() over them
@@ -30,10 +29,6 @@ class PartitionState:
 
     `retrying` holds the pending ids whose final COMPLETE_* append is in the coordinator's retry
     queue (from the broker log): always a subset of `pending`, left when the id leaves it.
-
-    `states` values are packed: `state | (producer_epoch & 0xFFFF) << 3 | producer_id << 19` (see
-    pack/STATE_MASK), so the previous producer id and epoch are known when the next record arrives
-    (producer-id rotations, KIP-588 timeout aborts) without a per-id object.
 
     `ongoing` holds only the ids whose last state is ONGOING, as their deadline
     `start_timestamp_ms + transaction_timeout_ms`, for the late-transactions gauge.
@@ -105,7 +100,7 @@ class InFlight(NamedTuple):
     entered_ms: int
     transactional_id: str
     partition: int  # of __transaction_state
-    packed: int  # state, producer id and epoch (see pack)
+    packed: int  # state, producer id and epoch (see unpack)
     # Its last record: timeout, start, partitions (or, decoded without them, `raw_value` to decode).
     record: TransactionLogRecord
     # None, or for PREPARE_*, from the broker log: {"topic-N": (error, count, last seen ms)}.
@@ -118,10 +113,6 @@ STATE_MASK = 7
 EPOCH_SHIFT = 3
 EPOCH_MASK = 0xFFFF
 PRODUCER_ID_SHIFT = 19
-
-
-def pack(state: int, producer_id: int, producer_epoch: int) -> int:
-    return state | (producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
 
 
 def unpack(packed: int) -> tuple[int, int, int]:

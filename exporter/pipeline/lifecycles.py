@@ -1,4 +1,4 @@
-"""exporter.lifecycle applied in Arrow batches: sorted transitions in, lifecycle rows out.
+"""exporter.contracts.lifecycle applied in Arrow batches: sorted transitions in, lifecycle rows out.
 
 Runs in Spark's Python workers through mapInArrow after `repartition(cluster, transactional_id)` +
 `sortWithinPartitions(cluster, transactional_id, partition, offset)`: the rows of one id arrive
@@ -13,7 +13,7 @@ from operator import attrgetter
 
 import pyarrow as pa
 
-from exporter.lifecycle import STATE_IDS, STATE_NAMES, TOMBSTONE, Lifecycle, LifecycleTracker, Transition
+from exporter.contracts.lifecycle import STATE_IDS, STATE_NAMES, TOMBSTONE, Lifecycle, LifecycleTracker, Transition
 
 # The transitions columns the lifecycle logic reads (errors filtered out before).
 INPUT_COLUMNS = (

@@ -76,7 +76,7 @@ def spark_session(
     if shuffle_partitions:
         conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     if kafka and not submitted:  # spark-submit's --jars/--packages put the connector there (see below)
-        from exporter.harness.spark_jars import SparkJarsError, connector_jars
+        from exporter.pipeline.connector_jars import SparkJarsError, connector_jars
 
         try:
             jars = connector_jars()
@@ -103,7 +103,7 @@ def _check_connector(spark) -> None:
     except Exception:
         raise PipelineError(
             "Spark's Kafka connector is not on this spark-submit's classpath: add "
-            "--jars \"$(python -m exporter.harness.spark_jars | paste -sd, -)\" (see README, the pipeline on a cluster)"
+            "--jars \"$(python -m exporter.pipeline.connector_jars | paste -sd, -)\" (see README, the pipeline on a cluster)"
         ) from None
 
 

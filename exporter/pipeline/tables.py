@@ -120,7 +120,7 @@ def _with_time(transitions):
 
 
 def lifecycles(transitions, partitions: int | None = None):
-    """One row per transaction, by exporter.lifecycle, per transactional id (repartition + sort +
+    """One row per transaction, by exporter.contracts.lifecycle, per transactional id (repartition + sort +
     mapInArrow: one Python call per Arrow batch, not per id)."""
     from pyspark.sql import functions as F
 

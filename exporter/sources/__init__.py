@@ -1,1 +1,1 @@
-"""Sources: each yields typed events (exporter.sources.events) from one place Kafka writes to."""
+"""Sources: each yields typed events (exporter.contracts.events) from one place Kafka writes to."""

@@ -1,30 +1,24 @@
-"""The transactions view's query: filters, the selection, and the JSON document every format renders.
+"""The transactions view's query: its filters, and the JSON document every format renders.
 
-Cost: the model's lock is held only to copy references to its in-flight tuples and the last
-hanging scan (CoordinatorModel.in_flight: no allocation per transaction). Filtering, the oldest
-`limit` (heapq.nsmallest on the tuples themselves: they order by state entry) and formatting run
-after the lock is released, so a large view never stalls the source (bench/transactions_view.py).
+The rows come from the model's in-flight query (CoordinatorModel.in_flight_transactions: the oldest
+first, selected and built off the model's lock) and its last hanging scan.
 """
 
 from __future__ import annotations
 
-import heapq
 import re
 import urllib.parse
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from exporter.codec import DecodeError, TransactionState, decode_value
-from exporter.model import CoordinatorModel
-from exporter.model.hanging import HANGING, abort_command, finding_row
-from exporter.model.partition import STATE_MASK
-from exporter.sources.events import HangingScanCompleted
+from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
+from exporter.contracts.events import HangingScanCompleted
+from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
+from exporter.model import CoordinatorModel, InFlightTransaction
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 # State filter names; HANGING selects the hanging-transaction scan's findings.
-STATES = {s.name: int(s) for s in (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT,
-                                   TransactionState.PREPARE_ABORT)}  # fmt: skip
+STATES = {state.name: int(state) for state in IN_FLIGHT_STATES}
 HANGING_STATE = "HANGING"
 # A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit.
 _AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?")
@@ -110,28 +104,13 @@ def _shown(text: str) -> str:
     return repr(text[:40] + ("..." if len(text) > 40 else ""))
 
 
-def select(matching: Sequence[tuple], query: Query, now_ms: int) -> tuple[list[tuple], int]:
-    """(the oldest `query.limit` InFlight tuples of `matching` (of the query's states) that are old
-    enough, oldest first; how many are)."""
-    # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
-    oldest = heapq.nsmallest(query.limit, matching)
-    if not query.min_age_ms:
-        return oldest, len(matching)
-    # Old enough is a prefix of that order, so the oldest `limit` of them are among the oldest of all.
-    # A tuple is old enough when it sorts before (cutoff + 1,): compared in C, no Python per entry.
-    old_enough = (now_ms - query.min_age_ms + 1,).__gt__
-    return [e for e in oldest if old_enough(e)], sum(map(old_enough, matching))
-
-
 def document(
     model: CoordinatorModel, query: Query, now_ms: int, late_padding_ms: int, bootstrap_servers: str,
     broker_log: bool,
 ) -> dict[str, object]:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""
-    with model.lock:
-        entries = model.in_flight() if query.states is None else model.in_flight(query.states)
-        scan = model.hanging_scan
-    selected, matching = select(entries, query, now_ms)
+    selection = model.in_flight_transactions(query.states, query.limit, query.min_age_ms, now_ms)
+    scan = model.last_hanging_scan()
     hanging, hanging_matching = hanging_rows(scan, query, now_ms, bootstrap_servers)
     return {
         "now_ms": now_ms,
@@ -142,46 +121,36 @@ def document(
         },
         "late_padding_seconds": late_padding_ms / 1000,
         "broker_log": broker_log,
-        "in_flight_matching": matching,
-        "transactions": [transaction_row(entry, now_ms, late_padding_ms) for entry in selected],
+        "in_flight_matching": selection.matching,
+        "transactions": [transaction_row(txn, now_ms, late_padding_ms) for txn in selection.transactions],
         "hanging_scan": scan is not None,
         "hanging_matching": hanging_matching,
         "hanging": hanging,
     }
 
 
-def transaction_row(entry: tuple, now_ms: int, late_padding_ms: int) -> dict[str, object]:
-    entered_ms, tid, partition, packed, record, marker_errors = entry
-    value = record.value
-    state = packed & STATE_MASK
-    partitions = value.partitions
-    error = None
-    if not isinstance(partitions, dict) and partitions is not None:  # decoded without them: now
-        try:
-            partitions = decode_value(record.raw_value).partitions if record.raw_value is not None else None
-        except DecodeError as e:
-            partitions, error = None, str(e)
-    deadline_ms = value.start_timestamp_ms + value.transaction_timeout_ms
+def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int) -> dict[str, object]:
+    deadline_ms = txn.start_ms + txn.timeout_ms
     row: dict[str, object] = {
-        "transactional_id": tid,
-        "state": TransactionState(state).name,
-        "producer_id": value.producer_id,
-        "producer_epoch": value.producer_epoch,
-        "state_entered_ms": entered_ms,
-        "age_seconds": round(max(0, now_ms - entered_ms) / 1000, 3),
-        "transaction_start_ms": value.start_timestamp_ms,
-        "transaction_timeout_ms": value.transaction_timeout_ms,
+        "transactional_id": txn.transactional_id,
+        "state": txn.state.name,
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.producer_epoch,
+        "state_entered_ms": txn.state_entered_ms,
+        "age_seconds": round(max(0, now_ms - txn.state_entered_ms) / 1000, 3),
+        "transaction_start_ms": txn.start_ms,
+        "transaction_timeout_ms": txn.timeout_ms,
         # kafka_transactions_late's rule: ONGOING past its own timeout plus the padding.
-        "late": state == TransactionState.ONGOING and deadline_ms < now_ms - late_padding_ms,
-        "coordinator_partition": partition,
-        "partitions": [f"{topic}-{p}" for topic, ids in (partitions or {}).items() for p in ids],
+        "late": txn.state == TransactionState.ONGOING and deadline_ms < now_ms - late_padding_ms,
+        "coordinator_partition": txn.coordinator_partition,
+        "partitions": list(txn.partitions),
         "marker_errors": [
-            {"partition": p, "error": e, "count": count, "last_seen_ms": seen}
-            for p, (e, count, seen) in sorted((marker_errors or {}).items())
+            {"partition": m.partition, "error": m.error, "count": m.count, "last_seen_ms": m.last_seen_ms}
+            for m in txn.marker_errors
         ],
     }
-    if error is not None:
-        row["partitions_error"] = error
+    if txn.partitions_error is not None:
+        row["partitions_error"] = txn.partitions_error
     return row
 
 

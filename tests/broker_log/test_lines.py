@@ -13,7 +13,7 @@ from exporter.broker_log.lines import (
     parse_fatal_continuation,
 )
 from exporter.codec.states import TransactionState as S
-from exporter.sources.events import CompleteAppendRetried, CoordinatorChanged, MarkerWriteFailed, MarkerWriteRetried
+from exporter.contracts.events import CompleteAppendRetried, CoordinatorChanged, MarkerWriteFailed, MarkerWriteRetried
 
 TS = "[2026-11-21 07:23:25,279]"
 TSM = "(kafka.coordinator.transaction.TransactionStateManager)"

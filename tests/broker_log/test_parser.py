@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from exporter.broker_log.parser import CACHE_BYTES, MAX_UNPAIRED, MAX_UNPAIRED_BYTES, BrokerLogParser
 from exporter.codec.states import TransactionState as S
-from exporter.sources.events import MarkerWriteFailed, MarkerWriteRetried, TransactionLogAppendFailed
+from exporter.contracts.events import MarkerWriteFailed, MarkerWriteRetried, TransactionLogAppendFailed
 from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
 
 NOISE = b"[2026-11-21 07:23:25,279] INFO [ReplicaManager broker=1] Something else (kafka.server.ReplicaManager)"

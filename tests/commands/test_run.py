@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.harness.processes import free_port
+from txn_workshop.harness.processes import free_port
 
 SECRET = "hunter2-never-printed"
 # The text format: `2026-11-24 05:40:21,712 INFO txn_exporter: message`.

@@ -15,7 +15,7 @@ from exporter.cli import main
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.sources.events import PartitionAssigned, PartitionReplayed
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.test_web_security import CA

@@ -28,8 +28,9 @@ from alerts import generate as alerts_generate
 from dashboards import generate
 from dashboards.metrics import known
 from exporter import config
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import create_topic, held_commit, run_mix
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.workload import held_commit, run_mix
 from tests.alerts.tools import Prometheus
 from tests.integration.exporter_process import ExporterProcess
 

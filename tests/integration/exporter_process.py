@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.harness.processes import free_port
+from txn_workshop.harness.processes import free_port
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import held_commit
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import held_commit
 from tests.integration.exporter_process import ExporterProcess
 
 PENDING = "kafka_transactions_with_pending_markers"

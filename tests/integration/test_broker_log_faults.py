@@ -19,9 +19,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.versions import FULL_SUITE_VERSIONS
-from exporter.harness.workload import alter_topic_config, commit_transactions, create_topic, held_commit
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
+from txn_workshop.harness.admin import alter_topic_config, create_topic
+from txn_workshop.harness.workload import commit_transactions, held_commit
 from tests.integration.exporter_process import ExporterProcess
 
 STATE_TOPIC = "__transaction_state"

@@ -30,10 +30,11 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from exporter.harness import jmx
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.jars import KAFKA_VERSIONS
-from exporter.harness.workload import TRANSACTION_STATE_TOPIC, create_topic, hold_markers, run_mix
+from txn_workshop.harness import jmx
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.jars import KAFKA_VERSIONS
+from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
+from txn_workshop.harness.workload import hold_markers, run_mix
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger

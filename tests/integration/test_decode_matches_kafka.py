@@ -19,8 +19,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from exporter.codec import TransactionLogRecord, TransactionState, decode_record
 from exporter.commands.decode import format_record
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import create_topic, run_mix
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.workload import run_mix
 from exporter.sources.segment_files import partition_of, read_segment
 from tests.conftest import BROKER_PARAMS
 

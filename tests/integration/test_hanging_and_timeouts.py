@@ -9,16 +9,10 @@ import sys
 
 import pytest
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.versions import FULL_SUITE_VERSIONS
-from exporter.harness.workload import (
-    create_internal_topics,
-    create_topic,
-    held_commit,
-    run_mix,
-    timed_out_producer,
-    unregistered_transaction,
-)
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer, unregistered_transaction
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DURATION = "kafka_transaction_duration_seconds_count"

@@ -1,4 +1,4 @@
-"""The harness's Java transactional workload (exporter.harness.java_workload) writes what we take it
+"""The harness's Java transactional workload (txn_workshop.harness.java_workload) writes what we take it
 for, by Kafka's own DumpLogSegments: against a broker with `transaction.version` 2, the Java client
 runs KIP-890 part 2 (ClientTransactionVersion 2 in its records, the epoch bumped at every
 transaction's end), where librdkafka beside it does not; and the exporter's counts of those records,
@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.java_workload import java_transactions
-from exporter.harness.versions import DEFAULT_KAFKA_VERSION
-from exporter.harness.workload import create_internal_topics, create_topic, run_mix
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.java_workload import java_transactions
+from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.workload import run_mix
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.test_decode_matches_kafka import _kafkas
 

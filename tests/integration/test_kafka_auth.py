@@ -23,9 +23,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.versions import FULL_SUITE_VERSIONS, kafka_version
-from exporter.harness.workload import commit_transactions, create_internal_topics, create_topic, timed_out_producer
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.workload import commit_transactions, timed_out_producer
 from tests.integration.exporter_process import ExporterProcess
 
 PASSWORD = "Scram-pw-4d1f9a"

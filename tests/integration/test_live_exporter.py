@@ -8,8 +8,9 @@ from collections import Counter
 
 import pytest
 
-from exporter.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
-from exporter.harness.workload import create_internal_topics, create_topic, run_mix, transaction_state_partition
+from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.workload import run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 

@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from exporter.harness.spark_cluster import SparkStandalone, spark_class
-from exporter.harness.workload import create_topic, hold_markers, run_mix, _producer
-from exporter.lifecycle import pending_at
+from txn_workshop.harness.spark_cluster import SparkStandalone, spark_class
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.workload import hold_markers, run_mix, _producer
+from exporter.contracts.lifecycle import pending_at
 from exporter.pipeline import tables
 from exporter.pipeline.sources import segment_input
 from exporter.pipeline.stream import run_stream

@@ -25,13 +25,9 @@ import pytest
 from confluent_kafka import Consumer, ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import (
-    TRANSACTION_STATE_TOPIC,
-    create_topic,
-    transaction_state_partition,
-    transactions_running,
-)
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
+from txn_workshop.harness.workload import transaction_state_partition, transactions_running
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.test_decode_matches_kafka import _kafkas
 

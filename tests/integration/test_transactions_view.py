@@ -13,8 +13,9 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import create_topic, held_commit
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.workload import held_commit
 from tests.integration.exporter_process import ExporterProcess
 from tests.view import chromium
 

@@ -18,7 +18,7 @@ from exporter.metrics.hdr_layout import HIGHEST_TRACKABLE_MS, HdrLayout
 from exporter.metrics.latency import LatencyRecorder, Observation
 from exporter.metrics.prometheus import EXEMPLAR_LABELS_MAX, REPLACED, TRUNCATED, exemplar, fit
 from exporter.model import CoordinatorModel
-from exporter.sources.events import PartitionAssigned, PartitionReplayed
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from tests.metrics.test_prometheus import NOW_MS, feed
 from tests.model.builders import S, log_event
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_pro
 from exporter.codec import DecodeError
 from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
 from exporter.model import CoordinatorModel
-from exporter.sources.events import (
+from exporter.contracts.events import (
     HangingScanCompleted,
     BrokerLogStats,
     CompleteAppendRetried,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
-from exporter.sources.events import TransactionLogRecords
+from exporter.contracts.events import TransactionLogRecords
+from exporter.model import CoordinatorModel, InFlightTransaction, ModelSnapshot
 
 S = TransactionState
 
@@ -34,3 +35,20 @@ def log_event(
     return TransactionLogRecords(
         partition, [record], timestamp_ms + 5 if received_ms is None else received_ms, replay
     )
+
+
+def snapshot(model: CoordinatorModel, now_ms: int = 0, late_padding_ms: int = 0) -> ModelSnapshot:
+    """The model's counters and gauges, through its own query."""
+    return model.snapshot(now_ms, late_padding_ms, lambda: None)[0]
+
+
+def pending_markers(model: CoordinatorModel) -> tuple[int, int | None]:
+    """(pending transactions, the oldest PREPARE_* timestamp in ms or None)."""
+    taken = snapshot(model)
+    return taken.pending_markers, taken.oldest_prepare_ms
+
+
+def in_flight(model: CoordinatorModel, *states: TransactionState) -> dict[str, InFlightTransaction]:
+    """Every in-flight transaction of the live partitions (in `states`, else all), by id."""
+    selection = model.in_flight_transactions(states or None, 10**9, 0, 0)
+    return {txn.transactional_id: txn for txn in selection.transactions}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from exporter.codec import DecodeError
 from exporter.model import CoordinatorModel, ObservationSinks
-from exporter.sources.events import (
+from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
     PartitionReplayed,
@@ -12,7 +12,7 @@ from exporter.sources.events import (
     SourceStatus,
     UndecodableRecord,
 )
-from tests.model.builders import S, log_event
+from tests.model.builders import S, log_event, pending_markers, snapshot
 
 
 class ListSink:
@@ -52,7 +52,7 @@ def test_live_records_are_counted_per_target_state_with_their_latency():
     assert records_by_state(append) == [0, 2, 1, 0, 0, 0]
     assert append[S.ONGOING].values == [7, 0]
     assert append[S.PREPARE_COMMIT].values == [2]
-    assert model.transactions_by_state() == [0, 1, 1, 0, 0, 0]
+    assert list(snapshot(model).transactions_by_state) == [0, 1, 1, 0, 0, 0]
 
 
 def test_replayed_records_build_state_but_are_neither_counted_nor_timed():
@@ -61,12 +61,12 @@ def test_replayed_records_build_state_but_are_neither_counted_nor_timed():
     model.apply(log_event("a", S.PREPARE_COMMIT, timestamp_ms=1000, replay=True))
     model.apply(log_event("b", S.ONGOING, timestamp_ms=1000, replay=True))
     # Not reported before the replay ends...
-    assert model.transactions_by_state() == [0] * 6
-    assert model.pending_markers() == (0, None)
+    assert list(snapshot(model).transactions_by_state) == [0] * 6
+    assert pending_markers(model) == (0, None)
     model.apply(PartitionReplayed(0))
     # ...then the state is there, without counts or latencies from history.
-    assert model.transactions_by_state() == [0, 1, 1, 0, 0, 0]
-    assert model.pending_markers() == (1, 1000)
+    assert list(snapshot(model).transactions_by_state) == [0, 1, 1, 0, 0, 0]
+    assert pending_markers(model) == (1, 1000)
     assert records_by_state(append) == [0] * 6
     # A completion whose prepare was replayed is not a marker completion duration.
     model.apply(log_event("a", S.COMPLETE_COMMIT, timestamp_ms=2000))
@@ -82,18 +82,18 @@ def test_pending_markers_go_up_and_down_and_the_oldest_prepare_is_tracked():
     model.apply(log_event("a", S.PREPARE_COMMIT, timestamp_ms=1000))
     model.apply(log_event("b", S.PREPARE_ABORT, partition=1, timestamp_ms=1500))
     model.apply(log_event("c", S.PREPARE_COMMIT, timestamp_ms=2000))
-    assert model.pending_markers() == (3, 1000)
+    assert pending_markers(model) == (3, 1000)
 
     model.apply(log_event("a", S.COMPLETE_COMMIT, timestamp_ms=1040))
-    assert model.pending_markers() == (2, 1500)
+    assert pending_markers(model) == (2, 1500)
     assert commit.values == [40]
 
     model.apply(log_event("b", S.COMPLETE_ABORT, partition=1, timestamp_ms=1600))
     assert abort.values == [100]
     model.apply(log_event("c", S.COMPLETE_COMMIT, timestamp_ms=2003))
-    assert model.pending_markers() == (0, None)
+    assert pending_markers(model) == (0, None)
     assert commit.values == [40, 3]
-    assert model.transactions_by_state() == [0, 0, 0, 0, 2, 1]
+    assert list(snapshot(model).transactions_by_state) == [0, 0, 0, 0, 2, 1]
 
 
 def test_a_new_prepare_after_completion_restarts_the_pending_age():
@@ -101,7 +101,7 @@ def test_a_new_prepare_after_completion_restarts_the_pending_age():
     live_partition(model)
     for state, ts in ((S.PREPARE_COMMIT, 1000), (S.COMPLETE_COMMIT, 1010), (S.ONGOING, 5000), (S.PREPARE_ABORT, 6000)):
         model.apply(log_event("a", state, timestamp_ms=ts))
-    assert model.pending_markers() == (1, 6000)
+    assert pending_markers(model) == (1, 6000)
 
 
 def test_tombstones_drop_the_id_and_are_counted_apart_from_target_states():
@@ -110,8 +110,8 @@ def test_tombstones_drop_the_id_and_are_counted_apart_from_target_states():
     model.apply(log_event("a", S.COMPLETE_COMMIT))
     model.apply(log_event("a", None))
     model.apply(log_event("never-seen", None))
-    assert model.transactions_by_state() == [0] * 6
-    assert model.tombstones == 2
+    assert list(snapshot(model).transactions_by_state) == [0] * 6
+    assert snapshot(model).tombstones == 2
     assert records_by_state(append) == [0, 0, 0, 0, 1, 0]
 
 
@@ -120,14 +120,14 @@ def test_states_brokers_never_write_are_applied_as_what_brokers_write_and_counte
     live_partition(model)
     model.apply(log_event("a", S.ONGOING))
     model.apply(log_event("a", S.PREPARE_EPOCH_FENCE, timestamp_ms=2000))
-    assert model.transactions_by_state() == [0, 0, 0, 1, 0, 0]
-    assert model.pending_markers() == (1, 2000)
+    assert list(snapshot(model).transactions_by_state) == [0, 0, 0, 1, 0, 0]
+    assert pending_markers(model) == (1, 2000)
     model.apply(log_event("b", S.EMPTY))
     model.apply(log_event("b", S.DEAD))
-    assert model.transactions_by_state() == [0, 0, 0, 1, 0, 0]
-    assert model.unwritten_states == {S.DEAD: 1, S.PREPARE_EPOCH_FENCE: 1}
+    assert list(snapshot(model).transactions_by_state) == [0, 0, 0, 1, 0, 0]
+    assert snapshot(model).unwritten_states == {S.DEAD: 1, S.PREPARE_EPOCH_FENCE: 1}
     assert records_by_state(append) == [1, 1, 0, 0, 0, 0]
-    assert model.tombstones == 0
+    assert snapshot(model).tombstones == 0
 
 
 def test_revoke_drops_all_state_of_the_partition():
@@ -138,9 +138,9 @@ def test_revoke_drops_all_state_of_the_partition():
     model.apply(log_event("b", S.PREPARE_COMMIT, partition=7, timestamp_ms=500))
     model.apply(log_event("c", S.ONGOING, partition=7))
     model.apply(PartitionRevoked(7))
-    assert [p for p, _ in model.partitions()] == [0]
-    assert model.pending_markers() == (1, 1000)
-    assert model.transactions_by_state() == [0, 0, 1, 0, 0, 0]
+    assert [row.partition for row in snapshot(model).partitions] == [0]
+    assert pending_markers(model) == (1, 1000)
+    assert list(snapshot(model).transactions_by_state) == [0, 0, 1, 0, 0, 0]
     # Observations are cumulative: a revoke does not take back what was counted.
     assert records_by_state(append) == [0, 1, 2, 0, 0, 0]
 
@@ -150,8 +150,8 @@ def test_reassignment_starts_a_fresh_replay():
     live_partition(model)
     model.apply(log_event("a", S.ONGOING))
     model.apply(PartitionAssigned(0))
-    assert model.transactions_by_state() == [0] * 6
-    assert dict(model.partitions())[0].states == {}
+    assert list(snapshot(model).transactions_by_state) == [0] * 6
+    assert model.tracked_id("a") is None
 
 
 def test_decode_errors_are_counted_by_reason_and_advance_the_offset():
@@ -160,29 +160,29 @@ def test_decode_errors_are_counted_by_reason_and_advance_the_offset():
     model.apply(UndecodableRecord(0, 41, DecodeError("unknown_key_version", "key version 3")))
     model.apply(UndecodableRecord(0, 42, DecodeError("truncated", "value of 1 bytes")))
     model.apply(UndecodableRecord(0, 43, DecodeError("truncated", "value of 1 bytes")))
-    assert model.decode_errors["truncated"] == 2
-    assert model.decode_errors["unknown_key_version"] == 1
-    assert set(model.decode_errors) == set(DecodeError.REASONS)
-    assert dict(model.partitions())[0].next_offset == 44
+    assert snapshot(model).decode_errors["truncated"] == 2
+    assert snapshot(model).decode_errors["unknown_key_version"] == 1
+    assert set(snapshot(model).decode_errors) == set(DecodeError.REASONS)
+    model.apply(PartitionProgress(0, position=40, high_watermark=50))
+    assert snapshot(model).partitions[0].consumer_lag == 6  # read up to 43
 
 
 def test_consumer_lag_from_progress_and_records():
     model, _, _, _ = new_model()
     model.apply(PartitionAssigned(3))
-    part = dict(model.partitions())[3]
-    assert part.consumer_lag() is None
+    assert snapshot(model).partitions[0].consumer_lag is None
     model.apply(PartitionProgress(3, position=10, high_watermark=25))
-    assert part.consumer_lag() == 15
+    assert snapshot(model).partitions[0].consumer_lag == 15
     model.apply(log_event("a", S.ONGOING, partition=3, offset=19, replay=True))
-    assert part.consumer_lag() == 5
-    assert part.last_record_timestamp_ms == 1_000_000
+    (row,) = snapshot(model).partitions
+    assert (row.partition, row.consumer_lag, row.last_record_timestamp_ms) == (3, 5, 1_000_000)
 
 
 def test_source_status():
     model, _, _, _ = new_model()
-    assert model.source_up is False
+    assert snapshot(model).source_up is False
     model.apply(SourceStatus(True))
-    assert model.source_up is True
+    assert snapshot(model).source_up is True
 
 
 def test_apply_batch_equals_apply_one_by_one():
@@ -196,5 +196,4 @@ def test_apply_batch_equals_apply_one_by_one():
     batch, batch_append, _, _ = new_model()
     batch.apply_batch(events)
     assert records_by_state(one_append) == records_by_state(batch_append) == [0, 10, 10, 0, 10, 0]
-    assert one.transactions_by_state() == batch.transactions_by_state()
-    assert one.pending_markers() == batch.pending_markers()
+    assert snapshot(one) == snapshot(batch)

@@ -1,14 +1,13 @@
-"""The model's in-flight transactions (CoordinatorModel.in_flight), for the transactions view: kept only
-while ONGOING or PREPARE_*, with when they entered that state, and marker errors noted per partition."""
+"""The model's in-flight transactions (CoordinatorModel.in_flight_transactions), for the transactions
+view: kept only while ONGOING or PREPARE_*, with when they entered that state, and marker errors noted
+per partition."""
 
 from __future__ import annotations
 
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
-from exporter.codec.transaction_log import PARTITIONS_SKIPPED
 from exporter.metrics import LatencyRecorders
-from exporter.model import CoordinatorModel, InFlight
-from exporter.model.partition import unpack
-from exporter.sources.events import (
+from exporter.model import CoordinatorModel, MarkerErrorRow
+from exporter.contracts.events import (
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,
@@ -16,7 +15,7 @@ from exporter.sources.events import (
     PartitionRevoked,
     TransactionLogRecords,
 )
-from tests.model.builders import S, log_event
+from tests.model.builders import S, in_flight, log_event, snapshot
 
 
 def live_model(*partitions: int) -> CoordinatorModel:
@@ -27,10 +26,6 @@ def live_model(*partitions: int) -> CoordinatorModel:
     return model
 
 
-def in_flight(model: CoordinatorModel) -> dict[str, InFlight]:
-    return {e[1]: InFlight._make(e) for e in model.in_flight()}
-
-
 def test_kept_while_ongoing_or_pending_with_state_entry_times():
     model = live_model(0)
     model.apply(log_event("t", S.EMPTY, timestamp_ms=1_000))
@@ -38,12 +33,12 @@ def test_kept_while_ongoing_or_pending_with_state_entry_times():
     model.apply(log_event("t", S.ONGOING, timestamp_ms=2_000))  # start timestamp: 1_950 (builders)
     model.apply(log_event("t", S.ONGOING, timestamp_ms=2_500))  # partitions added: same transaction
     (entry,) = in_flight(model).values()
-    assert entry.entered_ms == 2_450 and entry.partition == 0
-    assert unpack(entry.packed) == (S.ONGOING, 4000, 2)
-    assert entry.record.value.partitions == {"orders": [0, 1]} and entry.marker_errors is None
+    assert entry.state_entered_ms == 2_450 and entry.coordinator_partition == 0
+    assert (entry.state, entry.producer_id, entry.producer_epoch) == (S.ONGOING, 4000, 2)
+    assert entry.partitions == ("orders-0", "orders-1") and entry.marker_errors == ()
     model.apply(log_event("t", S.PREPARE_COMMIT, timestamp_ms=3_000))
     entry = in_flight(model)["t"]
-    assert entry.entered_ms == 3_000 and unpack(entry.packed)[0] == S.PREPARE_COMMIT
+    assert entry.state_entered_ms == 3_000 and entry.state == S.PREPARE_COMMIT
     model.apply(log_event("t", S.COMPLETE_COMMIT, timestamp_ms=3_100))
     assert in_flight(model) == {}
 
@@ -57,7 +52,7 @@ def test_selected_by_state_and_moved_with_each_transition():
     model.apply(log_event("fenced", S.PREPARE_ABORT, partition=0))  # an epoch fence turns it around
 
     def ids(*states):
-        return sorted(e[1] for e in model.in_flight(states))
+        return sorted(in_flight(model, *states))
 
     assert ids(S.ONGOING) == ["ongoing"]
     assert ids(S.PREPARE_COMMIT) == ["commit"]
@@ -89,34 +84,34 @@ def test_tombstone_and_timeout_abort_leave_in_flight():
     assert in_flight(model) == {}
 
 
-def test_records_decoded_without_partitions_keep_their_bytes():
-    """The live source decodes without TransactionPartitions (the hot path); the view decodes them
-    from the bytes the entry keeps, only for the rows it shows."""
+def test_records_decoded_without_partitions_list_them_when_read():
+    """The live source decodes without TransactionPartitions (the hot path); the model decodes them
+    from the bytes it keeps, only for the rows a reader asks for."""
     model = live_model(0)
-    raw = encode_value(TransactionLogValue(1, 7, 0, 60_000, S.ONGOING, {"orders": [3]}, 5, 5))
+    raw = encode_value(TransactionLogValue(1, 7, 0, 60_000, S.ONGOING, {"orders": [3, 4]}, 5, 5))
     record = decode_record(encode_key("lazy"), raw, 0, 10, partitions=False)
     model.apply(TransactionLogRecords(0, [record], 12, False))
     entry = in_flight(model)["lazy"]
-    assert entry.record.value.partitions is PARTITIONS_SKIPPED and entry.record.raw_value == raw
+    assert entry.partitions == ("orders-3", "orders-4") and entry.partitions_error is None
 
 
 def test_marker_errors_noted_per_partition_on_pending_transactions_only():
     model = live_model(0, 1)
     model.apply(log_event("held", S.ONGOING, partition=1))
     model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "held", "orders-1", 5_000))  # not pending yet
-    assert in_flight(model)["held"].marker_errors is None
+    assert in_flight(model)["held"].marker_errors == ()
     model.apply(log_event("held", S.PREPARE_COMMIT, partition=1))
-    before = model.in_flight()
+    before = in_flight(model)["held"]
     for seen in (6_000, 7_000):
         model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "held", "orders-1", seen))
     model.apply(MarkerWriteFailed("INVALID_PRODUCER_EPOCH", "held", "orders-0", 7_500))
     model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "unknown", "orders-1", 8_000))
     model.apply(MarkerWriteFailed("CORRUPT_MESSAGE", "held", None, 8_000))  # fatal: no partition
-    assert in_flight(model)["held"].marker_errors == {
-        "orders-1": ("NOT_ENOUGH_REPLICAS", 2, 7_000),
-        "orders-0": ("INVALID_PRODUCER_EPOCH", 1, 7_500),
-    }
-    assert InFlight._make(before[0]).marker_errors is None  # a copy taken earlier is never changed
-    assert model.marker_retries == {"NOT_ENOUGH_REPLICAS": 4}  # the counters count them all
+    assert in_flight(model)["held"].marker_errors == (
+        MarkerErrorRow("orders-0", "INVALID_PRODUCER_EPOCH", 1, 7_500),
+        MarkerErrorRow("orders-1", "NOT_ENOUGH_REPLICAS", 2, 7_000),
+    )
+    assert before.marker_errors == ()  # a row read earlier is never changed
+    assert snapshot(model).marker_retries == {"NOT_ENOUGH_REPLICAS": 4}  # the counters count them all
     model.apply(log_event("held", S.COMPLETE_COMMIT, partition=1))
     assert in_flight(model) == {}

@@ -7,9 +7,9 @@ import pytest
 
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
 from exporter.model import CoordinatorModel, ObservationSinks
-from exporter.model.partition import pack, unpack
-from exporter.sources.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
-from tests.model.builders import S
+from exporter.model import TrackedId
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from tests.model.builders import S, snapshot
 from tests.model.test_coordinator import ListSink, live_partition
 
 TIMEOUT_MS = 10_000
@@ -44,8 +44,14 @@ def new_model() -> tuple[CoordinatorModel, list[ListSink]]:
 
 
 def test_packing_round_trips_negative_ids_and_unsigned_epochs():
-    for state, pid, epoch in ((0, 0, 0), (5, -1, -1), (6, 2**53, 32767), (1, 123456789, 65535)):
-        assert unpack(pack(state, pid, epoch)) == (state, pid, epoch & 0xFFFF)
+    """The record path packs each id's state, producer id and epoch into one int; what it packs is
+    what the model's query reads back (the epoch as the unsigned 16 bits written)."""
+    model, _ = new_model()
+    cases = ((S.EMPTY, 0, 0), (S.COMPLETE_ABORT, -1, -1), (S.ONGOING, 2**53, 32767), (S.PREPARE_COMMIT, 123456789, -32768))
+    for n, (state, pid, epoch) in enumerate(cases):
+        model.apply(event(f"t{n}", state, pid=pid, epoch=epoch))
+        assert model.tracked_id(f"t{n}") == TrackedId(state, pid, epoch & 0xFFFF)
+    assert model.tracked_id("never") is None
 
 
 def test_late_is_ongoing_past_its_own_timeout_plus_padding():
@@ -53,23 +59,23 @@ def test_late_is_ongoing_past_its_own_timeout_plus_padding():
     model.apply(event("short", S.ONGOING, start_ms=1_000_000, timeout_ms=10_000))
     model.apply(event("long", S.ONGOING, start_ms=1_000_000, timeout_ms=60_000))
     padding = 5_000
-    assert model.late_transactions(1_015_000, padding) == 0  # deadline + padding, not past it
-    assert model.late_transactions(1_015_001, padding) == 1
-    assert model.late_transactions(1_065_001, padding) == 2
+    assert snapshot(model, 1_015_000, padding).late_transactions == 0  # deadline + padding, not past it
+    assert snapshot(model, 1_015_001, padding).late_transactions == 1
+    assert snapshot(model, 1_065_001, padding).late_transactions == 2
     # Adding partitions (ONGOING again) keeps the start; prepare or tombstone ends lateness.
     model.apply(event("long", S.ONGOING, start_ms=1_000_000, at_ms=1_001_000, timeout_ms=60_000))
-    assert model.late_transactions(1_065_001, padding) == 2
+    assert snapshot(model, 1_065_001, padding).late_transactions == 2
     model.apply(event("short", S.PREPARE_COMMIT, at_ms=1_020_000))
-    assert model.late_transactions(1_065_001, padding) == 1
+    assert snapshot(model, 1_065_001, padding).late_transactions == 1
 
 
 def test_late_gauge_waits_for_the_replay_to_finish():
     model = CoordinatorModel(ObservationSinks([ListSink() for _ in range(6)], ListSink(), ListSink()))
     model.apply(PartitionAssigned(0))
     model.apply(event("a", S.ONGOING, replay=True))
-    assert model.late_transactions(10**9, 0) == 0
+    assert snapshot(model, 10**9, 0).late_transactions == 0
     model.apply(PartitionReplayed(0))
-    assert model.late_transactions(10**9, 0) == 1
+    assert snapshot(model, 10**9, 0).late_transactions == 1
 
 
 @pytest.mark.parametrize("tv", [0, 2])
@@ -79,7 +85,7 @@ def test_coordinator_timeout_abort_is_counted_and_timed_as_timeout(tv):
     # The sweep found start + timeout < now: PREPARE_ABORT with the epoch bumped once.
     model.apply(event("t", S.PREPARE_ABORT, epoch=2, at_ms=1_000_000 + TIMEOUT_MS + 400, tv=tv))
     model.apply(event("t", S.COMPLETE_ABORT, epoch=2, at_ms=1_000_000 + TIMEOUT_MS + 410, tv=tv))
-    assert model.timeouts == 1
+    assert snapshot(model).timeouts == 1
     assert [d.values for d in durations] == [[], [], [TIMEOUT_MS + 400]]
 
 
@@ -87,7 +93,7 @@ def test_tv0_client_abort_keeps_the_epoch_and_is_not_a_timeout_even_late():
     model, durations = new_model()
     model.apply(event("c", S.ONGOING, epoch=1))
     model.apply(event("c", S.PREPARE_ABORT, epoch=1, at_ms=1_000_000 + TIMEOUT_MS + 400))
-    assert model.timeouts == 0
+    assert snapshot(model).timeouts == 0
     assert [len(d.values) for d in durations] == [0, 1, 0]
 
 
@@ -95,7 +101,7 @@ def test_tv2_client_abort_bumps_the_epoch_but_comes_before_the_deadline():
     model, durations = new_model()
     model.apply(event("c", S.ONGOING, epoch=1, tv=2))
     model.apply(event("c", S.PREPARE_ABORT, epoch=2, at_ms=1_000_000 + 300, tv=2))
-    assert model.timeouts == 0
+    assert snapshot(model).timeouts == 0
     assert durations[1].values == [300]
 
 
@@ -103,7 +109,7 @@ def test_fence_before_the_deadline_is_not_a_timeout():
     model, _ = new_model()
     model.apply(event("f", S.ONGOING, epoch=1))
     model.apply(event("f", S.PREPARE_ABORT, epoch=2, at_ms=1_000_500))  # a new instance's InitProducerId
-    assert model.timeouts == 0
+    assert snapshot(model).timeouts == 0
 
 
 def test_replayed_timeouts_and_rotations_are_not_counted():
@@ -112,20 +118,20 @@ def test_replayed_timeouts_and_rotations_are_not_counted():
     model.apply(event("t", S.ONGOING, epoch=1, replay=True))
     model.apply(event("t", S.PREPARE_ABORT, epoch=2, at_ms=1_000_000 + TIMEOUT_MS + 1, replay=True))
     model.apply(event("t", S.EMPTY, pid=5000, epoch=0, replay=True))
-    assert (model.timeouts, model.producer_id_rotations) == (0, 0)
+    assert (snapshot(model).timeouts, snapshot(model).producer_id_rotations) == (0, 0)
 
 
 def test_producer_id_change_is_a_rotation_but_a_new_or_expired_id_is_not():
     model, _ = new_model()
     model.apply(event("r", S.EMPTY, pid=10, epoch=32766))
     model.apply(event("r", S.EMPTY, pid=10, epoch=32767))  # epoch bump: same producer id
-    assert model.producer_id_rotations == 0
+    assert snapshot(model).producer_id_rotations == 0
     model.apply(event("r", S.EMPTY, pid=11, epoch=0))  # epoch exhausted: new producer id
-    assert model.producer_id_rotations == 1
+    assert snapshot(model).producer_id_rotations == 1
     tombstone = decode_record(encode_key("r"), None, 0, 1_000_000)
     model.apply(TransactionLogRecords(0, [tombstone], 1_000_002, False))
     model.apply(event("r", S.EMPTY, pid=99, epoch=0))  # expired, then reused: not a rotation
-    assert model.producer_id_rotations == 1
+    assert snapshot(model).producer_id_rotations == 1
 
 
 def test_commit_duration_is_start_to_prepare():

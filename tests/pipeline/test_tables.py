@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from exporter.cli import main
-from exporter.lifecycle import pending_at
+from exporter.contracts.lifecycle import pending_at
 from exporter.pipeline import tables
 from exporter.pipeline.backfill import write_openmetrics
 from exporter.pipeline.report import write_report

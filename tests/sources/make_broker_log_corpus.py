@@ -44,15 +44,9 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.broker_log import BrokerLogParser
 from exporter.codec.states import TransactionState
-from exporter.harness.broker import KafkaBroker
-from exporter.harness.workload import (
-    alter_topic_config,
-    commit_transactions,
-    create_topic,
-    held_commit,
-    reassign_partitions,
-    set_logger_level,
-)
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.admin import alter_topic_config, create_topic
+from txn_workshop.harness.workload import commit_transactions, held_commit, reassign_partitions, set_logger_level
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
 STATE_TOPIC = "__transaction_state"

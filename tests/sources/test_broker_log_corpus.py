@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from exporter.broker_log import BrokerLogParser
-from exporter.harness.versions import KAFKA_VERSIONS, kafka_version
-from exporter.sources.broker_log import BrokerLogFollower
+from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
+from exporter.sources.broker_log_tail import BrokerLogFollower
 from tests.sources.make_broker_log_corpus import as_json
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
@@ -98,7 +98,7 @@ def test_events_agree_with_plain_counts_of_their_lines(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_log_formats_are_those_of_the_version_table(version):
-    """What exporter/harness/versions.py says a version's lines look like, as its broker wrote them."""
+    """What workshop/txn_workshop/harness/versions.py says a version's lines look like, as its broker wrote them."""
     row = kafka_version(version)
     text = "\n".join(_lines(version))
     states = set(re.findall(r"txnState=(\w+)", text))

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.sources.events import PartitionAssigned, PartitionReplayed
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.view import chromium

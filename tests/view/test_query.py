@@ -7,8 +7,8 @@ import pytest
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.model.hanging import HANGING, LATE, Finding, OpenTransaction
-from exporter.sources.events import (
+from exporter.contracts.hanging_rules import HANGING, LATE, Finding, OpenTransaction
+from exporter.contracts.events import (
     HangingScanCompleted,
     MarkerWriteRetried,
     PartitionAssigned,

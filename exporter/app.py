@@ -1,0 +1,186 @@
+"""The composition root: one exporter process's source, model, sinks and HTTP server, wired.
+
+`txn-exporter run` (exporter.commands.run) and the workshop's demo both build an exporter here.
+One thread polls the `__transaction_state` tail and applies its events to the model (holding the
+model's lock once per polled batch); with --broker-log, another follows the broker's log files the
+same way and, on a coordinator elected/resigned line, asks the tail to re-read partition ownership at
+once; with a hanging-scan interval, a third runs the scan. The HTTP server's threads render the
+model at scrape time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from prometheus_client import CollectorRegistry
+
+from exporter import config
+from exporter.contracts.events import CoordinatorChanged, HangingScanCompleted
+from exporter.http_server import MetricsServer
+from exporter.metrics import otlp
+from exporter.metrics.prometheus import TransactionCollector
+from exporter.metrics.recorders import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.sources.broker_log_tail import BrokerLogFollower
+from exporter.sources.topic_tail import TransactionLogTail
+from exporter.view import endpoint
+
+log = logging.getLogger("txn_exporter")
+BROKER_LOG_POLL_SECONDS = 0.1
+# On Ctrl-C or SIGTERM, how long a thread still inside a Kafka request (a metadata request, the
+# hanging scan's client connecting) is waited for before the process exits without it.
+STOP_GRACE_SECONDS = 1.0
+
+
+class Exporter:
+    """The source, the model and the HTTP server of one exporter process."""
+
+    def __init__(self, settings: config.Settings) -> None:
+        self.settings = settings
+        self.recorders = LatencyRecorders(window_seconds=settings.latency_window_seconds)
+        push = settings.otlp_endpoint is not None or otlp.enabled_by_environment()
+        exponential = (
+            otlp.ExponentialRecorders(self.recorders) if push and settings.otlp_histogram == "exponential" else None
+        )
+        self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
+        self.registry = CollectorRegistry(auto_describe=True)
+        collector = TransactionCollector(
+            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds,
+            http_rejected_connections=lambda: self.server.rejected_connections,
+        )
+        self.registry.register(collector)
+        self.pusher = (
+            otlp.OtlpPusher(collector, settings.otlp_endpoint, exponential, settings.otlp_interval_seconds)
+            if push
+            else None
+        )
+        self.tail = TransactionLogTail(
+            settings.bootstrap_servers,
+            broker_id=settings.broker_id,
+            all_partitions=settings.all_partitions,
+            metadata_refresh_seconds=settings.metadata_refresh_seconds,
+            kafka_settings=settings.kafka,
+        )
+        self.broker_logs = [
+            BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
+        ]
+        host, port = config.listen_address(settings)
+        transactions = endpoint.TransactionsEndpoint(
+            self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
+        )
+        self.server = MetricsServer(
+            host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness,
+            web_config_file=settings.web_config_file, routes={endpoint.PATH: transactions},
+        )
+        self._polling = False  # serve()'s loop is running (and using the consumer)
+
+    def start(self) -> None:
+        self.server.start()
+        if self.pusher is not None:
+            log.info("pushing metrics by OTLP to %s every %g s", otlp.describe(self.settings.otlp_endpoint),
+                     self.settings.otlp_interval_seconds)
+            self.pusher.start()
+
+    def serve(self, stop: threading.Event) -> None:
+        """Polls the sources and feeds the model until `stop` is set."""
+        threads = []
+        if self.broker_logs:
+            threads.append(threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True))
+        if self.settings.hanging_scan_interval_seconds > 0:
+            threads.append(threading.Thread(target=self.scan_hanging, args=(stop,), name="hanging-scan", daemon=True))
+        for thread in threads:
+            thread.start()
+        self._polling = True
+        try:
+            while not stop.is_set():
+                events = self.tail.poll()
+                if events:
+                    self.model.apply_batch(events)
+        finally:
+            self._polling = False
+            stop.set()
+            for thread in threads:
+                thread.join(STOP_GRACE_SECONDS)  # a scan still connecting is a daemon: left behind
+
+    def scan_hanging(self, stop: threading.Event) -> None:
+        """Every hanging_scan_interval_seconds, one bounded round of exporter.sources.hanging_scan over the
+        data partitions this broker leads (all of them with --all-partitions), until `stop` is set."""
+        # kafka-python (the scan's client) is imported only when a scan is configured.
+        from exporter.sources.hanging_scan import HangingScanner
+
+        settings = self.settings
+        # The first round waits for the replay, at most one interval: a round holds the GIL too,
+        # and readiness waits on the replay alone.
+        deadline = time.monotonic() + settings.hanging_scan_interval_seconds
+        while not self.ready() and time.monotonic() < deadline:
+            if stop.wait(0.1):
+                return
+        scanner = None
+        failing = False
+        while not stop.is_set():
+            try:
+                if scanner is None:
+                    broker_id = None if settings.all_partitions else self.tail.broker_id
+                    if broker_id is None and not settings.all_partitions:
+                        scanner_ready = False  # the topic source has not discovered the broker id yet
+                    else:
+                        scanner = HangingScanner(
+                            settings.bootstrap_servers, broker_id,
+                            int(settings.hanging_max_transaction_timeout_seconds * 1000),
+                            int(settings.late_transaction_padding_seconds * 1000),
+                            settings.hanging_scan_max_partitions, settings.kafka,
+                        )  # fmt: skip
+                        scanner_ready = True
+                    if not scanner_ready:
+                        if stop.wait(1.0):
+                            break
+                        continue
+                self.model.apply_batch(scanner.scan().events)
+                failing = False
+            except Exception as e:  # a failed round is counted; the next one tries again
+                if not failing:
+                    log.warning("hanging-transaction scan failed: %s", e)
+                failing = True
+                self.model.apply_batch([HangingScanCompleted(0, 0, 0, ok=False)])
+            if stop.wait(settings.hanging_scan_interval_seconds):
+                break
+        if scanner is not None:
+            scanner.close()
+
+    def follow_broker_logs(self, stop: threading.Event) -> None:
+        """Polls the broker log files every BROKER_LOG_POLL_SECONDS until `stop` is set."""
+        failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
+        while True:
+            events = []
+            for n, broker_log in enumerate(self.broker_logs):
+                try:
+                    events += broker_log.poll()
+                except OSError as e:
+                    if n not in failing:
+                        log.warning("cannot read broker log %s: %s", broker_log.path, e)
+                    failing.add(n)
+                else:
+                    failing.discard(n)
+            if events:
+                self.model.apply_batch(events)
+                if any(type(event) is CoordinatorChanged for event in events):
+                    self.tail.refresh_ownership_soon()
+            if stop.wait(BROKER_LOG_POLL_SECONDS):
+                return
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.pusher is not None:
+            self.pusher.stop()
+        if not self._polling:  # else serve() is still inside a consumer call: exit without closing
+            self.tail.close()
+        for broker_log in self.broker_logs:
+            broker_log.close()
+
+    def ready(self) -> bool:
+        return self.readiness() == "ready"
+
+    def readiness(self) -> str:
+        return self.tail.not_ready or "ready"

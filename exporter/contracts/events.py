@@ -1,0 +1,170 @@
+"""The typed events sources hand to the coordinator model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from exporter.codec import DecodeError, TransactionLogRecord
+
+if TYPE_CHECKING:  # exporter.model imports this module
+    from exporter.contracts.hanging_rules import Finding
+
+
+@dataclass(slots=True)
+class TransactionLogRecords:
+    """Consecutive decoded `__transaction_state` records of one partition, as one poll received
+    them (a consumer fetches each partition's records in runs). One event per run rather than per
+    record: the model then looks its partition up once per run, not once per record."""
+
+    partition: int
+    records: list[TransactionLogRecord]  # in offset order, never empty
+    # Wall clock (ms) when the consumer received the records, i.e. after their appends completed.
+    received_ms: int
+    # True while the partition is replayed up to its high watermark after being taken over:
+    # the state is rebuilt, but no latency is observed (the appends happened long ago).
+    replay: bool
+
+
+@dataclass(slots=True)
+class UndecodableRecord:
+    """A record the codec rejected; counted by reason, skipped, and nothing else is lost."""
+
+    partition: int
+    offset: int
+    error: DecodeError
+
+
+@dataclass(slots=True)
+class PartitionAssigned:
+    """The exporter starts following a `__transaction_state` partition (replay begins)."""
+
+    partition: int
+
+
+@dataclass(slots=True)
+class PartitionReplayed:
+    """Replay reached the high watermark seen at assignment: records from here on are live."""
+
+    partition: int
+
+
+@dataclass(slots=True)
+class PartitionRevoked:
+    """The partition moved away: its state and every series it fed must go."""
+
+    partition: int
+
+
+@dataclass(slots=True)
+class PartitionProgress:
+    """Where the consumer stands in a partition, for the lag self-metric; sent as often as the
+    source likes (e.g. from librdkafka's stats or after each poll batch)."""
+
+    partition: int
+    # Next offset the consumer will read (consumer.position()).
+    position: int
+    # Offset after the last record visible to consumers.
+    high_watermark: int
+
+
+@dataclass(slots=True)
+class SourceStatus:
+    """Whether the source can currently read from Kafka (feeds txn_exporter_source_up)."""
+
+    up: bool
+
+
+# --- Broker log events (exporter.sources.broker_log_tail): what never reaches __transaction_state ---
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLogAppendFailed:
+    """A submitted state transition append to `__transaction_state` failed (counted once, whether the
+    broker logged it at INFO only or at DEBUG and INFO)."""
+
+    # TransactionState id, EMPTY (0) .. COMPLETE_ABORT (5).
+    target_state: int
+    # Kafka error name: the raw append error when the DEBUG line was there, else the coordinator's
+    # mapped error of the INFO line; UNKNOWN if neither names a Kafka error.
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerWriteRetried:
+    """A WriteTxnMarkers response carried a retriable error for one partition (the marker is resent)."""
+
+    error: str
+    # Whose marker, for which data partition (`topic-N`, as the broker prints it).
+    transactional_id: str | None = None
+    partition: str | None = None
+    # Wall clock (ms) when the exporter read the line: not in the line itself, so not compared.
+    seen_ms: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerWriteFailed:
+    """A WriteTxnMarkers response carried a permanent error for one partition (sending is cancelled
+    or the partition is dropped from the transaction), or a fatal one."""
+
+    error: str
+    # As MarkerWriteRetried's; a fatal error's line names no partition.
+    transactional_id: str | None = None
+    partition: str | None = None
+    seen_ms: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteAppendRetried:
+    """The final COMPLETE_* append of a transaction whose markers are all written failed and went to
+    the coordinator's retry queue (LogAppendRetryQueueSize); it stays there until the record lands."""
+
+    transactional_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorChanged:
+    """The broker became (elected) or stopped being the transaction coordinator of a partition."""
+
+    partition: int
+    elected: bool
+
+
+@dataclass(slots=True)
+class BrokerLogStats:
+    """What the broker-log source read since its previous stats event (deltas, for self-metrics)."""
+
+    lines: int = 0
+    # Lines longer than the limit: the middle was dropped, the head and tail were parsed.
+    truncated: int = 0
+    # Coordinator lines without the `[time] LEVEL message (logger)` frame.
+    malformed: int = 0
+    # Coordinator lines that looked like one the exporter reads but did not parse.
+    unrecognized: int = 0
+    rotations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HangingScanCompleted:
+    """One round of the data-partition view (exporter.sources.hanging_scan): partitions described, those
+    with a late open transaction, and the late transactions found hanging. `ok` False: the round
+    failed, the gauges keep the previous round's values."""
+
+    partitions_scanned: int
+    partitions_with_late_transactions: int
+    hanging_transactions: int
+    ok: bool = True
+    # The round's verdicts (late and hanging), for the transactions view.
+    findings: tuple[Finding, ...] = ()
+
+
+# What the `__transaction_state` tail (exporter.sources.topic_tail) yields.
+TopicEvent = (
+    TransactionLogRecords
+    | UndecodableRecord
+    | PartitionAssigned
+    | PartitionReplayed
+    | PartitionRevoked
+    | PartitionProgress
+    | SourceStatus
+)

@@ -1,0 +1,136 @@
+"""What the model answers its readers (the metric sinks, the transactions view): plain values.
+
+The model copies what a reader asks for under its own lock and hands it over as the immutable rows
+below; no reader sees the lock, the packed per-id state or a record's bytes. The in-flight query
+holds the lock only to copy references to the model's in-flight tuples (which are replaced, never
+changed); choosing the oldest and building rows (decoding partitions, for the rows shown only) run
+after it is released, so a large view never stalls the source (bench/transactions_view.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from exporter.codec import DecodeError, TransactionState, decode_value
+from exporter.contracts.events import BrokerLogStats, HangingScanCompleted
+from exporter.model.partition import STATE_MASK, InFlight
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRow:
+    """One followed `__transaction_state` partition."""
+
+    partition: int
+    live: bool  # False while it is replayed
+    consumer_lag: int | None  # records behind the high watermark; None until the source reports one
+    last_record_timestamp_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSnapshot:
+    """The model's counters and gauges at one instant (see exporter.model.coordinator's rules)."""
+
+    source_up: bool
+    transactions_by_state: tuple[int, ...]  # tracked ids by state id, EMPTY..COMPLETE_ABORT
+    late_transactions: int
+    pending_markers: int
+    oldest_prepare_ms: int | None
+    tombstones: int
+    decode_errors: dict[str, int]
+    unwritten_states: dict[TransactionState, int]
+    append_errors: dict[tuple[int, str], int]  # (target state id, error) -> failed appends
+    marker_retries: dict[str, int]
+    marker_failures: dict[str, int]
+    complete_append_retries: int
+    broker_log: BrokerLogStats
+    timeouts: int
+    producer_id_rotations: int
+    hanging_scan: HangingScanCompleted | None  # the last completed scan
+    hanging_scan_errors: int
+    partitions: tuple[PartitionRow, ...]  # in partition order
+
+
+class TrackedId(NamedTuple):
+    """A transactional id's last written state as the model holds it."""
+
+    state: TransactionState
+    producer_id: int
+    producer_epoch: int  # the unsigned 16 bits written
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerErrorRow:
+    """The last marker error a data partition returned for a PREPARE_* transaction (broker log)."""
+
+    partition: str  # topic-N
+    error: str
+    count: int
+    last_seen_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightTransaction:
+    """One transaction in ONGOING or PREPARE_*, as its last record and the broker log tell it."""
+
+    transactional_id: str
+    state: TransactionState
+    producer_id: int
+    producer_epoch: int
+    # When it entered its state: the transaction's start for ONGOING, its record's time for PREPARE_*.
+    state_entered_ms: int
+    start_ms: int
+    timeout_ms: int
+    coordinator_partition: int  # of __transaction_state
+    partitions: tuple[str, ...]  # topic-N, as the record lists them
+    partitions_error: str | None  # why the partitions could not be decoded (then none are listed)
+    marker_errors: tuple[MarkerErrorRow, ...]  # by partition
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightSelection:
+    transactions: list[InFlightTransaction]  # the oldest first, at most the limit asked for
+    matching: int  # how many are in the states asked for and old enough
+
+
+def select_in_flight(entries: Sequence[tuple], limit: int, min_age_ms: int, now_ms: int) -> InFlightSelection:
+    """The oldest `limit` of `entries` (InFlight tuples) in their state for at least `min_age_ms`."""
+    # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
+    oldest = heapq.nsmallest(limit, entries)
+    matching = len(entries)
+    if min_age_ms:
+        # Old enough is a prefix of that order, so the oldest `limit` of them are among the oldest of
+        # all. A tuple is old enough when it sorts before (cutoff + 1,): compared in C, no Python per entry.
+        old_enough = (now_ms - min_age_ms + 1,).__gt__
+        oldest = [e for e in oldest if old_enough(e)]
+        matching = sum(map(old_enough, entries))
+    return InFlightSelection([in_flight_row(InFlight._make(e)) for e in oldest], matching)
+
+
+def in_flight_row(entry: InFlight) -> InFlightTransaction:
+    value = entry.record.value
+    partitions = value.partitions
+    error = None
+    if not isinstance(partitions, dict) and partitions is not None:  # decoded without them: now
+        raw = entry.record.raw_value
+        try:
+            partitions = decode_value(raw).partitions if raw is not None else None
+        except DecodeError as e:
+            partitions, error = None, str(e)
+    return InFlightTransaction(
+        transactional_id=entry.transactional_id,
+        state=TransactionState(entry.packed & STATE_MASK),
+        producer_id=value.producer_id,
+        producer_epoch=value.producer_epoch,
+        state_entered_ms=entry.entered_ms,
+        start_ms=value.start_timestamp_ms,
+        timeout_ms=value.transaction_timeout_ms,
+        coordinator_partition=entry.partition,
+        partitions=tuple(f"{topic}-{p}" for topic, ids in (partitions or {}).items() for p in ids),
+        partitions_error=error,
+        marker_errors=tuple(
+            MarkerErrorRow(p, e, count, seen) for p, (e, count, seen) in sorted((entry.marker_errors or {}).items())
+        ),
+    )

@@ -1,0 +1,453 @@
+"""The live source: follows `__transaction_state` partitions with confluent-kafka and yields events.
+
+Ownership: by default the exporter follows the partitions whose leader is the broker it runs
+beside (that broker is their transaction coordinator); with `all_partitions`, every partition.
+Metadata is re-read every `metadata_refresh_seconds` (or at once when `refresh_ownership_soon()` is
+called, e.g. on a coordinator elected/resigned log line): partitions that move in are assigned and
+replayed from the beginning; partitions that move out are unassigned and revoked, so the model drops
+their state and every series they fed.
+
+Replay: a newly assigned partition is read from its first offset up to the high watermark seen at
+assignment with `replay=True`, which rebuilds state without observing latency; `PartitionReplayed`
+marks the switch to live records. Only each transactional id's last record of a replay window is
+decoded (see _hand_over_replayed): a replayed record matters only as the state it leaves, which a
+later record of the same id overwrites, as the broker's own load of the partition keeps the last.
+
+One exception to replay: a cluster's first records. When this exporter, before it ever saw
+`__transaction_state`, found it absent, nothing in the topic can predate that moment, so the
+partitions it then takes are live from their first record, if that record was appended since (by its
+timestamp; the sidecar shares the broker's clock): one from before means the broker answered wrongly,
+and the partition is replayed. The rule is not applied to a topic that disappears after it
+was seen, nor to partitions without a leader for a while: a restarting broker answers so, while the
+exporter beside another broker may still be reading those records. While the topic is absent or a
+partition leaderless, ownership is read again every second.
+
+The consumer uses manual assignment and never commits or joins a group: it needs Describe and Read
+on the topic only. The group id is required by the client but unused.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import re
+import time
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from exporter.codec import DecodeError, decode_record
+from exporter.logs import kafka_client_logger
+from exporter.contracts.events import (
+    PartitionAssigned,
+    PartitionProgress,
+    PartitionReplayed,
+    PartitionRevoked,
+    SourceStatus,
+    TopicEvent,
+    TransactionLogRecords,
+    UndecodableRecord,
+)
+
+TOPIC = "__transaction_state"
+log = logging.getLogger(__name__)
+
+# Settings the source owns; users' Kafka settings may not override them.
+_OWNED_SETTINGS = {
+    "group.id": "txn-exporter",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    # The topic is not transactional; read_uncommitted avoids waiting on an LSO that never lags.
+    "isolation.level": "read_uncommitted",
+}
+# Latency is measured at receipt: fetch as soon as any byte is there, and do not sit on data.
+# librdkafka (2.1+) stops fetching a partition whose local queue holds over queued.min.messages
+# (100k) for fetch.queue.backoff.ms, 1 s by default: a replay drained that queue in well under a
+# second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s, bench/live_exporter.py).
+_DEFAULT_SETTINGS = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "fetch.queue.backoff.ms": 10}
+# Only "all brokers down" means the source is down; a single dropped connection (an idle one the
+# broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
+_CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
+# Kafka refusing the exporter: a restart cannot fix it, so it is logged once, loudly, and /readyz
+# names it until a record arrives. (GROUP_AUTHORIZATION_FAILED is not here: the client looks up the
+# coordinator of the group id it insists on, which the exporter never uses.)
+_ACCESS_ERRORS = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._AUTHENTICATION,
+}
+# librdkafka's "(after 3ms in state CONNECT)" differs at each attempt: without it, the repeats of one
+# connection failure are one message, which the log's repeat suppression collapses.
+_CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
+_BY_OFFSET = attrgetter("offset")
+_PROGRESS_INTERVAL_SECONDS = 1.0
+# A replaying partition's window of last records is decoded and handed to the model once it holds
+# this many transactional ids, so a replay of millions of ids keeps a bounded number of messages
+# (about 600 bytes each with their key and value: 10 MiB a window). Ids with more records than
+# that between two of theirs are decoded more than once, which costs time, never correctness.
+_REPLAY_WINDOW_IDS = 16_384
+_METADATA_TIMEOUT_SECONDS = 5.0
+_RETRY_SECONDS = 1.0
+
+
+class OwnershipError(Exception):
+    """The exporter cannot tell which partitions to follow (a configuration problem)."""
+
+
+class TransactionLogTail:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        broker_id: int | None = None,
+        all_partitions: bool = False,
+        metadata_refresh_seconds: float = 30.0,
+        kafka_settings: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+        consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
+    ) -> None:
+        """`consumer_factory` makes the client from its settings (confluent-kafka's Consumer; tests
+        pass one of their own)."""
+        self._bootstrap_servers = bootstrap_servers
+        self._broker_id = broker_id
+        self._all_partitions = all_partitions
+        self._refresh_seconds = metadata_refresh_seconds
+        self._clock = clock
+        self._consumer = consumer_factory(
+            {
+                **_DEFAULT_SETTINGS,
+                **(kafka_settings or {}),
+                **_OWNED_SETTINGS,
+                "bootstrap.servers": bootstrap_servers,
+                "error_cb": self._on_client_error,
+                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
+                # are logged once, by _on_client_error.
+                "logger": kafka_client_logger(errors_logged=True),
+            }
+        )
+        # Followed partitions -> the offset replay must reach (None once live).
+        self._followed: dict[int, int | None] = {}
+        # Replaying partitions -> their records not yet decoded: the last message of each key.
+        self._replay_windows: dict[int, dict[bytes, Message]] = {}
+        # When the exporter, never having seen the topic, first found it absent (ms); then, once it
+        # exists, its partitions whose records from that time on are live (until their first record
+        # is read, or another broker is seen leading them).
+        self._topic_seen = False
+        self._topic_absent_since_ms: int | None = None
+        self._created_since_ms: dict[int, int] = {}
+        # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
+        # yet, and "owns nothing" would read as ready), for owned partitions whose leader did not
+        # answer yet, and for replays. Else records written meanwhile would be replayed later as
+        # history instead of observed live. The HTTP thread reads `not_ready`, published whole at
+        # the end of each poll, never state the poll is in the middle of changing.
+        self._complete_view = False
+        self._waiting: set[int] = set()
+        self.not_ready: str | None = "starting"
+        self._access_error: str | None = None
+        self._next_offset: dict[int, int] = {}
+        self._up: bool | None = None
+        self._client_down = False
+        self._next_refresh = 0.0
+        self._next_progress = 0.0
+
+    @property
+    def broker_id(self) -> int | None:
+        return self._broker_id
+
+    def refresh_ownership_soon(self) -> None:
+        self._next_refresh = 0.0
+
+    def poll(self, timeout: float = 0.2, max_records: int = 1000) -> list[TopicEvent]:
+        """Returns the events of one poll: ownership changes, records, progress, status."""
+        events: list[TopicEvent] = []
+        now = self._clock()
+        if now >= self._next_refresh:
+            self._next_refresh = now + self._refresh_seconds
+            self._refresh_ownership(events)
+        if self._followed:
+            self._consume(events, timeout, max_records)
+        else:
+            self._consumer.poll(timeout)  # nothing assigned: returns nothing, but serves error_cb
+        if self._client_down:
+            self._client_down = False
+            self._set_up(False, events)
+            self._next_refresh = 0.0  # find out as soon as it is back
+        now = self._clock()
+        if now >= self._next_progress:
+            self._next_progress = now + _PROGRESS_INTERVAL_SECONDS
+            self._report_progress(events)
+        self.not_ready = self._readiness()
+        return events
+
+    def _readiness(self) -> str | None:
+        if self._access_error is not None:
+            return self._access_error
+        if not self._up:
+            return "source down: Kafka does not answer"
+        if not self._complete_view:
+            return f"waiting for the leaders of {TOPIC}'s partitions"
+        if self._waiting:
+            return f"waiting for the leaders of {TOPIC} partitions {sorted(self._waiting)}"
+        replaying = sorted(p for p, target in self._followed.items() if target is not None)
+        if replaying:
+            return f"replaying {TOPIC} partitions {replaying}"
+        return None
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def _consume(self, events: list[TopicEvent], timeout: float, max_records: int) -> None:
+        # Receipt time is what append latency is measured against, so never wait to fill a batch:
+        # block for the first record only, then take what the client has already queued.
+        first = self._consumer.poll(timeout)
+        if first is None:
+            return
+        received_ms = self._now_ms()
+        messages = [first, *self._consumer.consume(max_records - 1, 0)]
+        followed = self._followed
+        windows = self._replay_windows
+        next_offset = self._next_offset
+        created_since_ms = self._created_since_ms
+        append = events.append
+        errors = 0
+        run: TransactionLogRecords | None = None  # the run of one partition's live records being filled
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                errors += 1
+                self._message_error(error)
+                continue
+            partition = message.partition()
+            offset = message.offset()
+            key = message.key()
+            window = windows.get(partition)
+            if window is not None and created_since_ms and partition in created_since_ms:  # a new topic's first record
+                if message.timestamp()[1] >= created_since_ms.pop(partition):
+                    self._end_replay(partition, events)  # appended after the exporter looked: live
+                    window = None
+                # else the partition holds records from before: the topic was there, whatever the
+                # broker said (one starting up may say so), and this is history to replay
+            if window is not None:  # replaying: a later record of the key replaces this one undecoded
+                next_offset[partition] = offset + 1
+                if key is None:
+                    append(UndecodableRecord(partition, offset, DecodeError("bad_length", "null key")))
+                else:
+                    window[key] = message
+                if offset + 1 >= followed[partition]:
+                    self._end_replay(partition, events)
+                elif len(window) >= _REPLAY_WINDOW_IDS:
+                    self._hand_over_replayed(partition, events)
+                continue
+            if partition not in followed:
+                continue  # fetched just before an unassign
+            next_offset[partition] = offset + 1
+            try:
+                if key is None:
+                    raise DecodeError("bad_length", "null key")
+                # The model never reads TransactionPartitions: bounds-checked, not built.
+                record = decode_record(key, message.value(), offset, message.timestamp()[1], False)
+            except DecodeError as e:
+                append(UndecodableRecord(partition, offset, e))
+                run = None
+            else:
+                if run is None or run.partition != partition:
+                    run = TransactionLogRecords(partition, [], received_ms, False)
+                    append(run)
+                run.records.append(record)
+        if errors < len(messages):
+            self._access_error = None
+
+    def _message_error(self, error: KafkaError) -> None:
+        if error.code() in _ACCESS_ERRORS:
+            self._denied(error)
+        elif error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            log.debug("consumer error (the unused group id has no ACL, harmless): %s", error)
+        elif error.code() != KafkaError._PARTITION_EOF:
+            log.warning("consumer error: %s", error)
+
+    def _hand_over_replayed(self, partition: int, events: list[TopicEvent]) -> None:
+        """Decodes the replay window's last records and hands them to the model as one replay run,
+        in offset order; the window starts again empty."""
+        window = self._replay_windows[partition]
+        if not window:
+            return
+        self._replay_windows[partition] = {}
+        records = []
+        # Every record made here outlives the loop, so the cyclic collector would run over and over
+        # through the growing list (about 40% of the hand-over's time) to free nothing: none of it
+        # has cycles. It is paused for the loop only.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for key, message in window.items():
+                offset = message.offset()
+                try:
+                    records.append(decode_record(key, message.value(), offset, message.timestamp()[1], False))
+                except DecodeError as e:
+                    events.append(UndecodableRecord(partition, offset, e))
+        finally:
+            if collecting:
+                gc.enable()
+        if records:
+            records.sort(key=_BY_OFFSET)
+            events.append(TransactionLogRecords(partition, records, self._now_ms(), True))
+
+    def _end_replay(self, partition: int, events: list[TopicEvent]) -> None:
+        self._hand_over_replayed(partition, events)
+        del self._replay_windows[partition]
+        self._created_since_ms.pop(partition, None)
+        self._followed[partition] = None
+        events.append(PartitionReplayed(partition))
+
+    def _refresh_ownership(self, events: list[TopicEvent]) -> None:
+        try:
+            metadata = self._consumer.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
+        except KafkaException as e:
+            if e.args[0].code() in _ACCESS_ERRORS:
+                self._denied(e.args[0])
+            else:
+                log.warning("cannot read metadata of %s from %s: %s", TOPIC, self._bootstrap_servers, e)
+            self._set_up(False, events)
+            return
+        self._set_up(True, events)
+        topic = metadata.topics.get(TOPIC)
+        error = None if topic is None else topic.error
+        if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            # The topic is created on the first transaction: nothing to follow yet, not an outage.
+            if not self._topic_seen and self._topic_absent_since_ms is None:
+                # (Not after it was seen: a restarting broker may answer so for a while.)
+                self._topic_absent_since_ms = self._now_ms()
+            self._next_refresh = self._clock() + _RETRY_SECONDS
+            self._complete_view = True
+            self._waiting = self._apply_ownership(set(), events)
+            return
+        if error is not None and error.code() in _ACCESS_ERRORS:
+            self._denied(error)
+            return
+        leaderless = {p for p, pm in topic.partitions.items() if pm.leader < 0}
+        if topic.partitions:  # (a topic being created may come without them)
+            self._note_created(topic.partitions)
+        if leaderless:
+            self._next_refresh = min(self._next_refresh, self._clock() + _RETRY_SECONDS)
+        if error is not None or not metadata.brokers or (leaderless and not self._complete_view):
+            # A cluster still starting (no brokers, no leaders, LEADER_NOT_AVAILABLE): ownership is
+            # not known yet, so nothing changes until it is; ask again soon.
+            log.info("ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}")
+            self._next_refresh = self._clock() + _RETRY_SECONDS
+            return
+        self._complete_view = True
+        if self._all_partitions:
+            owned = set(topic.partitions) - leaderless
+        else:
+            if self._broker_id is None:
+                self._broker_id = self._discover_broker_id(metadata)
+            owned = {p for p, pm in topic.partitions.items() if pm.leader == self._broker_id}
+        for partition in set(self._created_since_ms) - owned - leaderless:
+            # Led by another broker: its own exporter sees what its coordinator appends.
+            del self._created_since_ms[partition]
+        self._waiting = self._apply_ownership(owned, events)
+
+    def _note_created(self, partitions: dict) -> None:
+        """The topic exists: if this exporter saw it absent first, nothing in it predates that."""
+        self._topic_seen = True
+        if self._topic_absent_since_ms is not None:
+            self._created_since_ms = dict.fromkeys(partitions, self._topic_absent_since_ms)
+            self._topic_absent_since_ms = None
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _discover_broker_id(self, metadata) -> int:
+        """The broker this exporter runs beside, when the cluster makes it unambiguous."""
+        brokers = metadata.brokers
+        if len(brokers) == 1:
+            return next(iter(brokers))
+        wanted = {address.strip() for address in self._bootstrap_servers.split(",")}
+        matches = {b.id for b in brokers.values() if f"{b.host}:{b.port}" in wanted}
+        if len(matches) == 1:
+            return matches.pop()
+        raise OwnershipError(
+            f"cannot tell which of brokers {sorted(brokers)} this exporter runs beside from "
+            f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
+        )
+
+    def _apply_ownership(self, owned: set[int], events: list[TopicEvent]) -> set[int]:
+        """Follows `owned` from now on; returns the owned partitions that could not be assigned yet."""
+        gone = sorted(set(self._followed) - owned)
+        new = sorted(owned - set(self._followed))
+        if gone:
+            self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in gone])
+            for partition in gone:
+                del self._followed[partition]
+                self._replay_windows.pop(partition, None)
+                self._created_since_ms.pop(partition, None)
+                self._next_offset.pop(partition, None)
+                events.append(PartitionRevoked(partition))
+            log.info("stopped following %s partitions %s", TOPIC, gone)
+        assigned = []
+        waiting = set()
+        for partition in new:
+            try:
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(TOPIC, partition), timeout=_METADATA_TIMEOUT_SECONDS
+                )
+            except KafkaException as e:
+                # A leader moving or still loading: take the partition on the next refresh.
+                log.info("not following %s-%d yet: %s", TOPIC, partition, e)
+                self._next_refresh = min(self._next_refresh, self._clock() + _RETRY_SECONDS)
+                waiting.add(partition)
+                continue
+            assigned.append(partition)
+            events.append(PartitionAssigned(partition))
+            self._next_offset[partition] = 0
+            if high <= 0:
+                self._followed[partition] = None
+                self._created_since_ms.pop(partition, None)  # empty: live from its first record anyway
+                events.append(PartitionReplayed(partition))
+            else:
+                self._followed[partition] = high
+                self._replay_windows[partition] = {}
+        if assigned:
+            self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
+            log.info("following %s partitions %s", TOPIC, assigned)
+        return waiting
+
+    def _report_progress(self, events: list[TopicEvent]) -> None:
+        for partition, target in self._followed.items():
+            # Cached: the high watermark the last fetch response carried, no request sent.
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), cached=True)
+            position = self._next_offset.get(partition, 0)
+            if high >= 0:
+                events.append(PartitionProgress(partition, position, high))
+            if target is not None and high >= 0 and position >= high:
+                # Replay done though the last offset below the watermark never came (compacted away).
+                self._end_replay(partition, events)
+
+    def _set_up(self, up: bool, events: list[TopicEvent]) -> None:
+        if up != self._up:
+            self._up = up
+            events.append(SourceStatus(up))
+            if up:
+                log.info("source up: reading %s from %s", TOPIC, self._bootstrap_servers)
+
+    def _denied(self, error: KafkaError) -> None:
+        if self._access_error is None:
+            log.error(
+                "Kafka refuses access to %s: %s. The exporter needs Describe and Read on the topic "
+                "(see the README's least-privilege section); it stays up and not ready until then.",
+                TOPIC, f"{error.name()}: {error.str()}",
+            )
+        self._access_error = f"access denied by Kafka: {error.name()}: {error.str()}"
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        # Runs inside poll/consume on this thread; the next poll turns it into a SourceStatus event.
+        if error.code() in _ACCESS_ERRORS:
+            self._denied(error)
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._client_down = True
+        elif error.code() in _CONNECTION_ERRORS:
+            self._next_refresh = 0.0
+        log.warning("kafka client: %s: %s", error.name(), _CONNECT_TIME.sub("", error.str()))

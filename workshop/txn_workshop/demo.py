@@ -1,0 +1,230 @@
+"""`txn-exporter demo`: a local Kafka cluster, a transactional workload, and the exporter, live.
+
+Two brokers from the harness (the second one makes it possible to hold markers back: see
+txn_workshop.harness.workload.hold_markers), a workload that commits, aborts, lets producers time out
+and now and then holds a transaction's markers back, and the exporter serving /metrics. A summary
+of what the numbers say is printed every few seconds until Ctrl-C or --duration. The brokers' data
+and logs (server.log rolls over by size: a hold's marker retries write megabytes a second) live in
+a temporary directory, removed on exit unless --keep-work-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import math
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from exporter import config, logs
+from exporter.app import Exporter
+from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
+from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, KafkaJarsError, kafka_libs
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
+from exporter.http_server import ListenError, MetricsServer
+
+TOPIC = "demo-orders"
+HOLD_SECONDS = 20
+log = logging.getLogger("txn_exporter.demo")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="a local Kafka cluster, a transactional workload and the exporter",
+        description="Start two local Kafka brokers (from the pinned jars), a transactional workload "
+        "(commits, aborts, timed-out producers, and markers held back now and then), and the exporter; "
+        "print where to look and what the numbers mean. Stops everything on Ctrl-C or after --duration.",
+    )
+    parser.add_argument("--listen", default="127.0.0.1:9464", type=_listen, metavar="HOST:PORT",
+                        help="where /metrics is served (default: %(default)s)")
+    parser.add_argument(
+        "--duration", type=float, default=None, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
+    )
+    parser.add_argument(
+        "--kafka-version", choices=KAFKA_VERSIONS, default=DEFAULT_KAFKA_VERSION,
+        help="the Kafka version of the brokers (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--keep-work-dir", action="store_true",
+        help="keep the brokers' data and logs (a temporary directory) after the demo; by default it is removed",
+    )
+    parser.set_defaults(func=run)
+
+
+def _listen(value: str) -> str:
+    try:
+        config.split_listen(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    # Checked before anything starts: a port in use must not cost two broker starts and a traceback.
+    problem = _preflight(args)
+    if problem:
+        print(f"txn-exporter demo: {problem}", file=sys.stderr)
+        return 2
+    # Warnings only, repeats collapsed: stopping the second broker to hold markers back makes every
+    # client complain about it at each reconnect attempt, which is expected here.
+    logs.configure("WARNING")
+    # kafka-python (the hanging-transaction scan) logs each connection the stopped broker drops at
+    # ERROR, three lines a time; here that is the demo working, not news. So are the workload's
+    # producers retrying through a hold (GETPID ... concurrent operation ... retrying).
+    logging.getLogger("kafka.net").setLevel(logging.CRITICAL)
+    logging.getLogger("librdkafka.harness").setLevel(logging.ERROR)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    workdir = Path(tempfile.mkdtemp(prefix="txn-exporter-demo-"))
+    kept = "kept" if args.keep_work_dir else "removed on exit; --keep-work-dir keeps it"
+    print(f"Starting two Kafka {args.kafka_version} brokers (data and logs in {workdir}, {kept}) ...", flush=True)
+    keep = args.keep_work_dir
+    try:
+        return _demo(args, workdir, stop)
+    except KafkaBrokerError as e:  # its message quotes the broker's log: kept to read whole
+        print(f"txn-exporter demo: {e}", file=sys.stderr)
+        keep = True
+        return 1
+    finally:
+        if keep:
+            print(f"Brokers' data and logs kept in {workdir}", flush=True)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _preflight(args: argparse.Namespace) -> str | None:
+    """What would stop the demo midway, found before it starts anything: the port, Java, the jars."""
+    host, port = config.split_listen(args.listen)
+    probe = MetricsServer(host, port, CollectorRegistry(), healthy=lambda: True, ready=lambda: False)
+    try:
+        probe.start()
+    except ListenError as e:
+        return f"{e} (--listen HOST:PORT picks another)"
+    probe.stop()
+    if shutil.which("java") is None:
+        return "Java 17+ is needed for the Kafka brokers (apt-get install openjdk-17-jre-headless)"
+    try:
+        kafka_libs(args.kafka_version)  # resolved from Maven Central once, then cached
+    except KafkaJarsError as e:
+        return str(e)
+    return None
+
+
+def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int:
+    with KafkaBroker(args.kafka_version, workdir=workdir / "broker-1") as first, KafkaBroker(
+        args.kafka_version, workdir=workdir / "broker-2", join=first, node_id=2
+    ) as second:
+        create_topic(first.bootstrap_servers, TOPIC, partitions=3, replication_factor=2)
+        settings = config.Settings(
+            bootstrap_servers=first.bootstrap_servers, all_partitions=True, listen=args.listen,
+            metadata_refresh_seconds=5,
+            # The coordinator's own log: marker retries while markers are held back, append errors.
+            broker_log=[str(first.server_log)], broker_log_from_start=True,
+        )
+        exporter = Exporter(settings)
+        try:
+            exporter.start()
+        except ListenError as e:  # taken since the preflight check
+            print(f"txn-exporter demo: {e}", file=sys.stderr)
+            return 2
+        _explain(exporter.server.url, first.bootstrap_servers)
+        threads = [
+            threading.Thread(target=exporter.serve, args=(stop,), name="exporter", daemon=True),
+            threading.Thread(target=_workload, args=(first.bootstrap_servers, second, stop), name="workload", daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = math.inf if args.duration is None else time.monotonic() + args.duration
+        try:
+            while not stop.wait(min(5.0, max(0.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    break
+                _summary(exporter)
+        finally:
+            stop.set()
+            print("Stopping the workload and the exporter ...", flush=True)
+            for thread in threads:
+                thread.join(60)
+            exporter.stop()
+            print("Stopping the brokers ...", flush=True)
+    return 0
+
+
+def _workload(bootstrap: str, follower: KafkaBroker, stop: threading.Event) -> None:
+    """Rounds of commits and aborts; every 3rd round a producer times out, every 5th markers are held."""
+    try:
+        for round_ in itertools.count(1):
+            if stop.is_set():
+                return
+            run_mix(bootstrap, TOPIC, [f"demo-{i}" for i in range(4)], commits=3, aborts=1, seed=round_)
+            if round_ % 3 == 0:
+                timed_out_producer(bootstrap, "demo-timeout", TOPIC, transaction_timeout_ms=3000, wait=False)
+            if round_ % 5 == 0:
+                _held_transaction(bootstrap, follower, stop)
+    except Exception:  # the demo's brokers are going away under it at shutdown
+        if not stop.is_set():
+            log.exception("workload stopped")
+
+
+def _held_transaction(bootstrap: str, follower: KafkaBroker, stop: threading.Event) -> None:
+    print(f"... holding a transaction's commit markers back for {HOLD_SECONDS} s (pending markers > 0)", flush=True)
+    with held_commit(bootstrap, follower, TOPIC, "demo-held"):
+        stop.wait(HOLD_SECONDS)
+    print("... markers released: pending markers drop back to 0 within seconds", flush=True)
+
+
+def _explain(url: str, bootstrap: str) -> None:
+    print(
+        f"""
+kafka-txn-exporter demo
+  metrics:  {url}   (readiness: {url.removesuffix('/metrics')}/readyz)
+  transactions: {url.removesuffix('/metrics')}/transactions   (which ones are in flight or stuck; a page in a browser)
+  kafka:    {bootstrap}
+
+What to look at:
+  kafka_transaction_state_log_append_latency_seconds{{target_state}}  how long the coordinator's appends
+      to __transaction_state took (record timestamp -> visible to the exporter)
+  kafka_transactions_with_pending_markers      transactions prepared whose commit/abort markers are not
+      all written yet; kafka_transaction_pending_markers_oldest_age_seconds: how long the oldest waits
+  kafka_transaction_marker_completion_seconds{{result}}  prepare -> complete
+  kafka_transactions{{state}}                   transactional ids by their current state
+  kafka_transaction_marker_retries_total{{error}}  WriteTxnMarkers retried (from the broker's log file).
+      Kafka retries markers without backoff: a partition that answers with a retriable error goes
+      straight back on the coordinator's queue and is resent as soon as the answer is in (one
+      request in flight per broker), so each hold counts thousands of retries a second.
+Ctrl-C stops everything.
+""",
+        flush=True,
+    )
+
+
+def _summary(exporter: Exporter) -> None:
+    now_ms = int(time.time() * 1000)
+    model = exporter.model
+    with model.lock:
+        pending, oldest_ms = model.pending_markers()
+        retries = sum(model.marker_retries.values())
+        snapshots = {
+            state: recorder.snapshot(now_ms, (0.99,))
+            for state, recorder in zip(("PREPARE_COMMIT", "PREPARE_ABORT"), exporter.recorders.append_latency[2:4])
+        }
+    age = 0.0 if oldest_ms is None else max(0.0, (now_ms - oldest_ms) / 1000)
+    appends = ", ".join(
+        f"{state} {s.cumulative_buckets[-1]} (p99 {s.quantiles[0] * 1000:.0f} ms)" for state, s in snapshots.items()
+    )
+    print(
+        f"[{time.strftime('%H:%M:%S')}] appends: {appends} | pending markers {pending}, oldest {age:.1f} s"
+        f" | marker retries {retries}",
+        flush=True,
+    )

@@ -1,0 +1,73 @@
+"""Resolve the jars of a Kafka version from Maven Central into a cache outside git.
+
+Layout: ``<cache>/kafka/<version>/libs/*.jar`` plus a ``.complete`` marker, resolved and cached as
+exporter.pipeline.maven does it (atomically; offline once cached).
+
+CLI: ``python -m txn_workshop.harness.jars [VERSION ...]`` (default: all pinned versions).
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+
+from exporter.pipeline import maven
+from txn_workshop.harness.versions import BY_VERSION, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, VERSIONS
+
+# Re-exported: callers import the pinned versions from here, as before the version table.
+__all__ = ["DEFAULT_KAFKA_VERSION", "KAFKA_VERSIONS", "KafkaJarsError", "kafka_libs", "tools_libs", "tools_version"]
+
+
+class KafkaJarsError(RuntimeError):
+    pass
+
+
+
+def tools_version(version: str) -> str:
+    """The version whose classpath runs the tools against a ``version`` broker (see versions.py)."""
+    return BY_VERSION[version].tools_version if version in BY_VERSION else version
+
+
+def tools_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
+    """The classpath dir for Kafka's command-line tools against a ``version`` broker."""
+    return kafka_libs(tools_version(version))
+
+
+def kafka_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
+    """Return the directory holding every jar of ``version``; resolve it with mvn if not cached."""
+    home = maven.cache_root() / "kafka" / version
+    if not maven.cached(home):
+        profiles = _profiles(version)
+        maven.resolve(
+            home, resources.files(__package__) / "kafka-pom.xml", [f"-Dkafka.version={version}", *(["-P" + ",".join(profiles)] if profiles else [])],
+            f"Kafka {version} jars",
+            lambda jars: None if any(j.startswith("kafka_2.13-") for j in jars) else "no kafka_2.13 jar",
+            {"kafka": version, "profiles": profiles}, KafkaJarsError,
+        )  # fmt: skip
+    return home / "libs"
+
+
+def _profiles(version: str) -> list[str]:
+    """kafka-pom.xml's profiles for a pinned version, or for the tools classpath of one (4.2.1)."""
+    row = BY_VERSION.get(version) or next((v for v in VERSIONS if v.tools_version == version), None)
+    if row is None:
+        raise KafkaJarsError(f"Kafka {version} is not pinned (workshop/txn_workshop/harness/versions.py): {', '.join(KAFKA_VERSIONS)}")
+    return (["tools"] if row.tools_version == version else []) + (["log4j2"] if row.log4j == 2 else [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    versions = (sys.argv[1:] if argv is None else argv) or list(KAFKA_VERSIONS)
+    for version in versions:
+        try:
+            print(f"{version}\t{kafka_libs(version)}", flush=True)
+            if tools_version(version) != version:
+                print(f"{version} tools\t{tools_libs(version)}", flush=True)
+        except KafkaJarsError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
