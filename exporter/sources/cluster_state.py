@@ -16,7 +16,7 @@ Bounded cost, whatever the cluster's size:
   metadata request behind a pending one, so a broker that hangs costs one pending request, not one
   per page view.
 
-Client: kafka-python's admin (as exporter.sources.hanging; librdkafka has no DescribeProducers), its
+Client: kafka-python's admin (as exporter.sources.hanging_scan; librdkafka has no DescribeProducers), its
 blocking calls on this source's own daemon threads. Not confluent-kafka's AdminClient for metadata and
 configs, tried first: librdkafka sends DescribeTopics and DescribeConfigs to the "controller" of the
 metadata, which a KRaft cluster reports as a random broker, so with one broker hung (SIGSTOPped) they
@@ -150,7 +150,7 @@ EMPTY_SNAPSHOT = ClusterSnapshot(Fact(None, problem="not looked up"), {}, {}, {}
 class _Entry:
     """A cached value: the last answer (value or problem, and when) and the refresh under way."""
 
-    __slots__ = ("value", "problem", "as_of_ms", "fetched", "pending", "pick")
+    __slots__ = ("as_of_ms", "fetched", "pending", "pick", "problem", "value")
 
     def __init__(self) -> None:
         self.value: Any = None
@@ -260,7 +260,7 @@ class ClusterStateSource:
     def _kafka_python_admin(self) -> Any:
         from kafka import KafkaAdminClient
 
-        from exporter.sources.hanging import admin_config
+        from exporter.sources.hanging_scan import admin_config
 
         config = admin_config(self._bootstrap_servers, self._kafka_settings)
         config["client_id"] = "txn-exporter-cluster-state"
@@ -354,7 +354,7 @@ class ClusterStateSource:
     def _submit(self, call: Callable[[], Any]) -> Future:
         if self._workers is None:
             # kafka-python imported here first, not by two workers at once (a circular import then).
-            import kafka.admin  # noqa: F401
+            import kafka.admin
             import kafka.errors  # noqa: F401
 
             self._workers = _Workers(WORKER_THREADS, "cluster-state")
@@ -413,11 +413,19 @@ class ClusterStateSource:
             elif error is not errors.NoError:
                 found[topic["name"]] = (None, error.message)
             else:
-                found[topic["name"]] = (TopicMetadata({
-                    p["partition_index"]: PartitionMetadata(
-                        p["leader_id"] if p["leader_id"] >= 0 else None, tuple(p["replica_nodes"]), tuple(p["isr_nodes"]))
-                    for p in topic["partitions"]
-                }), None)  # fmt: skip
+                found[topic["name"]] = (
+                    TopicMetadata(
+                        {
+                            p["partition_index"]: PartitionMetadata(
+                                p["leader_id"] if p["leader_id"] >= 0 else None,
+                                tuple(p["replica_nodes"]),
+                                tuple(p["isr_nodes"]),
+                            )
+                            for p in topic["partitions"]
+                        }
+                    ),
+                    None,
+                )
         return brokers, found
 
     def _min_isr(self, topics: list[str]) -> dict[str, tuple[MinInsyncReplicas | None, str | None]]:
@@ -485,11 +493,16 @@ class ClusterStateSource:
         return {
             (tp.topic, tp.partition): (
                 tuple(
-                    ProducerState(p.producer_id, p.producer_epoch, p.last_timestamp, p.coordinator_epoch,
-                                  p.current_transaction_start_offset)
+                    ProducerState(
+                        p.producer_id,
+                        p.producer_epoch,
+                        p.last_timestamp,
+                        p.coordinator_epoch,
+                        p.current_transaction_start_offset,
+                    )
                     for p in state.active_producers
                 ),
                 None,
             )
             for tp, state in answered.items()
-        }  # fmt: skip
+        }

@@ -56,10 +56,20 @@ CONFIRM, FIX, LAST_RESORT = "confirm", "fix", "last resort"
 
 # Errors the marker path returns (TransactionMarkerRequestCompletionHandler, 3.6 to 4.4): retried
 # at once, given up for the partition, or treated as a bug (IllegalStateException).
-MARKER_RETRIABLE = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "NOT_LEADER_OR_FOLLOWER",
-                    "UNKNOWN_TOPIC_OR_PARTITION", "KAFKA_STORAGE_ERROR", "REQUEST_TIMED_OUT")  # fmt: skip
-MARKER_PERMANENT = ("INVALID_PRODUCER_EPOCH", "TRANSACTION_COORDINATOR_FENCED", "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-                    "UNSUPPORTED_VERSION")  # fmt: skip
+MARKER_RETRIABLE = (
+    "NOT_ENOUGH_REPLICAS",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "NOT_LEADER_OR_FOLLOWER",
+    "UNKNOWN_TOPIC_OR_PARTITION",
+    "KAFKA_STORAGE_ERROR",
+    "REQUEST_TIMED_OUT",
+)
+MARKER_PERMANENT = (
+    "INVALID_PRODUCER_EPOCH",
+    "TRANSACTION_COORDINATOR_FENCED",
+    "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+    "UNSUPPORTED_VERSION",
+)
 MARKER_FATAL = ("CORRUPT_MESSAGE", "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_REQUIRED_ACKS")
 
 _CODES = {name: code for code, name, _ in ERRORS}
@@ -189,17 +199,23 @@ def diagnose(
             producer = _producer(snapshot.producers[parsed], row, now_ms)  # type: ignore[index]
         if not errors and trouble is None and producer is None:
             continue  # a healthy partition with nothing to say: left out
-        partitions.append({
-            "partition": name,
-            **facts.json(),
-            "errors": [
-                {"error": e["error"], "count": e["count"], "last_seen_ms": e["last_seen_ms"],
-                 "cause": marker_cause(e["error"], facts)}
-                for e in sorted(errors, key=lambda e: -e["last_seen_ms"])
-            ],
-            "cause": trouble,
-            **({"producer": producer} if producer is not None else {}),
-        })  # fmt: skip
+        partitions.append(
+            {
+                "partition": name,
+                **facts.json(),
+                "errors": [
+                    {
+                        "error": e["error"],
+                        "count": e["count"],
+                        "last_seen_ms": e["last_seen_ms"],
+                        "cause": marker_cause(e["error"], facts),
+                    }
+                    for e in sorted(errors, key=lambda e: -e["last_seen_ms"])
+                ],
+                "cause": trouble,
+                **({"producer": producer} if producer is not None else {}),
+            }
+        )
     summary, runbook = _summary(row, partitions, coordinator, broker_log)
     return {
         "summary": summary,
@@ -217,7 +233,7 @@ def diagnose(
                 if state == "PREPARE_COMMIT"
                 else ""
             ),
-        },  # fmt: skip
+        },
     }
 
 
@@ -233,15 +249,21 @@ def hanging_advice(row: Mapping, bootstrap_servers: str) -> dict[str, object]:
     return {
         "runbook": runbook_link(HANGING),
         "commands": [
-            _command(CONFIRM, f"kafka-transactions.sh --bootstrap-server {b} describe-producers --topic "
-                              f"{shlex.quote(topic)} --partition {partition}",
-                     f"the open transaction at offset {row['start_offset']}: producer {row['producer_id']}, "
-                     f"epoch {row['epoch']}"),
-            _command(FIX, row["abort_command"],
-                     "writes an abort marker at that start offset; only an open transaction starting exactly "
-                     "there is aborted"),
+            _command(
+                CONFIRM,
+                f"kafka-transactions.sh --bootstrap-server {b} describe-producers --topic "
+                f"{shlex.quote(topic)} --partition {partition}",
+                f"the open transaction at offset {row['start_offset']}: producer {row['producer_id']}, "
+                f"epoch {row['epoch']}",
+            ),
+            _command(
+                FIX,
+                row["abort_command"],
+                "writes an abort marker at that start offset; only an open transaction starting exactly "
+                "there is aborted",
+            ),
         ],
-    }  # fmt: skip
+    }
 
 
 # --- partitions ---------------------------------------------------------------------------------
@@ -250,7 +272,7 @@ def hanging_advice(row: Mapping, bootstrap_servers: str) -> dict[str, object]:
 class _PartitionFacts:
     """What the snapshot says of one partition, with None for what is unknown."""
 
-    __slots__ = ("metadata", "min_isr", "brokers", "as_of_ms", "unknown", "exists")
+    __slots__ = ("as_of_ms", "brokers", "exists", "metadata", "min_isr", "unknown")
 
     def __init__(
         self,
@@ -341,13 +363,17 @@ class _PartitionFacts:
             return None
         if m.leader is None:
             isr_down = self.down(m.isr)
-            return (f"no leader: {self.isr_text()}"
-                    + (f", {', '.join(self.broker_state(b) for b in isr_down)}" if isr_down else "")
-                    + "; the coordinator keeps the markers queued for a leader (UnknownDestinationQueueSize), "
-                      "nothing is logged per retry")  # fmt: skip
+            return (
+                f"no leader: {self.isr_text()}"
+                + (f", {', '.join(self.broker_state(b) for b in isr_down)}" if isr_down else "")
+                + "; the coordinator keeps the markers queued for a leader (UnknownDestinationQueueSize), "
+                "nothing is logged per retry"
+            )
         if self.brokers is not None and m.leader not in self.brokers.live:
-            return (f"its leader, {self.broker_state(m.leader)}, cannot be reached: the coordinator's requests "
-                    f"to it fail or time out (no partition error is logged)")  # fmt: skip
+            return (
+                f"its leader, {self.broker_state(m.leader)}, cannot be reached: the coordinator's requests "
+                f"to it fail or time out (no partition error is logged)"
+            )
         if self.under_min_isr():
             return (
                 f"{self.isr_text()} is below {self.min_isr_text()}; out of the ISR: "
@@ -552,13 +578,15 @@ def _coordinator_part(
         "partition": f"{TRANSACTION_STATE_TOPIC}-{partition}",
         **facts.json(),
         "append_errors": [
-            {**{k: e[k] for k in ("error", "count", "last_seen_ms")},
-             **({"target_state": e["target_state"]} if "target_state" in e else {}),
-             "cause": append_cause(e["error"], facts)}
+            {
+                **{k: e[k] for k in ("error", "count", "last_seen_ms")},
+                **({"target_state": e["target_state"]} if "target_state" in e else {}),
+                "cause": append_cause(e["error"], facts),
+            }
             for e in errors
         ],
         "cause": trouble,
-    }  # fmt: skip
+    }
 
 
 # --- summary, runbook, commands -------------------------------------------------------------------
@@ -580,18 +608,29 @@ def _summary(row: Mapping, partitions: list[dict], coordinator: dict, broker_log
         if troubled:
             return f"{troubled[0]['partition']}: {troubled[0]['cause']}", MARKERS_PENDING
         if append_trouble:
-            return (f"its markers may all be written, but the coordinator cannot append the final COMPLETE_* record: "
-                    f"{_coordinator_line(coordinator)}", APPEND_ERRORS)  # fmt: skip
+            return (
+                f"its markers may all be written, but the coordinator cannot append the final COMPLETE_* record: "
+                f"{_coordinator_line(coordinator)}",
+                APPEND_ERRORS,
+            )
         if not broker_log:
-            return ("no marker error is known: the exporter does not follow the coordinator's log (--broker-log); "
-                    "the partitions' leaders and ISRs look healthy", MARKERS_PENDING)  # fmt: skip
-        return ("no marker error read and the partitions look healthy: the coordinator may not reach their leaders "
-                "(disconnects, `Cancelled in-flight WRITE_TXN_MARKERS request` in its log), or its final append is "
-                "being retried (KafkaTransactionCompleteAppendRetries)", MARKERS_PENDING)  # fmt: skip
+            return (
+                "no marker error is known: the exporter does not follow the coordinator's log (--broker-log); "
+                "the partitions' leaders and ISRs look healthy",
+                MARKERS_PENDING,
+            )
+        return (
+            "no marker error read and the partitions look healthy: the coordinator may not reach their leaders "
+            "(disconnects, `Cancelled in-flight WRITE_TXN_MARKERS request` in its log), or its final append is "
+            "being retried (KafkaTransactionCompleteAppendRetries)",
+            MARKERS_PENDING,
+        )
     # ONGOING
     if row.get("late"):
-        head = ("ONGOING past its own timeout: the coordinator should have aborted it "
-                "(transaction.abort.timed.out.transaction.cleanup.interval.ms)")  # fmt: skip
+        head = (
+            "ONGOING past its own timeout: the coordinator should have aborted it "
+            "(transaction.abort.timed.out.transaction.cleanup.interval.ms)"
+        )
         if append_trouble:
             return f"{head}, but cannot append its PREPARE_ABORT: {_coordinator_line(coordinator)}", APPEND_ERRORS
         return f"{head}; {client_verdict(partitions, row)}", LATE
@@ -619,10 +658,13 @@ def _command(purpose: str, command: str, why: str) -> dict[str, str]:
 def _commands(row: Mapping, partitions: list[dict], coordinator: dict, bootstrap_servers: str) -> list[dict[str, str]]:
     b = shlex.quote(bootstrap_servers)
     commands = [
-        _command(CONFIRM, f"kafka-transactions.sh --bootstrap-server {b} describe --transactional-id "
-                          f"{shlex.quote(row['transactional_id'])}",
-                 "the coordinator's view: state, start time, timeout, partitions (TransactionDurationMs: since start)"),
-    ]  # fmt: skip
+        _command(
+            CONFIRM,
+            f"kafka-transactions.sh --bootstrap-server {b} describe --transactional-id "
+            f"{shlex.quote(row['transactional_id'])}",
+            "the coordinator's view: state, start time, timeout, partitions (TransactionDurationMs: since start)",
+        ),
+    ]
     for p in partitions[:MAX_PARTITION_COMMANDS]:
         parsed = split_partition(p["partition"])
         if parsed is None:
@@ -693,12 +735,17 @@ def _lower_min_isr(p: Mapping, b: str, topic: str) -> list[dict[str, str]]:
     isr, min_isr = p["isr"], p["min_insync_replicas"]
     if not isr or min_isr is None or len(isr) >= min_isr:
         return []
-    restore = (f"--add-config min.insync.replicas={min_isr}" if p["min_insync_replicas_source"] == TOPIC
-               else "--delete-config min.insync.replicas")  # fmt: skip
-    return [_command(
-        LAST_RESORT,
-        f"kafka-configs.sh --bootstrap-server {b} --alter --entity-type topics --entity-name {topic} "
-        f"--add-config min.insync.replicas={len(isr)}",
-        f"lets the markers through with {len(isr)} in-sync replica(s), losing the durability min.insync.replicas="
-        f"{min_isr} gives every write to the topic; restore it after (--alter ... {restore})",
-    )]  # fmt: skip
+    restore = (
+        f"--add-config min.insync.replicas={min_isr}"
+        if p["min_insync_replicas_source"] == TOPIC
+        else "--delete-config min.insync.replicas"
+    )
+    return [
+        _command(
+            LAST_RESORT,
+            f"kafka-configs.sh --bootstrap-server {b} --alter --entity-type topics --entity-name {topic} "
+            f"--add-config min.insync.replicas={len(isr)}",
+            f"lets the markers through with {len(isr)} in-sync replica(s), losing the durability min.insync.replicas="
+            f"{min_isr} gives every write to the topic; restore it after (--alter ... {restore})",
+        )
+    ]

@@ -40,12 +40,16 @@ class FakeAdmin:
         return [
             {"name": t, "error_code": 3, "partitions": []}
             if t == "missing"
-            else {"name": t, "error_code": 0, "partitions": [
-                {"partition_index": 0, "leader_id": 2, "replica_nodes": [2, 3], "isr_nodes": list(self.isr)},
-                {"partition_index": 1, "leader_id": -1, "replica_nodes": [3], "isr_nodes": [3]},
-            ]}
+            else {
+                "name": t,
+                "error_code": 0,
+                "partitions": [
+                    {"partition_index": 0, "leader_id": 2, "replica_nodes": [2, 3], "isr_nodes": list(self.isr)},
+                    {"partition_index": 1, "leader_id": -1, "replica_nodes": [3], "isr_nodes": [3]},
+                ],
+            }
             for t in topics
-        ]  # fmt: skip
+        ]
 
     def describe_cluster(self):
         self._call("describe_cluster", None)
@@ -55,17 +59,28 @@ class FakeAdmin:
         self._call("describe_configs", tuple(r.name for r in resources))
         assert config_filter == "all" and all(r.configs == ["min.insync.replicas"] for r in resources)
         source = {"orders": "DYNAMIC_TOPIC_CONFIG"}
-        return {"topic": {
-            r.name: {"min.insync.replicas": {"value": "2", "config_source": source.get(r.name, "STATIC_BROKER_CONFIG")}}
-            for r in resources if r.name != "missing"
-        }}  # fmt: skip
+        return {
+            "topic": {
+                r.name: {
+                    "min.insync.replicas": {"value": "2", "config_source": source.get(r.name, "STATIC_BROKER_CONFIG")}
+                }
+                for r in resources
+                if r.name != "missing"
+            }
+        }
 
     def describe_producers(self, partitions, broker_id=None):
         self._call("describe_producers", (tuple(partitions), broker_id))
         if set(map(tuple, partitions)) & self.failing_partitions:
             raise NotLeaderForPartitionError("not the leader")
-        producer = SimpleNamespace(producer_id=7, producer_epoch=1, last_sequence=3, last_timestamp=1000,
-                                   coordinator_epoch=0, current_transaction_start_offset=42)  # fmt: skip
+        producer = SimpleNamespace(
+            producer_id=7,
+            producer_epoch=1,
+            last_sequence=3,
+            last_timestamp=1000,
+            coordinator_epoch=0,
+            current_transaction_start_offset=42,
+        )
         return {TopicPartition(t, p): SimpleNamespace(active_producers=[producer]) for t, p in partitions}
 
     def close(self) -> None:

@@ -48,9 +48,11 @@ def snapshot(
     configs = {"__transaction_state": MinInsyncReplicas(1, TOPIC), **(min_isr or {})}
     if unknown:
         return ClusterSnapshot(
-            Fact(None, problem=unknown), {t: Fact(None, problem=unknown) for t in topics},
-            {t: Fact(None, problem=unknown) for t in topics}, {},
-        )  # fmt: skip
+            Fact(None, problem=unknown),
+            {t: Fact(None, problem=unknown) for t in topics},
+            {t: Fact(None, problem=unknown) for t in topics},
+            {},
+        )
     return ClusterSnapshot(
         Fact(Brokers(frozenset(live), frozenset(fenced)), AS_OF),
         {t: Fact(TopicMetadata(ps), AS_OF) for t, ps in topics.items()},
@@ -92,8 +94,11 @@ ORDERS_MIN_ISR_2 = {"orders": MinInsyncReplicas(2, TOPIC)}
 
 @pytest.mark.parametrize("name", ALL_NAMES)
 def test_every_error_name_has_a_meaning_and_a_cause_on_both_paths(name):
-    known = d._PartitionFacts.of(snapshot(HELD, ORDERS_MIN_ISR_2, live={1, 2}, fenced={3}), ("orders", 0),
-                                 Fact(Brokers(frozenset({1, 2}), frozenset({3}))))  # fmt: skip
+    known = d._PartitionFacts.of(
+        snapshot(HELD, ORDERS_MIN_ISR_2, live={1, 2}, fenced={3}),
+        ("orders", 0),
+        Fact(Brokers(frozenset({1, 2}), frozenset({3}))),
+    )
     unknown = d._PartitionFacts.missing("no answer within 0.5 s")
     assert d.meaning(name)
     for facts in (known, unknown):
@@ -140,8 +145,9 @@ def test_not_enough_replicas_names_the_broker_out_of_the_isr_and_the_setting():
         commands[0] == "kafka-transactions.sh --bootstrap-server kafka-1:9092 describe --transactional-id orders-tx-1"
     )
     assert "kafka-topics.sh --bootstrap-server kafka-1:9092 --describe --topic orders" in commands
-    assert ("kafka-configs.sh --bootstrap-server kafka-1:9092 --describe --entity-type topics --entity-name orders"
-            " --all") in commands  # fmt: skip
+    assert (
+        "kafka-configs.sh --bootstrap-server kafka-1:9092 --describe --entity-type topics --entity-name orders --all"
+    ) in commands
     (last_resort,) = [c for c in diag["commands"] if c["purpose"] == d.LAST_RESORT]
     assert last_resort["command"].endswith(
         "--alter --entity-type topics --entity-name orders --add-config min.insync.replicas=1"
@@ -168,8 +174,9 @@ def test_a_registered_broker_out_of_the_isr_is_called_slow_or_stalled():
 
 def test_not_enough_replicas_with_the_isr_back_says_the_next_retry_succeeds():
     snap = snapshot({("orders", 0): PartitionMetadata(2, (2, 3), (2, 3))}, ORDERS_MIN_ISR_2)
-    diag = d.diagnose(row(marker_errors=[error("orders-0", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")]), snap, NOW,
-                      BOOTSTRAP, True)  # fmt: skip
+    diag = d.diagnose(
+        row(marker_errors=[error("orders-0", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")]), snap, NOW, BOOTSTRAP, True
+    )
     cause = diag["partitions"][0]["errors"][0]["cause"]
     assert (
         "after writing it" in cause
@@ -194,15 +201,18 @@ def test_not_leader_or_follower_names_the_leader_now_and_every_error_seen_is_exp
     assert diag["summary"].startswith("orders-0: NOT_ENOUGH_REPLICAS")  # the latest error leads
 
 
-@pytest.mark.parametrize("name, words", [
-    ("UNKNOWN_TOPIC_OR_PARTITION", "does not host the partition"),
-    ("KAFKA_STORAGE_ERROR", "log directory holding the partition is offline"),
-    ("REQUEST_TIMED_OUT", "did not acknowledge it in time"),
-    ("INVALID_PRODUCER_EPOCH", "newer epoch of this producer"),
-    ("TRANSACTION_COORDINATOR_FENCED", "newer coordinator epoch"),
-    ("UNSUPPORTED_FOR_MESSAGE_FORMAT", "cannot take transaction markers"),
-    ("MESSAGE_TOO_LARGE", "treats this answer to a marker as a bug"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("UNKNOWN_TOPIC_OR_PARTITION", "does not host the partition"),
+        ("KAFKA_STORAGE_ERROR", "log directory holding the partition is offline"),
+        ("REQUEST_TIMED_OUT", "did not acknowledge it in time"),
+        ("INVALID_PRODUCER_EPOCH", "newer epoch of this producer"),
+        ("TRANSACTION_COORDINATOR_FENCED", "newer coordinator epoch"),
+        ("UNSUPPORTED_FOR_MESSAGE_FORMAT", "cannot take transaction markers"),
+        ("MESSAGE_TOO_LARGE", "treats this answer to a marker as a bug"),
+    ],
+)
 def test_each_marker_error_in_an_operators_words(name, words):
     snap = snapshot({("orders", 1): PartitionMetadata(3, (3, 2), (3, 2))}, ORDERS_MIN_ISR_2)
     diag = d.diagnose(row(partitions=["orders-1"], marker_errors=[error("orders-1", name)]), snap, NOW, BOOTSTRAP, True)
@@ -210,24 +220,38 @@ def test_each_marker_error_in_an_operators_words(name, words):
     assert words in p["errors"][0]["cause"]
     assert diag["runbook"]["section"] == (d.MARKER_FAILURES if name in d.MARKER_PERMANENT else d.MARKERS_PENDING)
     if name == "KAFKA_STORAGE_ERROR":
-        assert ("kafka-log-dirs.sh --bootstrap-server kafka-1:9092 --describe --broker-list 3 --topic-list orders"
-                in [c["command"] for c in diag["commands"]])  # fmt: skip
+        assert "kafka-log-dirs.sh --bootstrap-server kafka-1:9092 --describe --broker-list 3 --topic-list orders" in [
+            c["command"] for c in diag["commands"]
+        ]
 
 
 def test_a_deleted_topic_is_said_so():
     snap = snapshot()
-    snap = ClusterSnapshot(snap.brokers, {**snap.topics, "gone": Fact(TopicMetadata({}, "UNKNOWN_TOPIC_OR_PARTITION"), AS_OF)},
-                           {**snap.min_insync_replicas, "gone": Fact(None, problem="no min.insync.replicas")}, {})  # fmt: skip
-    diag = d.diagnose(row(partitions=["gone-0"], marker_errors=[error("gone-0", "UNKNOWN_TOPIC_OR_PARTITION")]),
-                      snap, NOW, BOOTSTRAP, True)  # fmt: skip
+    snap = ClusterSnapshot(
+        snap.brokers,
+        {**snap.topics, "gone": Fact(TopicMetadata({}, "UNKNOWN_TOPIC_OR_PARTITION"), AS_OF)},
+        {**snap.min_insync_replicas, "gone": Fact(None, problem="no min.insync.replicas")},
+        {},
+    )
+    diag = d.diagnose(
+        row(partitions=["gone-0"], marker_errors=[error("gone-0", "UNKNOWN_TOPIC_OR_PARTITION")]),
+        snap,
+        NOW,
+        BOOTSTRAP,
+        True,
+    )
     (p,) = diag["partitions"]
     assert p["exists"] is False and p["unknown"] is None
     assert "no longer exists" in p["errors"][0]["cause"] and "does not exist" in p["cause"]
 
 
 def test_no_leader_and_an_unreachable_leader_without_any_marker_error():
-    snap = snapshot({("orders", 0): PartitionMetadata(None, (2, 3), (2,)), ("orders", 1): PartitionMetadata(3, (3,), (3,))},
-                    ORDERS_MIN_ISR_2, live={1}, fenced={2, 3})  # fmt: skip
+    snap = snapshot(
+        {("orders", 0): PartitionMetadata(None, (2, 3), (2,)), ("orders", 1): PartitionMetadata(3, (3,), (3,))},
+        ORDERS_MIN_ISR_2,
+        live={1},
+        fenced={2, 3},
+    )
     diag = d.diagnose(row(), snap, NOW, BOOTSTRAP, True)
     by_name = {p["partition"]: p for p in diag["partitions"]}
     assert by_name["orders-0"]["cause"].startswith("no leader: ISR [2] of replicas [2, 3], broker 2 (fenced")
@@ -238,8 +262,10 @@ def test_no_leader_and_an_unreachable_leader_without_any_marker_error():
 
 
 def test_healthy_partitions_without_errors_say_what_is_left_to_check():
-    snap = snapshot({("orders", 0): PartitionMetadata(2, (2, 3), (2, 3)), ("orders", 1): PartitionMetadata(3, (3, 2), (3, 2))},
-                    ORDERS_MIN_ISR_2)  # fmt: skip
+    snap = snapshot(
+        {("orders", 0): PartitionMetadata(2, (2, 3), (2, 3)), ("orders", 1): PartitionMetadata(3, (3, 2), (3, 2))},
+        ORDERS_MIN_ISR_2,
+    )
     with_log = d.diagnose(row(), snap, NOW, BOOTSTRAP, True)
     assert with_log["partitions"] == [] and "no marker error read" in with_log["summary"]
     without_log = d.diagnose(row(), snap, NOW, BOOTSTRAP, False)
@@ -261,8 +287,11 @@ def test_unknown_cluster_state_still_gives_a_diagnosis():
 
 
 def test_append_errors_on_the_coordinators_partition():
-    snap = snapshot({("__transaction_state", 0): PartitionMetadata(1, (1, 2), (1,))},
-                    {"__transaction_state": MinInsyncReplicas(2, TOPIC)}, live={1})  # fmt: skip
+    snap = snapshot(
+        {("__transaction_state", 0): PartitionMetadata(1, (1, 2), (1,))},
+        {"__transaction_state": MinInsyncReplicas(2, TOPIC)},
+        live={1},
+    )
     appended = [
         {"error": "COORDINATOR_NOT_AVAILABLE", "count": 4, "last_seen_ms": NOW - 200, "target_state": "PREPARE_ABORT"}
     ]
@@ -280,8 +309,10 @@ def test_append_errors_on_the_coordinators_partition():
     assert c["append_errors"][0]["target_state"] == "PREPARE_ABORT"
     assert diag["runbook"]["section"] == d.APPEND_ERRORS
     assert "cannot append its PREPARE_ABORT" in diag["summary"]
-    assert ("kafka-topics.sh --bootstrap-server kafka-1:9092 --describe --topic __transaction_state"
-            " --under-min-isr-partitions") in [x["command"] for x in diag["commands"]]  # fmt: skip
+    assert (
+        "kafka-topics.sh --bootstrap-server kafka-1:9092 --describe --topic __transaction_state"
+        " --under-min-isr-partitions"
+    ) in [x["command"] for x in diag["commands"]]
 
 
 def test_a_prepare_whose_coordinator_cannot_append_points_at_the_state_log():
@@ -313,11 +344,18 @@ def test_a_late_ongoing_whose_client_stopped():
         in diag["summary"]
     )
     p0 = diag["partitions"][0]
-    assert p0["producer"] == {"found": True, "producer_epoch": 7, "last_timestamp_ms": NOW - 30_000,
-                              "last_write_seconds_ago": 30.0, "coordinator_epoch": 3, "transaction_start_offset": 17,
-                              "as_of_ms": AS_OF}  # fmt: skip
-    assert ("kafka-transactions.sh --bootstrap-server kafka-1:9092 describe-producers --topic orders --partition 0"
-            in [c["command"] for c in diag["commands"]])  # fmt: skip
+    assert p0["producer"] == {
+        "found": True,
+        "producer_epoch": 7,
+        "last_timestamp_ms": NOW - 30_000,
+        "last_write_seconds_ago": 30.0,
+        "coordinator_epoch": 3,
+        "transaction_start_offset": 17,
+        "as_of_ms": AS_OF,
+    }
+    assert "kafka-transactions.sh --bootstrap-server kafka-1:9092 describe-producers --topic orders --partition 0" in [
+        c["command"] for c in diag["commands"]
+    ]
 
 
 def test_a_late_ongoing_whose_client_is_alive_or_never_wrote():
@@ -329,8 +367,9 @@ def test_a_late_ongoing_whose_client_is_alive_or_never_wrote():
     never = snapshot(producers={("orders", 0): (), ("orders", 1): (producer(9),)})
     assert "no state of producer 4001" in d.diagnose(row("ONGOING", late=True), never, NOW, BOOTSTRAP, True)["summary"]
     base = snapshot()
-    unknown = ClusterSnapshot(base.brokers, base.topics, base.min_insync_replicas,
-                              {("orders", 0): Fact(None, problem="REQUEST_TIMED_OUT")})  # fmt: skip
+    unknown = ClusterSnapshot(
+        base.brokers, base.topics, base.min_insync_replicas, {("orders", 0): Fact(None, problem="REQUEST_TIMED_OUT")}
+    )
     summary = d.diagnose(row("ONGOING", late=True), unknown, NOW, BOOTSTRAP, True)["summary"]
     assert "producer state is unknown (REQUEST_TIMED_OUT)" in summary
 
@@ -354,8 +393,13 @@ def test_wanted_asks_only_for_the_rows_that_need_a_diagnosis():
 
 def test_commands_quote_what_clients_chose():
     tid = "pay; rm -rf / $(id)"
-    diag = d.diagnose(row(transactional_id=tid, marker_errors=[error("orders-0", "NOT_ENOUGH_REPLICAS")]),
-                      snapshot(HELD, ORDERS_MIN_ISR_2), NOW, BOOTSTRAP, True)  # fmt: skip
+    diag = d.diagnose(
+        row(transactional_id=tid, marker_errors=[error("orders-0", "NOT_ENOUGH_REPLICAS")]),
+        snapshot(HELD, ORDERS_MIN_ISR_2),
+        NOW,
+        BOOTSTRAP,
+        True,
+    )
     describe = diag["commands"][0]["command"]
     assert shlex.split(describe)[-1] == tid and "'pay; rm -rf / $(id)'" in describe
 
@@ -369,14 +413,21 @@ def test_runbook_sections_exist_and_the_url_is_the_alerts_one():
 
 
 def test_hanging_advice():
-    finding = {"topic": "orders", "partition": 3, "producer_id": 9, "epoch": 0, "start_offset": 1234,
-               "abort_command": "kafka-transactions.sh --bootstrap-server kafka-1:9092 abort --topic orders"
-                                " --partition 3 --start-offset 1234"}  # fmt: skip
+    finding = {
+        "topic": "orders",
+        "partition": 3,
+        "producer_id": 9,
+        "epoch": 0,
+        "start_offset": 1234,
+        "abort_command": "kafka-transactions.sh --bootstrap-server kafka-1:9092 abort --topic orders"
+        " --partition 3 --start-offset 1234",
+    }
     advice = d.hanging_advice(finding, BOOTSTRAP)
     assert advice["runbook"]["section"] == d.HANGING
     assert [c["purpose"] for c in advice["commands"]] == [d.CONFIRM, d.FIX]
-    assert advice["commands"][0]["command"] == ("kafka-transactions.sh --bootstrap-server kafka-1:9092 describe-producers"
-                                                " --topic orders --partition 3")  # fmt: skip
+    assert advice["commands"][0]["command"] == (
+        "kafka-transactions.sh --bootstrap-server kafka-1:9092 describe-producers --topic orders --partition 3"
+    )
     assert advice["commands"][1]["command"] == finding["abort_command"]
 
 
