@@ -49,13 +49,22 @@ APPEND_ERRORS_RATE = "cluster_instance_target_state_error:kafka_transaction_stat
 LAG_SUM = "cluster_instance:txn_exporter_partition_consumer_lag_records:sum"
 
 RECORDING: tuple[tuple[str, str], ...] = (
-    (P99_APPEND, "histogram_quantile(0.99, sum by (cluster, instance, target_state, le) (rate("
-     f"{ref('kafka_transaction_state_log_append_latency_seconds_bucket')}[5m])))"),
-    (P99_COMPLETION, "histogram_quantile(0.99, sum by (cluster, instance, result, le) (rate("
-     f"{ref('kafka_transaction_marker_completion_seconds_bucket')}[5m])))"),
+    (
+        P99_APPEND,
+        "histogram_quantile(0.99, sum by (cluster, instance, target_state, le) (rate("
+        f"{ref('kafka_transaction_state_log_append_latency_seconds_bucket')}[5m])))",
+    ),
+    (
+        P99_COMPLETION,
+        "histogram_quantile(0.99, sum by (cluster, instance, result, le) (rate("
+        f"{ref('kafka_transaction_marker_completion_seconds_bucket')}[5m])))",
+    ),
     (RETRIES_RATE, f"sum by (cluster, instance, error) (rate({ref('kafka_transaction_marker_retries_total')}[5m]))"),
-    (APPEND_ERRORS_RATE, "sum by (cluster, instance, target_state, error) (rate("
-     f"{ref('kafka_transaction_state_log_append_errors_total')}[5m]))"),
+    (
+        APPEND_ERRORS_RATE,
+        "sum by (cluster, instance, target_state, error) (rate("
+        f"{ref('kafka_transaction_state_log_append_errors_total')}[5m]))",
+    ),
     (LAG_SUM, f"sum by (cluster, instance) ({ref('txn_exporter_partition_consumer_lag_records')})"),
 )
 RECORDING_NAMES = frozenset(name for name, _ in RECORDING)
@@ -90,8 +99,10 @@ def _q(expr: str, unit: str = "", suffix: str = "") -> str:
     a duration), or "none". ``expr`` has ``$SAME`` where the alert's cluster and instance go."""
     expr = expr.replace("$SAME", '{cluster="%s", instance="%s"}')
     value = "humanizeDuration" if unit == "s" else "humanize"
-    return (f"{{{{ with printf `{expr}` $labels.cluster $labels.instance | query }}}}"
-            f"{{{{ . | first | value | {value} }}}}{suffix}{{{{ else }}}}none{{{{ end }}}}")
+    return (
+        f"{{{{ with printf `{expr}` $labels.cluster $labels.instance | query }}}}"
+        f"{{{{ . | first | value | {value} }}}}{suffix}{{{{ else }}}}none{{{{ end }}}}"
+    )
 
 
 RATE_VALUE = '{{ $value | printf "%.2f" }}/s'
@@ -116,32 +127,44 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionMarkersPendingTooLong",
         f"max by (cluster, instance) ({OLDEST}) > 30",
-        "1m", "critical", TEAM_KAFKA, "transactions",
+        "1m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
         "Transaction markers pending for {{ $value | humanizeDuration }} on {{ $labels.instance }}",
         "The oldest prepared transaction coordinated by {{ $labels.instance }} (cluster {{ $labels.cluster }})"
         " has waited {{ $value | humanizeDuration }} for its commit/abort markers; "
-        + _q(f"sum({PENDING}$SAME)") + " transactions are waiting. Until the markers are written the"
+        + _q(f"sum({PENDING}$SAME)")
+        + " transactions are waiting. Until the markers are written the"
         " last stable offset of their data partitions does not advance: read_committed consumers of those"
-        " partitions are stuck. Marker retries: "
-        + _q(f"sum({RETRIES_RATE}$SAME)", suffix="/s") + ".",
+        " partitions are stuck. Marker retries: " + _q(f"sum({RETRIES_RATE}$SAME)", suffix="/s") + ".",
         transactions=f"?state={PREPARES}&min_age=30",
     ),
     Alert(
         "KafkaTransactionMarkerRetriesSustained",
         f"{RETRIES_RATE} > 0.1",
-        "10m", "warning", TEAM_KAFKA, "transactions",
+        "10m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "WriteTxnMarkers retried " + RATE_VALUE + " with {{ $labels.error }} on {{ $labels.instance }}",
         "The transaction coordinator on {{ $labels.instance }} (cluster {{ $labels.cluster }}) has been"
         " retrying transaction markers with {{ $labels.error }} at " + RATE_VALUE + " for 10 minutes."
-        " Transactions waiting for markers: " + _q(f"sum({PENDING}$SAME)") + ", the oldest for "
-        + _q(f"max({OLDEST}$SAME)", "s") + ".",
+        " Transactions waiting for markers: "
+        + _q(f"sum({PENDING}$SAME)")
+        + ", the oldest for "
+        + _q(f"max({OLDEST}$SAME)", "s")
+        + ".",
         expected_empty=_feature_reason("kafka_transaction_marker_retries_total"),
         transactions=f"?state={PREPARES}",
     ),
     Alert(
         "KafkaTransactionMarkerFailures",
         f"sum by (cluster, instance, error) (increase({ref('kafka_transaction_marker_failures_total')}[10m])) > 0",
-        "0m", "warning", TEAM_KAFKA, "transactions",
+        "0m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "Transaction markers permanently failed with {{ $labels.error }} on {{ $labels.instance }}",
         "{{ $value | humanize }} partition-level WriteTxnMarkers failures with {{ $labels.error }} in the last"
         " 10 minutes on {{ $labels.instance }} (cluster {{ $labels.cluster }}): the coordinator gave up"
@@ -152,7 +175,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionStateLogAppendErrors",
         f"{APPEND_ERRORS_RATE} > 0",
-        "5m", "critical", TEAM_KAFKA, "transactions",
+        "5m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
         "__transaction_state appends of {{ $labels.target_state }} failing with {{ $labels.error }} on"
         " {{ $labels.instance }}",
         "For 5 minutes the coordinator on {{ $labels.instance }} (cluster {{ $labels.cluster }}) has failed to"
@@ -166,7 +192,10 @@ ALERTS: tuple[Alert, ...] = (
         "KafkaTransactionCompleteAppendRetries",
         "sum by (cluster, instance) (rate("
         f"{ref('kafka_transaction_state_log_complete_append_retries_total')}[5m])) > 0",
-        "10m", "warning", TEAM_KAFKA, "transactions",
+        "10m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "Final COMPLETE_* appends retrying on {{ $labels.instance }}",
         "For 10 minutes the coordinator on {{ $labels.instance }} (cluster {{ $labels.cluster }}) has been"
         " retrying the final COMPLETE_COMMIT/COMPLETE_ABORT append of transactions whose markers are written"
@@ -178,21 +207,28 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaTransactionStateLogAppendLatencyHigh",
         f"{P99_APPEND} > 1",
-        "10m", "warning", TEAM_KAFKA, "transactions",
+        "10m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "p99 __transaction_state append latency of {{ $labels.target_state }} is {{ $value | humanizeDuration }}"
         " on {{ $labels.instance }}",
         "The 99th percentile of the time from submitting a {{ $labels.target_state }} transition to"
         " __transaction_state to the record being readable has been above 1 s for 10 minutes on"
         " {{ $labels.instance }} (cluster {{ $labels.cluster }}): {{ $value | humanizeDuration }}. EndTxn and"
         " AddPartitionsToTxn wait for these appends. p99 prepare-to-complete: "
-        + _q(f"max({P99_COMPLETION}$SAME)", "s") + ". The slowest appends' transactional ids are the"
+        + _q(f"max({P99_COMPLETION}$SAME)", "s")
+        + ". The slowest appends' transactional ids are the"
         " exemplars of the latency panels.",
         transactions="",
     ),
     Alert(
         "KafkaTransactionsLate",
         f"sum by (cluster, instance) ({ref('kafka_transactions_late')}) > 0",
-        "5m", "warning", TEAM_KAFKA, "transactions",
+        "5m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
         "{{ $value }} transactions outlived their timeout on {{ $labels.instance }}",
         "{{ $value }} open transactions coordinated by {{ $labels.instance }} (cluster {{ $labels.cluster }})"
         " are older than their transaction timeout: the coordinator should have aborted them. Data partitions"
@@ -203,7 +239,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "KafkaHangingTransactions",
         f"sum by (cluster, instance) ({ref('kafka_hanging_transactions')}) > 0",
-        "5m", "critical", TEAM_KAFKA, "transactions",
+        "5m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
         "{{ $value }} hanging transactions seen by {{ $labels.instance }}",
         "{{ $value }} transactions are open on data partitions while their coordinator no longer has them"
         " ongoing ({{ $labels.instance }}, cluster {{ $labels.cluster }}). They hold the last stable offset:"
@@ -215,7 +254,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterDown",
         f'up{{job="{EXPORTER_JOB}"}} == 0',
-        "2m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "2m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} is not scraped",
         "Prometheus has failed to scrape kafka-txn-exporter at {{ $labels.instance }} (cluster"
         " {{ $labels.cluster }}) for 2 minutes: transactions coordinated by that broker are not monitored.",
@@ -224,7 +266,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterSourceDown",
         f"{ref('txn_exporter_source_up')} == 0",
-        "2m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "2m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} cannot read __transaction_state",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster {{ $labels.cluster }}) has not been able to"
         " read __transaction_state from Kafka for 2 minutes; its transaction metrics are frozen (the oldest"
@@ -234,7 +279,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterLagging",
         f"{LAG_SUM} > 1000",
-        "10m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "10m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} is {{ $value | humanize }} records behind",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster {{ $labels.cluster }}) has been more than 1000"
         " records behind the high watermark of its __transaction_state partitions for 10 minutes"
@@ -246,7 +294,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterReplayStuck",
         f'{ref("txn_exporter_partitions_followed")}{{phase="replaying"}} > 0',
-        "15m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "15m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} has partitions replaying for 15 minutes",
         "{{ $value }} __transaction_state partitions of kafka-txn-exporter at {{ $labels.instance }} (cluster"
         " {{ $labels.cluster }}) have not caught up with their history for 15 minutes; until they do their"
@@ -256,7 +307,10 @@ ALERTS: tuple[Alert, ...] = (
     Alert(
         "TxnExporterDecodeErrors",
         f"sum by (cluster, instance, reason) (increase({ref('kafka_transaction_state_log_decode_errors_total')}[10m])) > 0",
-        "0m", "warning", TEAM_OBSERVABILITY, "exporter",
+        "0m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
         "kafka-txn-exporter {{ $labels.instance }} skipped records it could not decode ({{ $labels.reason }})",
         "kafka-txn-exporter at {{ $labels.instance }} (cluster {{ $labels.cluster }}) skipped"
         " {{ $value | humanize }} __transaction_state records in 10 minutes ({{ $labels.reason }}): a Kafka"
@@ -270,12 +324,17 @@ ALERTS: tuple[Alert, ...] = (
 
 
 def _dashboard_url(grafana_url: str, alert: Alert) -> str:
-    return (f"{grafana_url.rstrip('/')}/d/{alert.dashboard}"
-            "?var-cluster={{ $labels.cluster }}&var-instance={{ $labels.instance }}")
+    return (
+        f"{grafana_url.rstrip('/')}/d/{alert.dashboard}"
+        "?var-cluster={{ $labels.cluster }}&var-instance={{ $labels.instance }}"
+    )
 
 
-def rules(grafana_url: str = DEFAULT_GRAFANA_URL, runbook_url: str = DEFAULT_RUNBOOK_URL,
-          exporter_url: str = DEFAULT_EXPORTER_URL) -> dict:
+def rules(
+    grafana_url: str = DEFAULT_GRAFANA_URL,
+    runbook_url: str = DEFAULT_RUNBOOK_URL,
+    exporter_url: str = DEFAULT_EXPORTER_URL,
+) -> dict:
     alerting = []
     for alert in ALERTS:
         rule: dict = {"alert": alert.name, "expr": alert.expr}
@@ -295,10 +354,12 @@ def rules(grafana_url: str = DEFAULT_GRAFANA_URL, runbook_url: str = DEFAULT_RUN
         if alert.transactions is not None:
             rule["annotations"]["transactions_url"] = transactions_url
         alerting.append(rule)
-    return {"groups": [
-        {"name": "kafka-txn-exporter.recording", "rules": [{"record": n, "expr": e} for n, e in RECORDING]},
-        {"name": "kafka-txn-exporter.alerts", "rules": alerting},
-    ]}
+    return {
+        "groups": [
+            {"name": "kafka-txn-exporter.recording", "rules": [{"record": n, "expr": e} for n, e in RECORDING]},
+            {"name": "kafka-txn-exporter.alerts", "rules": alerting},
+        ]
+    }
 
 
 def with_short_for(document: dict, for_: str = "5s", interval: str | None = None) -> dict:
@@ -325,8 +386,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is not up to date")
     parser.add_argument("--grafana-url", default=DEFAULT_GRAFANA_URL)
     parser.add_argument("--runbook-url", default=DEFAULT_RUNBOOK_URL, help="runbooks.md as your users reach it")
-    parser.add_argument("--exporter-url", default=DEFAULT_EXPORTER_URL,
-                        help="the exporter that fired, as a Go template (its /transactions view is linked)")
+    parser.add_argument(
+        "--exporter-url",
+        default=DEFAULT_EXPORTER_URL,
+        help="the exporter that fired, as a Go template (its /transactions view is linked)",
+    )
     parser.add_argument("--output", type=Path, default=RULES_PATH)
     args = parser.parse_args(argv)
     text = render(rules(args.grafana_url, args.runbook_url, args.exporter_url))

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from exporter.broker_log import BrokerLogParser  # noqa: E402
-from exporter.sources.broker_log_tail import BrokerLogFollower  # noqa: E402
+from exporter.broker_log import BrokerLogParser
+from exporter.sources.broker_log_tail import BrokerLogFollower
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "sources" / "broker_log_corpus"
 
@@ -85,8 +85,11 @@ def main() -> None:
     sample = corpus_lines()
     probe = BrokerLogParser()
     other = [line for line in sample if b"coordinator.transaction." not in line]
-    quiet = [line for line in sample
-             if b"coordinator.transaction." in line and not probe.feed([line]) and b"'s new metadata " not in line]
+    quiet = [
+        line
+        for line in sample
+        if b"coordinator.transaction." in line and not probe.feed([line]) and b"'s new metadata " not in line
+    ]
     retry = [line for line in sample if b"has failed with error" in line]
     pairs = [line for line in sample if b"'s new metadata " in line or b"transition failed due to" in line]
     cases = {

@@ -45,9 +45,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import SHAPES, transaction_cycles  # noqa: E402
-from exporter.codec import TransactionLogRecord  # noqa: E402
-from exporter.codec.record_batch import decode_batches, encode_batch  # noqa: E402
+from bench.synthetic import SHAPES, transaction_cycles
+from exporter.codec import TransactionLogRecord
+from exporter.codec.record_batch import decode_batches, encode_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -56,8 +56,14 @@ TOPIC_PARTITIONS = 4
 SEGMENT_BYTES = 1 << 30  # the broker's cap is Integer.MAX_VALUE; 1 GiB holds ~7M of these records
 # kafka-run-class.sh's defaults when KAFKA_HEAP_OPTS / KAFKA_JVM_PERFORMANCE_OPTS are unset.
 KAFKA_RUN_CLASS_OPTS = [
-    "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+    "-Xmx256M",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
 ]
 TRANSACTION_VERSIONS = {"4.4.0": 2, "3.9.2": None}  # 4.4.0 TV2: value v1; 3.9.2: value v0
 JAVA_ABORT_EVERY = 50  # the Java producers abort 2% of their transactions, as the synthetic mix does
@@ -99,9 +105,9 @@ def _producer_process(bootstrap: str, worker: int, threads: int, transactions: i
 
 
 def generate(version: str, records: int, processes: int, threads: int, target: Path) -> None:
+    from txn_workshop.harness.admin import create_topic
     from txn_workshop.harness.broker import KafkaBroker
     from txn_workshop.harness.java_workload import java_transactions
-    from txn_workshop.harness.admin import create_topic
 
     # As many Java producers as librdkafka ones, as many transactions each: about half the records.
     java_ids = [f"bench-java-{n}" for n in range(processes * threads)]
@@ -117,8 +123,11 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
         broker_properties={"transaction.state.log.segment.bytes": str(SEGMENT_BYTES)},
         workdir=workdir,
     )
-    print(f"generating: Kafka {version}, {producers} transactional producers (librdkafka: {processes} processes x "
-          f"{threads} threads; Java: {len(java_ids)} threads in one JVM) x {transactions} transactions", flush=True)
+    print(
+        f"generating: Kafka {version}, {producers} transactional producers (librdkafka: {processes} processes x "
+        f"{threads} threads; Java: {len(java_ids)} threads in one JVM) x {transactions} transactions",
+        flush=True,
+    )
     start = time.perf_counter()
     broker.start()
     try:
@@ -128,8 +137,9 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
 
         def java() -> None:
             try:
-                java_transactions(broker, TOPIC, java_ids, transactions=transactions, abort_every=JAVA_ABORT_EVERY,
-                                  timeout=None)
+                java_transactions(
+                    broker, TOPIC, java_ids, transactions=transactions, abort_every=JAVA_ABORT_EVERY, timeout=None
+                )
             except BaseException as e:  # re-raised below, once the librdkafka producers are done too
                 java_errors.append(e)
 
@@ -159,9 +169,12 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
     shutil.rmtree(workdir, ignore_errors=True)
     total_s = time.perf_counter() - start
     n = count_records(target.read_bytes())
-    print(f"generated {n:,} records ({target.stat().st_size / 2**20:.0f} MiB) in {total_s:.0f} s "
-          f"(producing {produce_s:.0f} s: {n / produce_s:,.0f} records/s, "
-          f"{transactions * producers / produce_s:,.0f} transactions/s)", flush=True)
+    print(
+        f"generated {n:,} records ({target.stat().st_size / 2**20:.0f} MiB) in {total_s:.0f} s "
+        f"(producing {produce_s:.0f} s: {n / produce_s:,.0f} records/s, "
+        f"{transactions * producers / produce_s:,.0f} transactions/s)",
+        flush=True,
+    )
     print_mix(target.read_bytes())
     if n < records:
         raise SystemExit(f"only {n} records in {segment}: expected {records}")
@@ -170,10 +183,14 @@ def generate(version: str, records: int, processes: int, threads: int, target: P
 def print_mix(data: bytes) -> None:
     """Records by client kind (the id's prefix), state and ClientTransactionVersion."""
     mix = Counter(
-        ("java" if r.transactional_id.startswith("bench-java-") else "librdkafka", r.value.state.name,
-         r.value.client_transaction_version)
-        for r in decode_batches(data) if type(r) is TransactionLogRecord and r.value is not None
-    )  # fmt: skip
+        (
+            "java" if r.transactional_id.startswith("bench-java-") else "librdkafka",
+            r.value.state.name,
+            r.value.client_transaction_version,
+        )
+        for r in decode_batches(data)
+        if type(r) is TransactionLogRecord and r.value is not None
+    )
     for (client, state, ctv), count in sorted(mix.items()):
         print(f"  {client:<10} {state:<16} client_transaction_version {ctv}: {count:>9,}")
 
@@ -185,8 +202,10 @@ def generate_synthetic(shape: str, records: int, target: Path, tids: int | None 
     tids = tids or max(1, min(10_000 if shape == "mix" else 100_000, records // 30))
     # The mix: one EMPTY per id, then three records per transaction; uniform: three per transaction.
     transactions = -(-(records - (tids if shape == "mix" else 0)) // 3)
-    print(f"generating: {records:,} records of the {shape} shape ({transactions:,} transactions over "
-          f"{tids:,} ids)", flush=True)
+    print(
+        f"generating: {records:,} records of the {shape} shape ({transactions:,} transactions over {tids:,} ids)",
+        flush=True,
+    )
     start = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
@@ -261,8 +280,12 @@ def main() -> None:
     parser.add_argument("--source", choices=("synthetic", "broker"), default="synthetic")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="synthetic shapes, in report order")
     parser.add_argument("--records", type=int, help="at least this many records (3M synthetic, 1M broker)")
-    parser.add_argument("--kafka", choices=sorted(TRANSACTION_VERSIONS), default="4.4.0",
-                        help="broker version: writes the broker segment, and picks DumpLogSegments' tools")
+    parser.add_argument(
+        "--kafka",
+        choices=sorted(TRANSACTION_VERSIONS),
+        default="4.4.0",
+        help="broker version: writes the broker segment, and picks DumpLogSegments' tools",
+    )
     parser.add_argument("--runs", type=int, default=3, help="best of N for each measurement")
     parser.add_argument("--processes", type=int, default=4, help="producer processes (broker generation)")
     parser.add_argument("--threads", type=int, default=12, help="producers per process (broker generation)")
@@ -313,8 +336,14 @@ def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int
     kafka_cpu = None
     if not args.skip_kafka:
         java = [
-            "java", *KAFKA_RUN_CLASS_OPTS, "-cp", f"{tools_libs(args.kafka)}/*",
-            kafka_version(args.kafka).dump_log_segments_class, "--transaction-log-decoder", "--files", str(segment),
+            "java",
+            *KAFKA_RUN_CLASS_OPTS,
+            "-cp",
+            f"{tools_libs(args.kafka)}/*",
+            kafka_version(args.kafka).dump_log_segments_class,
+            "--transaction-log-decoder",
+            "--files",
+            str(segment),
         ]
         wall, kafka_cpu, rss = best_of(args.runs, java)
         rows.append((f"(a) Kafka {tools_version(args.kafka)} DumpLogSegments, JVM start incl.", wall, kafka_cpu, rss))
@@ -341,8 +370,10 @@ def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int
     if kafka_cpu is not None:
         ratio = kafka_cpu / ours_cpu
         verdict = "met" if ratio >= 2 else "at least 1.5x" if ratio >= 1.5 else "NOT met"
-        summary += (f"txn-exporter decode vs DumpLogSegments in CPU time: {ratio:.2f}x "
-                    f"(target >= 2x, >= 1.5x at the least): {verdict}; ")
+        summary += (
+            f"txn-exporter decode vs DumpLogSegments in CPU time: {ratio:.2f}x "
+            f"(target >= 2x, >= 1.5x at the least): {verdict}; "
+        )
     return summary + f"in-process, one core: {n / cpu:,.0f} records/s of CPU time"
 
 

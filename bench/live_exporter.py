@@ -29,13 +29,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from exporter.codec import TransactionState, decode_record  # noqa: E402
-from txn_workshop.harness.broker import KafkaBroker  # noqa: E402
-from txn_workshop.harness.admin import create_topic  # noqa: E402
-from txn_workshop.harness.workload import _producer  # noqa: E402
-from exporter.metrics.recorders import LatencyRecorders  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources.topic_tail import _DEFAULT_SETTINGS, TransactionLogTail  # noqa: E402
+from exporter.codec import TransactionState, decode_record
+from exporter.metrics.recorders import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.sources.topic_tail import _DEFAULT_SETTINGS, TransactionLogTail
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import _producer
 
 SEGMENT = Path(__file__).parent / "data" / "transaction_state-4.4.0-1000000" / "00000000000000000000.log"
 TOPIC = "__transaction_state"
@@ -46,8 +46,9 @@ def broker_with_segment(workdir: Path, segment: Path = SEGMENT, **options) -> Ka
     (recovered from the segment itself at this start). `options`: more KafkaBroker arguments;
     their `broker_properties` are added to the one-segment setting."""
     properties = {"transaction.state.log.segment.bytes": str(1 << 30), **options.pop("broker_properties", {})}
-    broker = KafkaBroker("4.4.0", 2, transaction_state_partitions=1, broker_properties=properties, workdir=workdir,
-                         **options)  # fmt: skip
+    broker = KafkaBroker(
+        "4.4.0", 2, transaction_state_partitions=1, broker_properties=properties, workdir=workdir, **options
+    )
     broker.start()
     _producer(broker.bootstrap_servers, "bench-init").init_transactions(60)  # creates the topic
     broker.stop()
@@ -65,7 +66,9 @@ def broker_with_segment(workdir: Path, segment: Path = SEGMENT, **options) -> Ka
 
 def raw_consume_rate(bootstrap: str, total: int) -> float:
     # The fetch settings the exporter's source uses, so both read the same way.
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False, **_DEFAULT_SETTINGS})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False, **_DEFAULT_SETTINGS}
+    )
     consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
     n, start = 0, time.perf_counter()
     while n < total:
@@ -96,15 +99,29 @@ def pipeline_rate(bootstrap: str, total: int) -> tuple[float, float]:
 def _scrape(url: str) -> dict[tuple[str, tuple], float]:
     with urllib.request.urlopen(url, timeout=5) as response:
         body = response.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(body) for s in f.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(body)
+        for s in f.samples
+    }
 
 
 def replay_seconds(bootstrap: str, port: int) -> tuple[float, subprocess.Popen]:
     start = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap, "--all-partitions",
-         "--listen", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "run",
+            "--bootstrap-servers",
+            bootstrap,
+            "--all-partitions",
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     while True:
         try:
@@ -137,7 +154,11 @@ def _prepare_commit_timestamps(bootstrap: str, transactional_id: str, from_offse
                 continue
             position = m.offset() + 1
             record = decode_record(m.key(), m.value(), m.offset(), m.timestamp()[1])
-            if record.transactional_id == transactional_id and record.value is not None and record.value.state == TransactionState.PREPARE_COMMIT:
+            if (
+                record.transactional_id == transactional_id
+                and record.value is not None
+                and record.value.state == TransactionState.PREPARE_COMMIT
+            ):
                 stamps.append(record.timestamp_ms)
     consumer.close()
     return stamps
@@ -190,10 +211,12 @@ def main() -> None:
             replay_s, process = replay_seconds(broker.bootstrap_servers, port)
             try:
                 delays = freshness_ms(broker.bootstrap_servers, port, args.freshness_transactions)
-                measured_p99 = _scrape(f"http://127.0.0.1:{port}/metrics")[(
-                    "kafka_transaction_state_log_append_latency_quantile_seconds",
-                    (("quantile", "0.99"), ("target_state", "PREPARE_COMMIT")),
-                )]
+                measured_p99 = _scrape(f"http://127.0.0.1:{port}/metrics")[
+                    (
+                        "kafka_transaction_state_log_append_latency_quantile_seconds",
+                        (("quantile", "0.99"), ("target_state", "PREPARE_COMMIT")),
+                    )
+                ]
             finally:
                 process.terminate()
                 process.wait(20)
@@ -202,11 +225,17 @@ def main() -> None:
     q = statistics.quantiles(delays, n=100)
     print(f"records                        {total:,} (real 4.4.0 segment, one partition)")
     print(f"raw confluent-kafka consume    {raw:,.0f} records/s")
-    print(f"consume+decode+model+metrics   {ours:,.0f} records/s wall, {ours_cpu:,.0f}/s of CPU  ({ours / raw:.2f} of raw)")
+    print(
+        f"consume+decode+model+metrics   {ours:,.0f} records/s wall, {ours_cpu:,.0f}/s of CPU  ({ours / raw:.2f} of raw)"
+    )
     print(f"replay to /readyz (process)    {replay_s:.1f} s")
-    print(f"freshness append->/metrics     p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, max {max(delays):.1f} ms "
-          f"({len(delays)} transactions)")
-    print(f"exporter's own p99 append latency (PREPARE_COMMIT, record timestamp -> receipt) {measured_p99 * 1000:.0f} ms")
+    print(
+        f"freshness append->/metrics     p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, max {max(delays):.1f} ms "
+        f"({len(delays)} transactions)"
+    )
+    print(
+        f"exporter's own p99 append latency (PREPARE_COMMIT, record timestamp -> receipt) {measured_p99 * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import PARTITIONS, partition_of  # noqa: E402
-from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value  # noqa: E402
-from exporter.metrics import LatencyRecorders  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from bench.synthetic import PARTITIONS, partition_of
+from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel
 
 S = TransactionState
 START_MS = 1_700_000_000_000
@@ -50,9 +50,11 @@ def main() -> None:
     # Encoded values are built once per state, then copied per record: each record has its own bytes.
     touched = {"orders": [0, 1, 2], "ledger": [3, 4, 5]}
     values = {
-        s: encode_value(TransactionLogValue(1, 7, 0, 60_000, s, touched if s < S.COMPLETE_COMMIT else {}, START_MS, START_MS))
+        s: encode_value(
+            TransactionLogValue(1, 7, 0, 60_000, s, touched if s < S.COMPLETE_COMMIT else {}, START_MS, START_MS)
+        )
         for s in (S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT)
-    }  # fmt: skip
+    }
     gc.collect()
     tracemalloc.start()
     baseline = tracemalloc.get_traced_memory()[0]
@@ -78,8 +80,10 @@ def main() -> None:
     tracked = sum(taken.transactions_by_state)
     pending = taken.pending_markers
     in_flight = model.in_flight_transactions(None, 1, 0, START_MS).matching
-    print(f"{tracked:,} transactional ids tracked ({in_flight:,} in flight, {pending:,} of them pending) over"
-          f" {PARTITIONS} partitions")
+    print(
+        f"{tracked:,} transactional ids tracked ({in_flight:,} in flight, {pending:,} of them pending) over"
+        f" {PARTITIONS} partitions"
+    )
     print(f"traced memory: {used / 2**20:,.1f} MiB = {used / tracked:.0f} bytes per tracked transactional id")
     print(f"(load took {loaded:.1f} s under tracemalloc)")
 

@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles  # noqa: E402
-from exporter.codec import decode_record  # noqa: E402
-from exporter.metrics import LatencyRecorders  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.sources import topic_tail  # noqa: E402
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
+from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles
+from exporter.codec import decode_record
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.sources import topic_tail
 
 POLL_RECORDS = 1000  # what `txn-exporter run` asks of each poll (TransactionLogTail.poll's default)
 
@@ -90,8 +90,18 @@ def as_polls(runs: list[list[RawRecord]]) -> list[list]:
     """confluent-kafka Messages, POLL_RECORDS per poll, in reverse order (popped from the end)."""
     from confluent_kafka import Message
 
-    messages = [Message(topic="__transaction_state", partition=r.partition, offset=r.offset, key=r.key,
-                        value=r.value, timestamp=(1, r.timestamp_ms)) for run in runs for r in run]
+    messages = [
+        Message(
+            topic="__transaction_state",
+            partition=r.partition,
+            offset=r.offset,
+            key=r.key,
+            value=r.value,
+            timestamp=(1, r.timestamp_ms),
+        )
+        for run in runs
+        for r in run
+    ]
     return [messages[i : i + POLL_RECORDS] for i in range(0, len(messages), POLL_RECORDS)][::-1]
 
 
@@ -108,7 +118,7 @@ def run_live_path(polls: list[list], first_ms: int) -> float:
         model.apply(PartitionAssigned(p))
         model.apply(PartitionReplayed(p))
     # Every partition followed and live, as after replay (the tail's own ownership logic is skipped).
-    tail._followed = {p: None for p in range(PARTITIONS)}
+    tail._followed = dict.fromkeys(range(PARTITIONS))
     tail._consumer.polls = list(polls)
     consume, apply_batch = tail._consume, model.apply_batch
     start = time.perf_counter()
@@ -138,7 +148,9 @@ def main() -> None:
     # The realistic mix first; the old uniform shape as each figure's second line (bench/synthetic.py).
     figures = {shape: measure(args, shape) for shape in SHAPES}
     n = figures["mix"]["records"]
-    print(f"{n} records ({args.transactions} transactions over {args.tids} transactional ids, {PARTITIONS} partitions), one core, best of {args.runs}")
+    print(
+        f"{n} records ({args.transactions} transactions over {args.tids} transactional ids, {PARTITIONS} partitions), one core, best of {args.runs}"
+    )
     for label, key, unit in (
         ("decode_record, partitions built: ", "decode_all", "records/s    "),
         ("decode_record as the source does:", "decode", "records/s    "),
@@ -150,10 +162,14 @@ def main() -> None:
         for shape in SHAPES:
             f = figures[shape]
             seconds, count = f[key], f["records"]
-            print(f"{label if shape == 'mix' else '':<34} {count / seconds:>10,.0f} {unit}  ({seconds / count * 1e6:.2f} us/record)  {shape}")
+            print(
+                f"{label if shape == 'mix' else '':<34} {count / seconds:>10,.0f} {unit}  ({seconds / count * 1e6:.2f} us/record)  {shape}"
+            )
     for shape in SHAPES:
         f = figures[shape]
-        print(f"model + metrics share, {shape}: {(f['full'] - f['decode']) / f['records'] * 1e6:.2f} us/record (runs of {args.run_length})")
+        print(
+            f"model + metrics share, {shape}: {(f['full'] - f['decode']) / f['records'] * 1e6:.2f} us/record (runs of {args.run_length})"
+        )
 
 
 def measure(args: argparse.Namespace, shape: str) -> dict[str, float]:

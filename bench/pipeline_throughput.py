@@ -53,9 +53,12 @@ def build(root: Path, records: int, partitions: int) -> list[Path]:
             commit = n % 5 != 0
             parts = {"orders": [n % 12], "payments": [n % 3]} if n % 4 == 0 else {"orders": [n % 12]}
             shapes = [(S.EMPTY, None)] if n < 64 else []
-            shapes += [(S.ONGOING, parts), (S.ONGOING, parts),
-                       (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, parts),
-                       (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, {})]
+            shapes += [
+                (S.ONGOING, parts),
+                (S.ONGOING, parts),
+                (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, parts),
+                (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, {}),
+            ]
             for state, prt in shapes:
                 if offset >= per_partition:
                     break
@@ -127,8 +130,13 @@ def main() -> None:
     n, seconds = single(files)
     rows, pipeline_seconds = single_pipeline(files)
     assert rows == n, (rows, n)
-    result = {"records": n, "build_seconds": round(built, 1), "single_records_per_s": round(n / seconds),
-              "single_pipeline_records_per_s": round(n / pipeline_seconds), "load_avg": os.getloadavg()[0]}
+    result = {
+        "records": n,
+        "build_seconds": round(built, 1),
+        "single_records_per_s": round(n / seconds),
+        "single_pipeline_records_per_s": round(n / pipeline_seconds),
+        "load_avg": os.getloadavg()[0],
+    }
     cpus = sorted(os.sched_getaffinity(0))
     # "local[1]" is one task slot but not one core: its JVM (reading the Python workers' Arrow
     # batches, ~1 us per record) runs on another. So each master also runs confined to as many
@@ -137,14 +145,17 @@ def main() -> None:
         slots = int(master[6:-1])
         proc = subprocess.run(
             [sys.executable, "-m", "bench.pipeline_throughput", "--spark-run", master, "--root", str(root)],
-            capture_output=True, text=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, set(cpus[:slots]))) if pinned else None,
+            capture_output=True,
+            text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, set(cpus[:slots]))) if pinned else None,  # noqa: B023 (run now)
         )
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-3000:])
         run = json.loads(proc.stdout.strip().splitlines()[-1])
         assert run["records"] == n, (run, n)
-        result[f"{master}{'_on_' + str(slots) + '_cpu' if pinned else '_unpinned'}_records_per_s"] = round(n / run["seconds"])
+        result[f"{master}{'_on_' + str(slots) + '_cpu' if pinned else '_unpinned'}_records_per_s"] = round(
+            n / run["seconds"]
+        )
     two, one = result["local[2]_on_2_cpu_records_per_s"], result["local[1]_on_1_cpu_records_per_s"]
     result["2_cpu_per_core_over_single_pipeline"] = round(two / 2 / result["single_pipeline_records_per_s"], 2)
     result["2_cpu_per_core_over_single"] = round(two / 2 / result["single_records_per_s"], 2)

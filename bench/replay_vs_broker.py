@@ -47,11 +47,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.decode_segment import DATA, generate, generate_synthetic  # noqa: E402
-from bench.live_exporter import broker_with_segment  # noqa: E402
-from txn_workshop.harness import jmx  # noqa: E402
-from txn_workshop.harness.broker import KafkaBroker  # noqa: E402
-from txn_workshop.harness.processes import free_port  # noqa: E402
+from bench.decode_segment import DATA, generate, generate_synthetic
+from bench.live_exporter import broker_with_segment
+from txn_workshop.harness import jmx
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.processes import free_port
 
 TOPIC = "__transaction_state"
 KAFKA = "4.4.0"
@@ -123,10 +123,21 @@ def exporter_ready_seconds(bootstrap: str) -> float:
     port = free_port()
     start = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap, "--all-partitions",
-         "--listen", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "run",
+            "--bootstrap-servers",
+            bootstrap,
+            "--all-partitions",
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         while process.poll() is None:
             try:
@@ -144,9 +155,9 @@ def exporter_ready_seconds(bootstrap: str) -> float:
 
 def profile_replay(bootstrap: str, top: int) -> None:
     """The exporter's replay in this process, under cProfile: fetch, decode, model."""
+    from exporter.contracts.events import PartitionReplayed
     from exporter.metrics.recorders import LatencyRecorders
     from exporter.model import CoordinatorModel
-    from exporter.contracts.events import PartitionReplayed
     from exporter.sources.topic_tail import TransactionLogTail
 
     model = CoordinatorModel(LatencyRecorders().sinks())
@@ -172,9 +183,12 @@ def profile_replay(bootstrap: str, top: int) -> None:
     decode = cumulative(r"codec/transaction_log.py:decode_record$")
     model_s = cumulative(r"model/coordinator.py:apply_batch$")
     print(f"in-process replay to PartitionReplayed: {wall:.2f} s wall, {total:.2f} s profiled")
-    for name, seconds in (("fetch (librdkafka poll/consume)", fetch), ("decode (decode_record)", decode),
-                          ("model (apply_batch)", model_s),
-                          ("rest of the source loop", total - fetch - decode - model_s)):
+    for name, seconds in (
+        ("fetch (librdkafka poll/consume)", fetch),
+        ("decode (decode_record)", decode),
+        ("model (apply_batch)", model_s),
+        ("rest of the source loop", total - fetch - decode - model_s),
+    ):
         print(f"  {name:34} {seconds:6.2f} s  {seconds / total:5.1%}")
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
@@ -209,14 +223,21 @@ def main() -> None:
                 ready_s = exporter_ready_seconds(broker.bootstrap_servers)
                 loads.append(load_ms / 1000)
                 readies.append(ready_s)
-                print(f"run {run + 1}: broker load {load_ms / 1000:6.2f} s (log: {ids:,} ids in {logged_ms / 1000:.2f} s), "
-                      f"exporter start-to-ready {ready_s:6.2f} s, ratio {ready_s / (load_ms / 1000):.2f}", flush=True)
+                print(
+                    f"run {run + 1}: broker load {load_ms / 1000:6.2f} s (log: {ids:,} ids in {logged_ms / 1000:.2f} s), "
+                    f"exporter start-to-ready {ready_s:6.2f} s, ratio {ready_s / (load_ms / 1000):.2f}",
+                    flush=True,
+                )
         finally:
             broker.stop()
     load, ready = statistics.median(loads), statistics.median(readies)
-    print(f"records                               {args.records:,} ({args.source}, {source.stat().st_size / 2**20:.0f} MiB, one partition, Kafka {KAFKA})")
+    print(
+        f"records                               {args.records:,} ({args.source}, {source.stat().st_size / 2**20:.0f} MiB, one partition, Kafka {KAFKA})"
+    )
     print(f"coordinator load (partition-load-time-max)  {load:6.2f} s  median of {len(loads)} (min {min(loads):.2f})")
-    print(f"exporter start to /readyz                   {ready:6.2f} s  median of {len(readies)} (min {min(readies):.2f})")
+    print(
+        f"exporter start to /readyz                   {ready:6.2f} s  median of {len(readies)} (min {min(readies):.2f})"
+    )
     print(f"ratio exporter / broker                     {ready / load:6.2f}  (target <= 1)")
 
 

@@ -16,15 +16,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prometheus_client import CollectorRegistry  # noqa: E402
-from prometheus_client.exposition import generate_latest  # noqa: E402
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics  # noqa: E402
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from bench.synthetic import PARTITIONS, transaction_cycles  # noqa: E402
-from exporter.codec import decode_record  # noqa: E402
-from exporter.metrics import LatencyRecorders, TransactionCollector  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.contracts.events import PartitionAssigned, PartitionProgress, PartitionReplayed, SourceStatus, TransactionLogRecords  # noqa: E402
+from bench.synthetic import PARTITIONS, transaction_cycles
+from exporter.codec import decode_record
+from exporter.contracts.events import (
+    PartitionAssigned,
+    PartitionProgress,
+    PartitionReplayed,
+    SourceStatus,
+    TransactionLogRecords,
+)
+from exporter.metrics import LatencyRecorders, TransactionCollector
+from exporter.model import CoordinatorModel
 
 START_MS = 1_700_000_000_000
 WINDOW_MS = 300_000

@@ -35,9 +35,22 @@ SHAPES = ("mix", "uniform")
 S = TransactionState
 # Topic names of the mix: lengths from 5 to 28 bytes, as applications name them.
 _TOPICS = (
-    "orders", "payments", "ledger", "inventory-events", "shipments", "customer-profile-updates",
-    "fraud-scores", "audit", "billing.invoices", "notifications-outbox", "stock-reservations",
-    "refunds", "cart-events-v2", "pricing", "order-lines.compacted", "settlements-eu-west-1",
+    "orders",
+    "payments",
+    "ledger",
+    "inventory-events",
+    "shipments",
+    "customer-profile-updates",
+    "fraud-scores",
+    "audit",
+    "billing.invoices",
+    "notifications-outbox",
+    "stock-reservations",
+    "refunds",
+    "cart-events-v2",
+    "pricing",
+    "order-lines.compacted",
+    "settlements-eu-west-1",
 )
 _TOPIC_PARTITIONS = 12
 
@@ -81,12 +94,22 @@ def _uniform(tids: int, transactions: int, start_ms: int, seed: int) -> Iterator
     for n in range(transactions):
         i = n % tids
         abort = rng.random() < 0.02
-        steps = (S.ONGOING, S.PREPARE_ABORT if abort else S.PREPARE_COMMIT, S.COMPLETE_ABORT if abort else S.COMPLETE_COMMIT)
+        steps = (
+            S.ONGOING,
+            S.PREPARE_ABORT if abort else S.PREPARE_COMMIT,
+            S.COMPLETE_ABORT if abort else S.COMPLETE_COMMIT,
+        )
         for state in steps:
             value = TransactionLogValue(
-                1, 1000 + i, 3, 60_000, state,
-                {} if state >= S.COMPLETE_COMMIT else touched, now, now - 20,
-            )  # fmt: skip
+                1,
+                1000 + i,
+                3,
+                60_000,
+                state,
+                {} if state >= S.COMPLETE_COMMIT else touched,
+                now,
+                now - 20,
+            )
             p = partition[i]
             yield RawRecord(p, keys[i], encode_value(value), offsets[p], now)
             offsets[p] += 1
@@ -132,9 +155,20 @@ def _mix(tids: int, transactions: int, start_ms: int, seed: int) -> Iterator[Raw
             (S.COMPLETE_ABORT if abort else S.COMPLETE_COMMIT, bumped, {}),
         )
         for state, e, parts in steps:
-            yield emit(i, TransactionLogValue(
-                1, pid, e, 60_000, state, parts, now, start,
-                previous_producer_id=pid, client_transaction_version=version,
-            ))  # fmt: skip
+            yield emit(
+                i,
+                TransactionLogValue(
+                    1,
+                    pid,
+                    e,
+                    60_000,
+                    state,
+                    parts,
+                    now,
+                    start,
+                    previous_producer_id=pid,
+                    client_transaction_version=version,
+                ),
+            )
             now += 1
         epochs[i] = bumped % 32_000  # (a real client would rotate its producer id before 32767)

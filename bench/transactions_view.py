@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic import PARTITIONS, partition_of  # noqa: E402
-from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value  # noqa: E402
-from exporter.metrics import LatencyRecorders  # noqa: E402
-from exporter.model import CoordinatorModel  # noqa: E402
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords  # noqa: E402
-from exporter.view import page  # noqa: E402
-from exporter.view.query import document, parse_query  # noqa: E402
+from bench.synthetic import PARTITIONS, partition_of
+from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel
+from exporter.view import page
+from exporter.view.query import document, parse_query
 
 S = TransactionState
 START_MS = 1_700_000_000_000
@@ -89,8 +89,10 @@ def main() -> None:
     started = time.perf_counter()
     model = load(max(args.tracked, args.in_flight), args.in_flight)
     count = model.in_flight_transactions(None, 1, 0, 0).matching
-    print(f"{count:,} in flight of {max(args.tracked, args.in_flight):,} tracked ids over {PARTITIONS} partitions"
-          f" (loaded in {time.perf_counter() - started:.1f} s)")
+    print(
+        f"{count:,} in flight of {max(args.tracked, args.in_flight):,} tracked ids over {PARTITIONS} partitions"
+        f" (loaded in {time.perf_counter() - started:.1f} s)"
+    )
     # How long readers hold the model's lock (a private of the model's: timed here only).
     lock = model._lock = TimedLock()  # type: ignore[assignment]
     now_ms = START_MS + max(args.tracked, args.in_flight) + 60_000
@@ -110,8 +112,10 @@ def main() -> None:
             answer.append(t1 - t0)
             encode.append(t2 - t1)
             html.append(t3 - t2)
-        print(f"\n{label} ({query_string or 'all states'}), top {len(doc['transactions'])} of {doc['in_flight_matching']:,},"
-              f" {args.repeat} times:")
+        print(
+            f"\n{label} ({query_string or 'all states'}), top {len(doc['transactions'])} of {doc['in_flight_matching']:,},"
+            f" {args.repeat} times:"
+        )
         print(f"  lock held:            {ms(lock.held)}")
         print(f"  document (the query): {ms(answer)}")
         print(f"  + JSON encoding:      {ms([a + e for a, e in zip(answer, encode)])}")

@@ -110,23 +110,44 @@ def _describe(name: str, what: str) -> str:
     return f"{what} {help_of(name)}{suffix}"
 
 
-def gauge(title: str, name: str, what: str, *, agg: str = "sum", by: str = "", sel: str = SEL,
-          kind: str = "timeseries", legend: str = "", **kw) -> Panel:
+def gauge(
+    title: str,
+    name: str,
+    what: str,
+    *,
+    agg: str = "sum",
+    by: str = "",
+    sel: str = SEL,
+    kind: str = "timeseries",
+    legend: str = "",
+    **kw,
+) -> Panel:
     by_clause = f" by ({by})" if by else ""
     expr = f"{agg}{by_clause} ({ref(name)}{{{sel}}})"
     kw.setdefault("expected_empty", _empty_reason(name))
     return Panel(title, (Query(expr, legend or _legend(by)),), _describe(name, what), grafana_unit(name), kind, **kw)
 
 
-def rate(title: str, name: str, what: str, *, by: str = "", sel: str = SEL, kind: str = "timeseries",
-         legend: str = "", fault_only: bool | None = None, **kw) -> Panel:
+def rate(
+    title: str,
+    name: str,
+    what: str,
+    *,
+    by: str = "",
+    sel: str = SEL,
+    kind: str = "timeseries",
+    legend: str = "",
+    fault_only: bool | None = None,
+    **kw,
+) -> Panel:
     if fault_only is None:
         fault_only = name in FAULT_COUNTERS
     by_clause = f" by ({by})" if by else ""
     expr = f"sum{by_clause} (rate({ref(name)}{{{sel}}}[{RATE}]))"
     kw.setdefault("expected_empty", _empty_reason(name, fault_only=fault_only))
-    return Panel(title, (Query(expr, legend or _legend(by)),), _describe(name, what + " Per second."), "ops",
-                 kind, **kw)
+    return Panel(
+        title, (Query(expr, legend or _legend(by)),), _describe(name, what + " Per second."), "ops", kind, **kw
+    )
 
 
 # On a panel of the exporter's histograms: what the exemplar dots are (exporter.metrics.latency).
@@ -137,13 +158,31 @@ EXEMPLARS_NOTE = (
 )
 
 
-def quantile(title: str, histogram: str, what: str, *, by: str, q: float = 0.99, sel: str = SEL,
-             kind: str = "timeseries", legend: str = "", outer: str = "", **kw) -> Panel:
+def quantile(
+    title: str,
+    histogram: str,
+    what: str,
+    *,
+    by: str,
+    q: float = 0.99,
+    sel: str = SEL,
+    kind: str = "timeseries",
+    legend: str = "",
+    outer: str = "",
+    **kw,
+) -> Panel:
     inner = f"histogram_quantile({q}, sum by ({by}, le) (rate({ref(histogram + '_bucket')}{{{sel}}}[{RATE}])))"
     expr = f"{outer}({inner})" if outer else inner
     kw.setdefault("expected_empty", _empty_reason(histogram))
-    return Panel(title, (Query(expr, legend or _legend(by)),), _describe(histogram, what) + EXEMPLARS_NOTE,
-                 grafana_unit(histogram), kind, exemplars=True, **kw)
+    return Panel(
+        title,
+        (Query(expr, legend or _legend(by)),),
+        _describe(histogram, what) + EXEMPLARS_NOTE,
+        grafana_unit(histogram),
+        kind,
+        exemplars=True,
+        **kw,
+    )
 
 
 def _legend(by: str) -> str:
@@ -190,119 +229,316 @@ HTTP_REJECTED = "txn_exporter_http_rejected_connections_total"
 # Counters whose series appear with their first event (labelled by error/reason, or --broker-log).
 FAULT_COUNTERS = frozenset({APPEND_ERRORS, MARKER_RETRIES, MARKER_FAILURES, COMPLETE_RETRIES, DECODE_ERRORS})
 
-NOW_ROW = Row("Is anything wrong with transactions right now?", (
-    gauge("Transactions waiting for markers", PENDING,
-          "Now, all selected brokers. More than a few for long means markers are not being written.",
-          kind="stat", width=4, height=5, thresholds=((1, "orange"), (10, "red"))),
-    gauge("Oldest pending markers", OLDEST,
-          "Now, the oldest across the selected brokers. Tens of seconds: a data partition cannot take markers"
-          " (read_committed consumers of it are stuck).",
-          agg="max", kind="stat", width=4, height=5, thresholds=((5, "orange"), (30, "red"))),
-    rate("Append errors", APPEND_ERRORS, "__transaction_state append failures, all target states.",
-         kind="stat", width=4, height=5, thresholds=((0.001, "red"),)),
-    rate("Marker retries", MARKER_RETRIES, "WriteTxnMarkers retries, all errors.",
-         kind="stat", width=4, height=5, thresholds=((0.001, "orange"), (1, "red"))),
-    gauge("Late transactions", LATE, "Now, all selected brokers.",
-          kind="stat", width=4, height=5, thresholds=((1, "red"),)),
-    gauge("Hanging transactions", HANGING, "Now, all selected brokers.",
-          kind="stat", width=4, height=5, thresholds=((1, "red"),)),
-    gauge("Transactions with pending markers, by broker", PENDING, "By broker (exporter instance).",
-          by="instance", width=8),
-    gauge("Oldest pending markers age, by broker", OLDEST, "By broker (exporter instance).",
-          agg="max", by="instance", width=8, thresholds=((30, "red"),)),
-    quantile("p99 append latency by target state", APPEND_LATENCY,
-             "99th percentile over the rate interval, from the histogram, all selected brokers.",
-             by="target_state", width=8),
-    rate("Append errors by target state and error", APPEND_ERRORS, "__transaction_state append failures.",
-         by="target_state, error", width=8),
-    rate("Marker retries by error", MARKER_RETRIES, "WriteTxnMarkers retries by Kafka error name.",
-         by="error", width=8),
-    rate("Marker failures by error", MARKER_FAILURES, "WriteTxnMarkers permanent failures by Kafka error.",
-         by="error", width=8),
-))
+NOW_ROW = Row(
+    "Is anything wrong with transactions right now?",
+    (
+        gauge(
+            "Transactions waiting for markers",
+            PENDING,
+            "Now, all selected brokers. More than a few for long means markers are not being written.",
+            kind="stat",
+            width=4,
+            height=5,
+            thresholds=((1, "orange"), (10, "red")),
+        ),
+        gauge(
+            "Oldest pending markers",
+            OLDEST,
+            "Now, the oldest across the selected brokers. Tens of seconds: a data partition cannot take markers"
+            " (read_committed consumers of it are stuck).",
+            agg="max",
+            kind="stat",
+            width=4,
+            height=5,
+            thresholds=((5, "orange"), (30, "red")),
+        ),
+        rate(
+            "Append errors",
+            APPEND_ERRORS,
+            "__transaction_state append failures, all target states.",
+            kind="stat",
+            width=4,
+            height=5,
+            thresholds=((0.001, "red"),),
+        ),
+        rate(
+            "Marker retries",
+            MARKER_RETRIES,
+            "WriteTxnMarkers retries, all errors.",
+            kind="stat",
+            width=4,
+            height=5,
+            thresholds=((0.001, "orange"), (1, "red")),
+        ),
+        gauge(
+            "Late transactions",
+            LATE,
+            "Now, all selected brokers.",
+            kind="stat",
+            width=4,
+            height=5,
+            thresholds=((1, "red"),),
+        ),
+        gauge(
+            "Hanging transactions",
+            HANGING,
+            "Now, all selected brokers.",
+            kind="stat",
+            width=4,
+            height=5,
+            thresholds=((1, "red"),),
+        ),
+        gauge(
+            "Transactions with pending markers, by broker",
+            PENDING,
+            "By broker (exporter instance).",
+            by="instance",
+            width=8,
+        ),
+        gauge(
+            "Oldest pending markers age, by broker",
+            OLDEST,
+            "By broker (exporter instance).",
+            agg="max",
+            by="instance",
+            width=8,
+            thresholds=((30, "red"),),
+        ),
+        quantile(
+            "p99 append latency by target state",
+            APPEND_LATENCY,
+            "99th percentile over the rate interval, from the histogram, all selected brokers.",
+            by="target_state",
+            width=8,
+        ),
+        rate(
+            "Append errors by target state and error",
+            APPEND_ERRORS,
+            "__transaction_state append failures.",
+            by="target_state, error",
+            width=8,
+        ),
+        rate(
+            "Marker retries by error",
+            MARKER_RETRIES,
+            "WriteTxnMarkers retries by Kafka error name.",
+            by="error",
+            width=8,
+        ),
+        rate(
+            "Marker failures by error",
+            MARKER_FAILURES,
+            "WriteTxnMarkers permanent failures by Kafka error.",
+            by="error",
+            width=8,
+        ),
+    ),
+)
 
-APPENDS_ROW = Row("__transaction_state appends and markers", (
-    gauge("Exact p99 append latency (exporter window)", APPEND_QUANTILE,
-          "p99 by target state as the exporter's HdrHistogram computes it over its sliding window.",
-          agg="max", by="target_state", sel=SEL + ', quantile="0.99"', width=8),
-    rate("State transitions by target state", RECORDS, "__transaction_state records read live.",
-         by="target_state", width=8, stacked=True),
-    quantile("p99 prepare-to-complete by result", COMPLETION,
-             "99th percentile of marker fan-out plus the final append, by result.", by="result", width=8),
-    rate("Final COMPLETE_* append retries", COMPLETE_RETRIES,
-         "Retries of the final append after the markers were written.", width=8),
-    gauge("Transactional ids by state", TRANSACTIONS, "Current state of every transactional id.",
-          by="state", width=8, stacked=True),
-    rate("Expired transactional ids", TOMBSTONES, "Tombstones: ids the coordinator expired.", width=8),
-))
+APPENDS_ROW = Row(
+    "__transaction_state appends and markers",
+    (
+        gauge(
+            "Exact p99 append latency (exporter window)",
+            APPEND_QUANTILE,
+            "p99 by target state as the exporter's HdrHistogram computes it over its sliding window.",
+            agg="max",
+            by="target_state",
+            sel=SEL + ', quantile="0.99"',
+            width=8,
+        ),
+        rate(
+            "State transitions by target state",
+            RECORDS,
+            "__transaction_state records read live.",
+            by="target_state",
+            width=8,
+            stacked=True,
+        ),
+        quantile(
+            "p99 prepare-to-complete by result",
+            COMPLETION,
+            "99th percentile of marker fan-out plus the final append, by result.",
+            by="result",
+            width=8,
+        ),
+        rate(
+            "Final COMPLETE_* append retries",
+            COMPLETE_RETRIES,
+            "Retries of the final append after the markers were written.",
+            width=8,
+        ),
+        gauge(
+            "Transactional ids by state",
+            TRANSACTIONS,
+            "Current state of every transactional id.",
+            by="state",
+            width=8,
+            stacked=True,
+        ),
+        rate("Expired transactional ids", TOMBSTONES, "Tombstones: ids the coordinator expired.", width=8),
+    ),
+)
 
-HANGING_ROW = Row("Late and hanging transactions (needs the hanging-transactions view)", (
-    gauge("Late transactions by broker", LATE, "By broker (exporter instance).", by="instance", width=8),
-    gauge("Hanging transactions by broker", HANGING, "By broker (exporter instance).", by="instance", width=8),
-    gauge("Partitions with late transactions", LATE_PARTITIONS, "By broker (exporter instance).",
-          by="instance", width=8),
-    rate("Coordinator timeouts", TIMEOUTS, "Transactions aborted on timeout.", by="instance", width=8),
-    quantile("p99 transaction duration by result", DURATION, "99th percentile, all selected brokers.",
-             by="result", width=8),
-    rate("Producer id rotations", ROTATIONS, "Producer id rotations.", by="instance", width=8),
-))
+HANGING_ROW = Row(
+    "Late and hanging transactions (needs the hanging-transactions view)",
+    (
+        gauge("Late transactions by broker", LATE, "By broker (exporter instance).", by="instance", width=8),
+        gauge("Hanging transactions by broker", HANGING, "By broker (exporter instance).", by="instance", width=8),
+        gauge(
+            "Partitions with late transactions",
+            LATE_PARTITIONS,
+            "By broker (exporter instance).",
+            by="instance",
+            width=8,
+        ),
+        rate("Coordinator timeouts", TIMEOUTS, "Transactions aborted on timeout.", by="instance", width=8),
+        quantile(
+            "p99 transaction duration by result",
+            DURATION,
+            "99th percentile, all selected brokers.",
+            by="result",
+            width=8,
+        ),
+        rate("Producer id rotations", ROTATIONS, "Producer id rotations.", by="instance", width=8),
+    ),
+)
 
-JMX_ROW = Row("Kafka's own transaction metrics (broker JMX, if scraped)", (
-    Panel("Partitions with late transactions (broker)",
-          (Query(f'sum by (instance) ({_jmx("kafka_server_replicamanager_partitionswithlatetransactionscount")}'
-                 f"{{{JMX_SEL}}})", "{{instance}}"),),
-          "Kafka's ReplicaManager PartitionsWithLateTransactionsCount, per broker JMX target: partitions with"
-          " an open transaction older than transaction.max.timeout.ms + 5 min. Beside our late/hanging"
-          " panels. Empty when the brokers' JMX is not scraped.",
-          expected_empty=JMX_ONLY, width=8),
-    Panel("Final append retry queue vs ours",
-          (Query(f"sum by (instance) ({_jmx('kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize')}"
-                 f"{{{JMX_SEL}}})", "broker {{instance}}"),),
-          "Kafka's TransactionMarkerChannelManager LogAppendRetryQueueSize (needs jmx_exporter's"
-          " kafka.coordinator rule; Strimzi's default rules do not export it). Compare with 'Final COMPLETE_*"
-          " append retries'. Empty when the brokers' JMX is not scraped.",
-          expected_empty=JMX_ONLY, width=8),
-    Panel("Markers waiting for an unknown leader",
-          (Query(f"sum by (instance) ({_jmx('kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize')}"
-                 f"{{{JMX_SEL}}})", "{{instance}}"),),
-          "Kafka's TransactionMarkerChannelManager UnknownDestinationQueueSize: markers whose data partition"
-          " has no known leader. Empty when the brokers' JMX is not scraped.",
-          expected_empty=JMX_ONLY, width=8),
-    Panel("Transaction verification failures (KIP-890)",
-          (Query(f'sum by (instance) (rate({{__name__=~"{_jmx("kafka_server_addpartitionstotxnmanager_verificationfailurerate_count")}'
-                 f'(_total)?", {JMX_SEL}}}[{RATE}]))', "{{instance}}"),),
-          "Kafka's AddPartitionsToTxnManager VerificationFailureRate, per second: produce requests to a"
-          " partition the transaction did not add (3.6+). Empty when the brokers' JMX is not scraped.",
-          unit="ops", expected_empty=JMX_ONLY, width=12),
-    Panel("Transaction verification time p99 (KIP-890)",
-          (Query(f'max by (instance) ({_jmx("kafka_server_addpartitionstotxnmanager_verificationtimems")}'
-                 f'{{{JMX_SEL}, quantile="0.99"}})', "{{instance}}"),),
-          "Kafka's AddPartitionsToTxnManager VerificationTimeMs 99th percentile (Yammer, ms). Empty when the"
-          " brokers' JMX is not scraped.",
-          unit="ms", expected_empty=JMX_ONLY, width=12),
-), collapsed=False)
+JMX_ROW = Row(
+    "Kafka's own transaction metrics (broker JMX, if scraped)",
+    (
+        Panel(
+            "Partitions with late transactions (broker)",
+            (
+                Query(
+                    f"sum by (instance) ({_jmx('kafka_server_replicamanager_partitionswithlatetransactionscount')}"
+                    f"{{{JMX_SEL}}})",
+                    "{{instance}}",
+                ),
+            ),
+            "Kafka's ReplicaManager PartitionsWithLateTransactionsCount, per broker JMX target: partitions with"
+            " an open transaction older than transaction.max.timeout.ms + 5 min. Beside our late/hanging"
+            " panels. Empty when the brokers' JMX is not scraped.",
+            expected_empty=JMX_ONLY,
+            width=8,
+        ),
+        Panel(
+            "Final append retry queue vs ours",
+            (
+                Query(
+                    f"sum by (instance) ({_jmx('kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize')}"
+                    f"{{{JMX_SEL}}})",
+                    "broker {{instance}}",
+                ),
+            ),
+            "Kafka's TransactionMarkerChannelManager LogAppendRetryQueueSize (needs jmx_exporter's"
+            " kafka.coordinator rule; Strimzi's default rules do not export it). Compare with 'Final COMPLETE_*"
+            " append retries'. Empty when the brokers' JMX is not scraped.",
+            expected_empty=JMX_ONLY,
+            width=8,
+        ),
+        Panel(
+            "Markers waiting for an unknown leader",
+            (
+                Query(
+                    f"sum by (instance) ({_jmx('kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize')}"
+                    f"{{{JMX_SEL}}})",
+                    "{{instance}}",
+                ),
+            ),
+            "Kafka's TransactionMarkerChannelManager UnknownDestinationQueueSize: markers whose data partition"
+            " has no known leader. Empty when the brokers' JMX is not scraped.",
+            expected_empty=JMX_ONLY,
+            width=8,
+        ),
+        Panel(
+            "Transaction verification failures (KIP-890)",
+            (
+                Query(
+                    f'sum by (instance) (rate({{__name__=~"{_jmx("kafka_server_addpartitionstotxnmanager_verificationfailurerate_count")}'
+                    f'(_total)?", {JMX_SEL}}}[{RATE}]))',
+                    "{{instance}}",
+                ),
+            ),
+            "Kafka's AddPartitionsToTxnManager VerificationFailureRate, per second: produce requests to a"
+            " partition the transaction did not add (3.6+). Empty when the brokers' JMX is not scraped.",
+            unit="ops",
+            expected_empty=JMX_ONLY,
+            width=12,
+        ),
+        Panel(
+            "Transaction verification time p99 (KIP-890)",
+            (
+                Query(
+                    f"max by (instance) ({_jmx('kafka_server_addpartitionstotxnmanager_verificationtimems')}"
+                    f'{{{JMX_SEL}, quantile="0.99"}})',
+                    "{{instance}}",
+                ),
+            ),
+            "Kafka's AddPartitionsToTxnManager VerificationTimeMs 99th percentile (Yammer, ms). Empty when the"
+            " brokers' JMX is not scraped.",
+            unit="ms",
+            expected_empty=JMX_ONLY,
+            width=12,
+        ),
+    ),
+    collapsed=False,
+)
 
-EXPORTER_ROW = Row("Exporter health", (
-    gauge("Source up", SOURCE_UP, "Per exporter.", agg="min", by="instance", width=6),
-    gauge("Partitions followed by phase", FOLLOWED, "All selected exporters.", by="phase", width=6, stacked=True),
-    gauge("Consumer lag (records)", LAG, "Sum over partitions, per exporter.", by="instance", width=6),
-    rate("Decode errors by reason", DECODE_ERRORS, "Records skipped.", by="reason", width=6),
-    rate("Hanging-transaction scan failures", HANGING_SCAN_ERRORS,
-         "Failed DescribeProducers/ListTransactions/DescribeTransactions rounds, per exporter.", by="instance",
-         width=12),
-    rate("HTTP connections shed", HTTP_REJECTED,
-         "Connections closed to stay within the HTTP server's limit, per exporter: a flood of idle or slow"
-         " clients (or too many scrapers) on the metrics port.", by="instance", width=12),
-    rate("Broker log lines read", LOG_LINES, "Lines of the broker's server.log read (--broker-log).",
-         by="instance", width=8, expected_empty=BROKER_LOG_ONLY),
-    rate("Broker log lines skipped by reason", LOG_SKIPPED, "Lines not understood (--broker-log).",
-         by="instance, reason", width=8, expected_empty=BROKER_LOG_ONLY),
-    Panel("Broker log truncations and rotations",
-          (Query(f"sum by (instance) (increase({ref(LOG_TRUNCATED)}{{{SEL}}}[$__range]))", "truncated {{instance}}"),
-           Query(f"sum by (instance) (increase({ref(LOG_ROTATIONS)}{{{SEL}}}[$__range]))", "rotations {{instance}}")),
-          "Over the dashboard's time range, per exporter: " + help_of(LOG_TRUNCATED) + " / " + help_of(LOG_ROTATIONS),
-          width=8, expected_empty=BROKER_LOG_ONLY),
-))
+EXPORTER_ROW = Row(
+    "Exporter health",
+    (
+        gauge("Source up", SOURCE_UP, "Per exporter.", agg="min", by="instance", width=6),
+        gauge("Partitions followed by phase", FOLLOWED, "All selected exporters.", by="phase", width=6, stacked=True),
+        gauge("Consumer lag (records)", LAG, "Sum over partitions, per exporter.", by="instance", width=6),
+        rate("Decode errors by reason", DECODE_ERRORS, "Records skipped.", by="reason", width=6),
+        rate(
+            "Hanging-transaction scan failures",
+            HANGING_SCAN_ERRORS,
+            "Failed DescribeProducers/ListTransactions/DescribeTransactions rounds, per exporter.",
+            by="instance",
+            width=12,
+        ),
+        rate(
+            "HTTP connections shed",
+            HTTP_REJECTED,
+            "Connections closed to stay within the HTTP server's limit, per exporter: a flood of idle or slow"
+            " clients (or too many scrapers) on the metrics port.",
+            by="instance",
+            width=12,
+        ),
+        rate(
+            "Broker log lines read",
+            LOG_LINES,
+            "Lines of the broker's server.log read (--broker-log).",
+            by="instance",
+            width=8,
+            expected_empty=BROKER_LOG_ONLY,
+        ),
+        rate(
+            "Broker log lines skipped by reason",
+            LOG_SKIPPED,
+            "Lines not understood (--broker-log).",
+            by="instance, reason",
+            width=8,
+            expected_empty=BROKER_LOG_ONLY,
+        ),
+        Panel(
+            "Broker log truncations and rotations",
+            (
+                Query(
+                    f"sum by (instance) (increase({ref(LOG_TRUNCATED)}{{{SEL}}}[$__range]))", "truncated {{instance}}"
+                ),
+                Query(
+                    f"sum by (instance) (increase({ref(LOG_ROTATIONS)}{{{SEL}}}[$__range]))", "rotations {{instance}}"
+                ),
+            ),
+            "Over the dashboard's time range, per exporter: " + help_of(LOG_TRUNCATED) + " / " + help_of(LOG_ROTATIONS),
+            width=8,
+            expected_empty=BROKER_LOG_ONLY,
+        ),
+    ),
+)
 
 OVERVIEW = Dashboard(
     OVERVIEW_UID,
@@ -314,36 +550,82 @@ OVERVIEW = Dashboard(
 
 # -- the drill-down ------------------------------------------------------------------------------
 
-BROKER_ROW = Row("By broker ($instance)", (
-    gauge("Pending markers", PENDING, "Per broker.", by="instance", width=8),
-    gauge("Oldest pending markers age", OLDEST, "Per broker.", agg="max", by="instance", width=8),
-    quantile("p99 append latency by broker and target state", APPEND_LATENCY, "99th percentile per broker.",
-             by="instance, target_state", width=8),
-    rate("Append errors by broker", APPEND_ERRORS, "Per broker, target state and error.",
-         by="instance, target_state, error", width=8),
-    rate("Marker retries by broker", MARKER_RETRIES, "Per broker and error.", by="instance, error", width=8),
-    rate("Complete append retries by broker", COMPLETE_RETRIES, "Per broker.", by="instance", width=8),
-    rate("State transitions by broker", RECORDS, "Per broker and target state.", by="instance, target_state",
-         width=8),
-    quantile("p99 prepare-to-complete by broker", COMPLETION, "99th percentile per broker and result.",
-             by="instance, result", width=8),
-    gauge("Late transactions by broker", LATE, "Per broker.", by="instance", width=8),
-))
+BROKER_ROW = Row(
+    "By broker ($instance)",
+    (
+        gauge("Pending markers", PENDING, "Per broker.", by="instance", width=8),
+        gauge("Oldest pending markers age", OLDEST, "Per broker.", agg="max", by="instance", width=8),
+        quantile(
+            "p99 append latency by broker and target state",
+            APPEND_LATENCY,
+            "99th percentile per broker.",
+            by="instance, target_state",
+            width=8,
+        ),
+        rate(
+            "Append errors by broker",
+            APPEND_ERRORS,
+            "Per broker, target state and error.",
+            by="instance, target_state, error",
+            width=8,
+        ),
+        rate("Marker retries by broker", MARKER_RETRIES, "Per broker and error.", by="instance, error", width=8),
+        rate("Complete append retries by broker", COMPLETE_RETRIES, "Per broker.", by="instance", width=8),
+        rate(
+            "State transitions by broker", RECORDS, "Per broker and target state.", by="instance, target_state", width=8
+        ),
+        quantile(
+            "p99 prepare-to-complete by broker",
+            COMPLETION,
+            "99th percentile per broker and result.",
+            by="instance, result",
+            width=8,
+        ),
+        gauge("Late transactions by broker", LATE, "Per broker.", by="instance", width=8),
+    ),
+)
 
-PARTITION_ROW = Row("By __transaction_state partition ($partition)", (
-    gauge("Consumer lag by partition", LAG, "Per partition of __transaction_state the exporters follow.",
-          by="instance, partition", sel=SEL_PARTITION, width=12),
-    Panel("Time since the last record, by partition",
-          (Query(f"max by (instance, partition) (time() - {ref(LAST_RECORD)}{{{SEL_PARTITION}}})",
-                 "{{instance}} p{{partition}}"),),
-          "Seconds since the timestamp of the last record the exporter read from each partition. Grows on"
-          " idle partitions too; compare with the consumer lag: lag > 0 and growing age means the exporter is"
-          " stuck. " + help_of(LAST_RECORD), unit="s", width=12),
-    gauge("Partitions followed by broker and phase", FOLLOWED, "Per exporter and phase.",
-          by="instance, phase", width=12),
-    gauge("Transactional ids by broker and state", TRANSACTIONS, "Per exporter and state.",
-          by="instance, state", width=12),
-))
+PARTITION_ROW = Row(
+    "By __transaction_state partition ($partition)",
+    (
+        gauge(
+            "Consumer lag by partition",
+            LAG,
+            "Per partition of __transaction_state the exporters follow.",
+            by="instance, partition",
+            sel=SEL_PARTITION,
+            width=12,
+        ),
+        Panel(
+            "Time since the last record, by partition",
+            (
+                Query(
+                    f"max by (instance, partition) (time() - {ref(LAST_RECORD)}{{{SEL_PARTITION}}})",
+                    "{{instance}} p{{partition}}",
+                ),
+            ),
+            "Seconds since the timestamp of the last record the exporter read from each partition. Grows on"
+            " idle partitions too; compare with the consumer lag: lag > 0 and growing age means the exporter is"
+            " stuck. " + help_of(LAST_RECORD),
+            unit="s",
+            width=12,
+        ),
+        gauge(
+            "Partitions followed by broker and phase",
+            FOLLOWED,
+            "Per exporter and phase.",
+            by="instance, phase",
+            width=12,
+        ),
+        gauge(
+            "Transactional ids by broker and state",
+            TRANSACTIONS,
+            "Per exporter and state.",
+            by="instance, state",
+            width=12,
+        ),
+    ),
+)
 
 DRILLDOWN = Dashboard(
     DRILLDOWN_UID,
@@ -370,51 +652,78 @@ def _variables(names: tuple[str, ...]) -> list[dash_b.QueryVariable | dash_b.Dat
     }
     labels = {"cluster": "Cluster", "instance": "Broker (exporter)", "partition": "Partition"}
     for name in names:
-        out.append(
-            dash_b.QueryVariable(name).label(labels[name]).datasource(DATASOURCE)
+        out.append(  # noqa: PERF401 (a builder chain per variable)
+            dash_b.QueryVariable(name)
+            .label(labels[name])
+            .datasource(DATASOURCE)
             .query({"query": queries[name], "refId": f"{name}-variable", "qryType": 1})
             .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED)
-            .sort(dash_m.VariableSort.NATURAL_ASC if hasattr(dash_m.VariableSort, "NATURAL_ASC")
-                  else dash_m.VariableSort.ALPHABETICAL_ASC)
-            .multi(True).include_all(True).all_value(".*")
+            .sort(
+                dash_m.VariableSort.NATURAL_ASC
+                if hasattr(dash_m.VariableSort, "NATURAL_ASC")
+                else dash_m.VariableSort.ALPHABETICAL_ASC
+            )
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
             .current(dash_m.VariableOption(selected=True, text="All", value="$__all"))
         )
     return out
 
 
 def _thresholds(steps: tuple[tuple[float, str], ...]) -> dash_b.ThresholdsConfig:
-    return dash_b.ThresholdsConfig().mode(dash_m.ThresholdsMode.ABSOLUTE).steps(
-        [dash_m.Threshold(value=None, color="green"), *(dash_m.Threshold(value=v, color=c) for v, c in steps)]
+    return (
+        dash_b.ThresholdsConfig()
+        .mode(dash_m.ThresholdsMode.ABSOLUTE)
+        .steps([dash_m.Threshold(value=None, color="green"), *(dash_m.Threshold(value=v, color=c) for v, c in steps)])
     )
 
 
 def _panel(spec: Panel, panel_id: int):
     if spec.kind == "stat":
         builder = (
-            stat_b.Panel().graph_mode(common_m.BigValueGraphMode.AREA)
+            stat_b.Panel()
+            .graph_mode(common_m.BigValueGraphMode.AREA)
             .color_mode(common_m.BigValueColorMode.BACKGROUND)
             .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
         )
     else:
         builder = (
-            ts_b.Panel().line_width(1).fill_opacity(10 if not spec.stacked else 60)
-            .legend(common_b.VizLegendOptions().display_mode(common_m.LegendDisplayMode.LIST)
-                    .placement(common_m.LegendPlacement.BOTTOM).show_legend(True))
-            .tooltip(common_b.VizTooltipOptions().mode(common_m.TooltipDisplayMode.MULTI)
-                     .sort(common_m.SortOrder.DESCENDING))
+            ts_b.Panel()
+            .line_width(1)
+            .fill_opacity(10 if not spec.stacked else 60)
+            .legend(
+                common_b.VizLegendOptions()
+                .display_mode(common_m.LegendDisplayMode.LIST)
+                .placement(common_m.LegendPlacement.BOTTOM)
+                .show_legend(True)
+            )
+            .tooltip(
+                common_b.VizTooltipOptions().mode(common_m.TooltipDisplayMode.MULTI).sort(common_m.SortOrder.DESCENDING)
+            )
         )
         if spec.stacked:
             builder = builder.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
     builder = (
-        builder.id(panel_id).title(spec.title).description(spec.description).datasource(DATASOURCE)
-        .unit(spec.unit).span(spec.width).height(spec.height).no_value("No data")
+        builder.id(panel_id)
+        .title(spec.title)
+        .description(spec.description)
+        .datasource(DATASOURCE)
+        .unit(spec.unit)
+        .span(spec.width)
+        .height(spec.height)
+        .no_value("No data")
     )
     if spec.thresholds:
         builder = builder.thresholds(_thresholds(spec.thresholds))
     for i, query in enumerate(spec.queries):
         target = (
-            prom_b.Dataquery().expr(query.expr).legend_format(query.legend).ref_id(chr(ord("A") + i))
-            .datasource(DATASOURCE).range()
+            prom_b.Dataquery()
+            .expr(query.expr)
+            .legend_format(query.legend)
+            .ref_id(chr(ord("A") + i))
+            .datasource(DATASOURCE)
+            .range()
         )
         builder = builder.with_target(target.exemplar(True) if spec.exemplars else target)
     return builder
@@ -422,14 +731,25 @@ def _panel(spec: Panel, panel_id: int):
 
 def build(spec: Dashboard) -> dict:
     builder = (
-        dash_b.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(TAGS)
-        .editable().tooltip(dash_m.DashboardCursorSync.CROSSHAIR).time("now-1h", "now").refresh("30s")
-        .timezone("browser").variables(_variables(spec.variables))
+        dash_b.Dashboard(spec.title)
+        .uid(spec.uid)
+        .description(spec.description)
+        .tags(TAGS)
+        .editable()
+        .tooltip(dash_m.DashboardCursorSync.CROSSHAIR)
+        .time("now-1h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .variables(_variables(spec.variables))
     )
     for uid, title in spec.links_to:
         builder = builder.link(
-            dash_b.DashboardLink(title).type(dash_m.DashboardLinkType.LINK).url(f"/d/{uid}")
-            .include_vars(True).keep_time(True).icon("dashboard")
+            dash_b.DashboardLink(title)
+            .type(dash_m.DashboardLinkType.LINK)
+            .url(f"/d/{uid}")
+            .include_vars(True)
+            .keep_time(True)
+            .icon("dashboard")
         )
     panel_id = 1
     for row in spec.rows:
@@ -454,7 +774,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dashboards.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed JSON is not up to date")
     args = parser.parse_args(argv)
-    return write_or_check({path_of(spec): render(spec) for spec in DASHBOARDS}, "python -m dashboards.generate", args.check)
+    return write_or_check(
+        {path_of(spec): render(spec) for spec in DASHBOARDS}, "python -m dashboards.generate", args.check
+    )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ class JmxMetric:
 # `<name>_count` (jmx_exporter >= 1.0 may append `_total` to counters: queries accept both).
 BROKER_JMX: tuple[JmxMetric, ...] = (
     JmxMetric(
-        "kafka_server_replicamanager_partitionswithlatetransactionscount", MetricType.GAUGE,
+        "kafka_server_replicamanager_partitionswithlatetransactionscount",
+        MetricType.GAUGE,
         "Partitions with an open transaction older than transaction.max.timeout.ms + 5 min (KIP-664).",
         "kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount",
     ),
@@ -70,12 +71,14 @@ BROKER_JMX: tuple[JmxMetric, ...] = (
         "kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=UnknownDestinationQueueSize",
     ),
     JmxMetric(
-        "kafka_server_addpartitionstotxnmanager_verificationfailurerate_count", MetricType.COUNTER,
+        "kafka_server_addpartitionstotxnmanager_verificationfailurerate_count",
+        MetricType.COUNTER,
         "Failed KIP-890 transaction verifications (produce to a partition not in the transaction).",
         "kafka.server:type=AddPartitionsToTxnManager,name=VerificationFailureRate",
     ),
     JmxMetric(
-        "kafka_server_addpartitionstotxnmanager_verificationtimems", MetricType.GAUGE,
+        "kafka_server_addpartitionstotxnmanager_verificationtimems",
+        MetricType.GAUGE,
         "KIP-890 transaction verification time in ms, by quantile (Yammer histogram).",
         "kafka.server:type=AddPartitionsToTxnManager,name=VerificationTimeMs",
         labels=("quantile",),

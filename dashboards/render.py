@@ -65,8 +65,11 @@ def render(prometheus: str, start: float, end: float, out: Path, rate_interval: 
     for ax, title in zip(axes.flat, KEY_PANELS):
         panel = panels[title]
         for query in panel.queries:
-            expr = (query.expr.replace("$cluster", ".*").replace("$instance", ".*")
-                    .replace("$__rate_interval", rate_interval))
+            expr = (
+                query.expr.replace("$cluster", ".*")
+                .replace("$instance", ".*")
+                .replace("$__rate_interval", rate_interval)
+            )
             for series in query_range(prometheus, expr, start, end, step):
                 xs = [float(t) - end for t, _ in series["values"]]
                 ys = [float(v) for _, v in series["values"]]
@@ -79,12 +82,20 @@ def render(prometheus: str, start: float, end: float, out: Path, rate_interval: 
             ax.legend(fontsize=7, loc="upper left")
         else:
             why = f"\n({panel.expected_empty})" if panel.expected_empty else ""
-            ax.text(0.5, 0.5, "No data" + why, ha="center", va="center", transform=ax.transAxes, color="grey",
-                    fontsize=8, wrap=True)
+            ax.text(
+                0.5,
+                0.5,
+                "No data" + why,
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                color="grey",
+                fontsize=8,
+                wrap=True,
+            )
     for ax in axes[-1]:
         ax.set_xlabel("seconds before the end of the run", fontsize=8)
-    fig.suptitle(f"{OVERVIEW.title} — key panels (kafka-txn-exporter demo data, rendered from Prometheus)",
-                 fontsize=11)
+    fig.suptitle(f"{OVERVIEW.title} — key panels (kafka-txn-exporter demo data, rendered from Prometheus)", fontsize=11)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=90)
@@ -99,21 +110,44 @@ def demo(seconds: float, out: Path) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="txn-exporter-render-"))
     exporter_port, prometheus_port = free_port(), free_port()
     config = workdir / "prometheus.yml"
-    config.write_text(json.dumps({  # JSON is YAML
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "scrape_configs": [{"job_name": "kafka-txn-exporter", "static_configs": [
-            {"targets": [f"127.0.0.1:{exporter_port}"], "labels": {"cluster": "demo"}}]}],
-    }))
+    config.write_text(
+        json.dumps(
+            {  # JSON is YAML
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "scrape_configs": [
+                    {
+                        "job_name": "kafka-txn-exporter",
+                        "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"], "labels": {"cluster": "demo"}}],
+                    }
+                ],
+            }
+        )
+    )
     prometheus = subprocess.Popen(
-        [prometheus_bin, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-         f"--web.listen-address=127.0.0.1:{prometheus_port}", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=(workdir / "prometheus.log").open("w"),
+        [
+            prometheus_bin,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{prometheus_port}",
+            "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / "prometheus.log").open("w"),
     )
     try:
         start = time.time()
         subprocess.run(
-            [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{exporter_port}",
-             "--duration", str(seconds)], check=True,
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "demo",
+                "--listen",
+                f"127.0.0.1:{exporter_port}",
+                "--duration",
+                str(seconds),
+            ],
+            check=True,
         )
         end = time.time()
         render(f"http://127.0.0.1:{prometheus_port}", max(start, end - seconds), end, out)

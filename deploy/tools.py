@@ -82,8 +82,11 @@ def _strict(schema: dict) -> dict:
 def fetch_prometheus_operator() -> None:
     if CRD_DIR.is_dir():
         return
-    module = json.loads(subprocess.run(["go", "mod", "download", "-json", PROMETHEUS_OPERATOR],
-                                       check=True, capture_output=True, text=True).stdout)
+    module = json.loads(
+        subprocess.run(
+            ["go", "mod", "download", "-json", PROMETHEUS_OPERATOR], check=True, capture_output=True, text=True
+        ).stdout
+    )
     staging = CRD_DIR.with_suffix(".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     for name in PROMETHEUS_OPERATOR_CRDS:
@@ -102,8 +105,21 @@ def fetch_strimzi() -> None:
     staging = STRIMZI_DIR.with_suffix(".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
-                    "--prefix", str(staging), STRIMZI_MODELS], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--loglevel=error",
+            "--prefix",
+            str(staging),
+            STRIMZI_MODELS,
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     package = json.loads((staging / STRIMZI_PACKAGE.relative_to(STRIMZI_DIR) / "package.json").read_text())
     if not any(f"/{STRIMZI_CRDS}/" in url for url in package["crd-generate"]["input"]):
         raise CheckError(f"{STRIMZI_MODELS} is not generated from Strimzi {STRIMZI_CRDS}'s CRDs")
@@ -145,8 +161,13 @@ def validate_strimzi(documents: list[dict]) -> list[str]:
     """One message per document: "" when valid."""
     if not STRIMZI_PACKAGE.is_dir():
         raise CheckError(f"no Strimzi validators in {STRIMZI_PACKAGE} (run scripts/setup)")
-    done = subprocess.run(["node", str(STRIMZI_VALIDATE), str(STRIMZI_PACKAGE)], input=json.dumps(documents),
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["node", str(STRIMZI_VALIDATE), str(STRIMZI_PACKAGE)],
+        input=json.dumps(documents),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 

@@ -47,7 +47,9 @@ class Exporter:
         self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
         self.registry = CollectorRegistry(auto_describe=True)
         collector = TransactionCollector(
-            self.model, self.recorders, late_padding_seconds=settings.late_transaction_padding_seconds,
+            self.model,
+            self.recorders,
+            late_padding_seconds=settings.late_transaction_padding_seconds,
             http_rejected_connections=lambda: self.server.rejected_connections,
         )
         self.registry.register(collector)
@@ -71,23 +73,34 @@ class Exporter:
             self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
         )
         self.server = MetricsServer(
-            host, port, self.registry, healthy=lambda: True, ready=self.ready, readiness_detail=self.readiness,
-            web_config_file=settings.web_config_file, routes={endpoint.PATH: transactions},
+            host,
+            port,
+            self.registry,
+            healthy=lambda: True,
+            ready=self.ready,
+            readiness_detail=self.readiness,
+            web_config_file=settings.web_config_file,
+            routes={endpoint.PATH: transactions},
         )
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
         self.server.start()
         if self.pusher is not None:
-            log.info("pushing metrics by OTLP to %s every %g s", otlp.describe(self.settings.otlp_endpoint),
-                     self.settings.otlp_interval_seconds)
+            log.info(
+                "pushing metrics by OTLP to %s every %g s",
+                otlp.describe(self.settings.otlp_endpoint),
+                self.settings.otlp_interval_seconds,
+            )
             self.pusher.start()
 
     def serve(self, stop: threading.Event) -> None:
         """Polls the sources and feeds the model until `stop` is set."""
         threads = []
         if self.broker_logs:
-            threads.append(threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True))
+            threads.append(
+                threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True)
+            )
         if self.settings.hanging_scan_interval_seconds > 0:
             threads.append(threading.Thread(target=self.scan_hanging, args=(stop,), name="hanging-scan", daemon=True))
         for thread in threads:
@@ -127,11 +140,13 @@ class Exporter:
                         scanner_ready = False  # the topic source has not discovered the broker id yet
                     else:
                         scanner = HangingScanner(
-                            settings.bootstrap_servers, broker_id,
+                            settings.bootstrap_servers,
+                            broker_id,
                             int(settings.hanging_max_transaction_timeout_seconds * 1000),
                             int(settings.late_transaction_padding_seconds * 1000),
-                            settings.hanging_scan_max_partitions, settings.kafka,
-                        )  # fmt: skip
+                            settings.hanging_scan_max_partitions,
+                            settings.kafka,
+                        )
                         scanner_ready = True
                     if not scanner_ready:
                         if stop.wait(1.0):

@@ -29,7 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         command.register(subparsers)
     for plugin in entry_points(group=PLUGIN_GROUP):
-        plugin.load().register(subparsers)
+        try:
+            plugin.load().register(subparsers)
+        except Exception as e:  # a broken add-on must not take the exporter's own commands down
+            print(f"txn-exporter: command {plugin.name!r} of {plugin.value} not loaded: {e}", file=sys.stderr)
     return parser
 
 

@@ -48,8 +48,7 @@ RESERVED_KAFKA_KEYS = {
 }
 # Substrings of client setting names whose values must never reach a log. Over-masking a
 # non-secret such as ssl.key.location is the cheaper mistake.
-_SECRET_MARKERS = ("password", "passphrase", "secret", "token", "key", "credential", "jaas",
-                   "sasl.oauthbearer.config")
+_SECRET_MARKERS = ("password", "passphrase", "secret", "token", "key", "credential", "jaas", "sasl.oauthbearer.config")
 _MASK = "***"
 
 
@@ -126,8 +125,10 @@ def _scalar_to_str(value: object) -> object:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, dict | list):
-        raise ValueError("expected a string, number or boolean (write dotted keys flat: "
-                         "'security.protocol: SASL_SSL', not nested mappings)")
+        raise ValueError(
+            "expected a string, number or boolean (write dotted keys flat: "
+            "'security.protocol: SASL_SSL', not nested mappings)"
+        )
     return value
 
 
@@ -142,81 +143,154 @@ class _Conflict(ValueError):
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    bootstrap_servers: Annotated[str, Cli("HOST:PORT[,HOST:PORT...]"), Field(
-        min_length=1, description="Kafka brokers to bootstrap from (comma-separated)")]
-    broker_id: Annotated[int | None, Cli("N"), Field(
-        ge=0, description="follow the __transaction_state partitions this broker leads; "
-        "unset: discover it when unambiguous")] = None
-    all_partitions: Annotated[bool, Cli(), Field(
-        description="follow every __transaction_state partition (one exporter per cluster); "
-        "excludes --broker-id")] = False
-    listen: Annotated[str, Cli("HOST:PORT"), AfterValidator(_check_listen), Field(
-        description="address of the HTTP server for /metrics, /healthz, /readyz "
-        "(IPv6: [::]:9464)")] = "0.0.0.0:9464"
-    metadata_refresh_seconds: Annotated[float, Cli("SECONDS"), Field(
-        gt=0, allow_inf_nan=False,
-        description="how often partition leadership is re-read")] = 30.0
-    latency_window_seconds: Annotated[float, Cli("SECONDS"), Field(
-        gt=0, allow_inf_nan=False,
-        description="sliding window of the exact latency quantile gauges")] = 300.0
-    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Cli("LEVEL"),
-                         BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
-                         Field(description="DEBUG, INFO, WARNING or ERROR")] = "INFO"
-    log_format: Annotated[Literal["text", "json"], Cli("FORMAT"),
-                          BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v),
-                          Field(description="text or json (one object per line)")] = "text"
-    log_repeat_seconds: Annotated[float, Cli("SECONDS"), Field(
-        ge=0, allow_inf_nan=False,
-        description="identical log messages within this window are printed once, then counted "
-        "('repeated K times'); 0 prints them all")] = 60.0
-    web_config_file: Annotated[str | None, Cli("FILE"), AfterValidator(_check_web_config), Field(
-        description="exporter-toolkit style web config (tls_server_config, basic_auth_users) "
-        "securing every HTTP endpoint; unset: plain HTTP, no auth")] = None
+    bootstrap_servers: Annotated[
+        str,
+        Cli("HOST:PORT[,HOST:PORT...]"),
+        Field(min_length=1, description="Kafka brokers to bootstrap from (comma-separated)"),
+    ]
+    broker_id: Annotated[
+        int | None,
+        Cli("N"),
+        Field(
+            ge=0,
+            description="follow the __transaction_state partitions this broker leads; "
+            "unset: discover it when unambiguous",
+        ),
+    ] = None
+    all_partitions: Annotated[
+        bool,
+        Cli(),
+        Field(
+            description="follow every __transaction_state partition (one exporter per cluster); excludes --broker-id"
+        ),
+    ] = False
+    listen: Annotated[
+        str,
+        Cli("HOST:PORT"),
+        AfterValidator(_check_listen),
+        Field(description="address of the HTTP server for /metrics, /healthz, /readyz (IPv6: [::]:9464)"),
+    ] = "0.0.0.0:9464"
+    metadata_refresh_seconds: Annotated[
+        float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often partition leadership is re-read")
+    ] = 30.0
+    latency_window_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(gt=0, allow_inf_nan=False, description="sliding window of the exact latency quantile gauges"),
+    ] = 300.0
+    log_level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR"],
+        Cli("LEVEL"),
+        BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
+        Field(description="DEBUG, INFO, WARNING or ERROR"),
+    ] = "INFO"
+    log_format: Annotated[
+        Literal["text", "json"],
+        Cli("FORMAT"),
+        BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v),
+        Field(description="text or json (one object per line)"),
+    ] = "text"
+    log_repeat_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            ge=0,
+            allow_inf_nan=False,
+            description="identical log messages within this window are printed once, then counted "
+            "('repeated K times'); 0 prints them all",
+        ),
+    ] = 60.0
+    web_config_file: Annotated[
+        str | None,
+        Cli("FILE"),
+        AfterValidator(_check_web_config),
+        Field(
+            description="exporter-toolkit style web config (tls_server_config, basic_auth_users) "
+            "securing every HTTP endpoint; unset: plain HTTP, no auth"
+        ),
+    ] = None
     broker_log: Annotated[
-        list[Annotated[str, Field(min_length=1)]], Cli("PATH"), BeforeValidator(_one_or_many),
-        Field(description="the broker's log file (server.log) to follow for failed __transaction_state "
-              "appends, marker retries and failures, final-append retries and coordinator elections; "
-              "repeatable; env: comma-separated paths; YAML: a list"),
+        list[Annotated[str, Field(min_length=1)]],
+        Cli("PATH"),
+        BeforeValidator(_one_or_many),
+        Field(
+            description="the broker's log file (server.log) to follow for failed __transaction_state "
+            "appends, marker retries and failures, final-append retries and coordinator elections; "
+            "repeatable; env: comma-separated paths; YAML: a list"
+        ),
     ] = []
-    broker_log_from_start: Annotated[bool, Cli(), Field(
-        description="read the broker log files from their beginning instead of their end")] = False
-    late_transaction_padding_seconds: Annotated[float, Cli("SECONDS"), Field(
-        ge=0, allow_inf_nan=False,
-        description="padding past a transaction's timeout before it counts as late "
-        "(kafka_transactions_late, kafka_partitions_with_late_transactions; KIP-664 uses 5 minutes)")] = 300.0
-    hanging_scan_interval_seconds: Annotated[float, Cli("SECONDS"), Field(
-        ge=0, allow_inf_nan=False,
-        description="how often the data partitions this broker leads are scanned for late and hanging "
-        "transactions (DescribeProducers, KIP-664); 0 turns the scan off")] = 60.0
-    hanging_scan_max_partitions: Annotated[int, Cli("N"), Field(
-        gt=0, description="most data partitions described per scan round (the next round goes on "
-        "where this one stopped)")] = 1000
-    hanging_max_transaction_timeout_seconds: Annotated[float, Cli("SECONDS"), Field(
-        ge=0, allow_inf_nan=False,
-        description="the brokers' transaction.max.timeout.ms, in seconds: a data partition's open "
-        "transaction is late past it plus the padding")] = 900.0
-    otlp_endpoint: Annotated[str | None, Cli("URL"), Field(
-        min_length=1, description="push every metric by OTLP/HTTP to this base URL (/v1/metrics is "
-        "appended); unset: pushed only when OTEL_EXPORTER_OTLP_ENDPOINT or "
-        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set; the other OTEL_EXPORTER_OTLP_* variables apply")] = None
-    otlp_histogram: Annotated[Literal["explicit", "exponential"], Cli("KIND"), Field(
-        description="OTLP histograms: explicit (the /metrics buckets) or exponential (base-2, scale 3)"
-        )] = "explicit"
-    otlp_interval_seconds: Annotated[float, Cli("SECONDS"), Field(
-        gt=0, allow_inf_nan=False, description="how often metrics are pushed by OTLP")] = 60.0
+    broker_log_from_start: Annotated[
+        bool, Cli(), Field(description="read the broker log files from their beginning instead of their end")
+    ] = False
+    late_transaction_padding_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            ge=0,
+            allow_inf_nan=False,
+            description="padding past a transaction's timeout before it counts as late "
+            "(kafka_transactions_late, kafka_partitions_with_late_transactions; KIP-664 uses 5 minutes)",
+        ),
+    ] = 300.0
+    hanging_scan_interval_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            ge=0,
+            allow_inf_nan=False,
+            description="how often the data partitions this broker leads are scanned for late and hanging "
+            "transactions (DescribeProducers, KIP-664); 0 turns the scan off",
+        ),
+    ] = 60.0
+    hanging_scan_max_partitions: Annotated[
+        int,
+        Cli("N"),
+        Field(
+            gt=0,
+            description="most data partitions described per scan round (the next round goes on where this one stopped)",
+        ),
+    ] = 1000
+    hanging_max_transaction_timeout_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            ge=0,
+            allow_inf_nan=False,
+            description="the brokers' transaction.max.timeout.ms, in seconds: a data partition's open "
+            "transaction is late past it plus the padding",
+        ),
+    ] = 900.0
+    otlp_endpoint: Annotated[
+        str | None,
+        Cli("URL"),
+        Field(
+            min_length=1,
+            description="push every metric by OTLP/HTTP to this base URL (/v1/metrics is "
+            "appended); unset: pushed only when OTEL_EXPORTER_OTLP_ENDPOINT or "
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set; the other OTEL_EXPORTER_OTLP_* variables apply",
+        ),
+    ] = None
+    otlp_histogram: Annotated[
+        Literal["explicit", "exponential"],
+        Cli("KIND"),
+        Field(description="OTLP histograms: explicit (the /metrics buckets) or exponential (base-2, scale 3)"),
+    ] = "explicit"
+    otlp_interval_seconds: Annotated[
+        float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often metrics are pushed by OTLP")
+    ] = 60.0
     kafka: Annotated[
-        dict[Annotated[str, AfterValidator(_not_reserved)],
-             Annotated[str, BeforeValidator(_scalar_to_str)]],
+        dict[Annotated[str, AfterValidator(_not_reserved)], Annotated[str, BeforeValidator(_scalar_to_str)]],
         Cli("KEY=VALUE", flag="--kafka-config"),
-        Field(description="a librdkafka client setting passed through (security.protocol, sasl.*, "
-              "ssl.*...), repeatable; env: comma-separated KEY=VALUE pairs; YAML: a mapping"),
+        Field(
+            description="a librdkafka client setting passed through (security.protocol, sasl.*, "
+            "ssl.*...), repeatable; env: comma-separated KEY=VALUE pairs; YAML: a mapping"
+        ),
     ] = {}
 
     @model_validator(mode="after")
     def _one_partition_choice(self) -> Settings:
         if self.all_partitions and self.broker_id is not None:
-            raise _Conflict(("broker_id", "all_partitions"),
-                            "broker_id and all_partitions are mutually exclusive")
+            raise _Conflict(("broker_id", "all_partitions"), "broker_id and all_partitions are mutually exclusive")
         return self
 
     def redacted(self) -> dict[str, Any]:
@@ -257,20 +331,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add `--config` and one flag per `Settings` field. Flags not given stay absent from the
     namespace (argparse.SUPPRESS), which is how `load` tells them from defaults."""
     parser.add_argument(
-        "--config", metavar="FILE", default=argparse.SUPPRESS,
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
         help=f"YAML file of settings, keys as the option names with underscores "
-             f"(bootstrap_servers: ...; kafka: a mapping, for --kafka-config) (env: {CONFIG_ENV})")
+        f"(bootstrap_servers: ...; kafka: a mapping, for --kafka-config) (env: {CONFIG_ENV})",
+    )
     for name, info in Settings.model_fields.items():
         cli = _cli(name)
         default = "required" if info.is_required() else f"default: {_show(info.default)}"
         text = f"{info.description} ({default}; env: {env_name(name)})".replace("%", "%%")
         if info.annotation is bool:
-            parser.add_argument(flag_name(name), dest=name, action=argparse.BooleanOptionalAction,
-                                default=argparse.SUPPRESS, help=text)
+            parser.add_argument(
+                flag_name(name), dest=name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text
+            )
         else:
-            parser.add_argument(flag_name(name), dest=name, metavar=cli.metavar,
-                                action="append" if name in _REPEATABLE else "store",
-                                default=argparse.SUPPRESS, help=text)
+            parser.add_argument(
+                flag_name(name),
+                dest=name,
+                metavar=cli.metavar,
+                action="append" if name in _REPEATABLE else "store",
+                default=argparse.SUPPRESS,
+                help=text,
+            )
 
 
 _REPEATABLE = ("kafka", "broker_log")
@@ -443,8 +526,7 @@ def _explain(error: Mapping[str, Any], origin: Mapping[_Loc, str]) -> str:
     ctx = error.get("ctx", {})
     if error["type"] == "missing":
         name = loc[0]
-        return (f"{name}: required; set {flag_name(name)}, {env_name(name)} "
-                f"or '{name}' in the config file")
+        return f"{name}: required; set {flag_name(name)}, {env_name(name)} or '{name}' in the config file"
     if isinstance(ctx.get("error"), _Conflict):
         conflict = ctx["error"]
         # Each source once: "f.yml: broker_id and all_partitions ...", "--broker-id and TXN_...: ...".

@@ -100,8 +100,9 @@ class MetricsServer:
             raise ListenError(f"cannot listen on {address}: {reason}") from e
         self._server.max_connections = self.max_connections
         # serve_forever checks for shutdown once per poll: 0.1 s keeps stop() quick at no real cost.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,),
-                                        name="metrics-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name="metrics-http", daemon=True
+        )
         self._thread.start()
 
     @property
@@ -245,8 +246,11 @@ class _Server(ThreadingHTTPServer):
             else:
                 self.rejected_connections += 1
         if not admitted:
-            log.debug("connection from %s refused: all %d connections are answering requests",
-                      client_address, self.max_connections)
+            log.debug(
+                "connection from %s refused: all %d connections are answering requests",
+                client_address,
+                self.max_connections,
+            )
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
@@ -369,8 +373,9 @@ class _Handler(BaseHTTPRequestHandler):
                 log.exception("collecting metrics failed")
                 status, body = HTTPStatus.INTERNAL_SERVER_ERROR, b"collecting metrics failed\n"
         elif path == "/healthz":
-            status, body = (HTTPStatus.OK, b"ok\n") if _ask(app.healthy) else \
-                (HTTPStatus.SERVICE_UNAVAILABLE, b"unhealthy\n")
+            status, body = (
+                (HTTPStatus.OK, b"ok\n") if _ask(app.healthy) else (HTTPStatus.SERVICE_UNAVAILABLE, b"unhealthy\n")
+            )
         elif path == "/readyz":
             if _ask(app.ready):
                 status, body = HTTPStatus.OK, b"ready\n"

@@ -56,7 +56,7 @@ class JsonFormatter(logging.Formatter):
 
 
 class _Seen:
-    __slots__ = ("since", "count", "record")
+    __slots__ = ("count", "record", "since")
 
     def __init__(self, since: float, record: logging.LogRecord) -> None:
         self.since = since
@@ -67,8 +67,9 @@ class _Seen:
 class RepeatFilter(logging.Filter):
     """Collapses identical records within `window` seconds; see the module docstring."""
 
-    def __init__(self, window: float, emit: Callable[[logging.LogRecord], None],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, window: float, emit: Callable[[logging.LogRecord], None], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__()
         self.window = window
         self._emit = emit  # where the "repeated K times" summaries go (the handler, unfiltered)
@@ -118,9 +119,7 @@ class RepeatFilter(logging.Filter):
     def _summary(self, seen: _Seen, stamp: logging.LogRecord | None) -> logging.LogRecord:
         # The repeated record's logger, level, text and origin; the time of `stamp`, else of now.
         times = stamp.__dict__ if stamp is not None else vars(logging.makeLogRecord({}))
-        summary = logging.makeLogRecord({
-            **seen.record.__dict__, **{k: times[k] for k in _RECORD_TIMES}
-        })  # fmt: skip
+        summary = logging.makeLogRecord({**seen.record.__dict__, **{k: times[k] for k in _RECORD_TIMES}})
         summary.exc_info = summary.exc_text = None
         _mark_repeated(summary, seen.count, self._clock() - seen.since)
         summary._summary = True
@@ -140,8 +139,9 @@ def _mark_repeated(record: logging.LogRecord, count: int, seconds: float) -> Non
 _installed: tuple[logging.Handler, RepeatFilter] | None = None
 
 
-def configure(level: str = "INFO", fmt: LogFormat = "text", repeat_seconds: float = 60.0,
-              stream: TextIO | None = None) -> RepeatFilter:
+def configure(
+    level: str = "INFO", fmt: LogFormat = "text", repeat_seconds: float = 60.0, stream: TextIO | None = None
+) -> RepeatFilter:
     """Replaces the root logger's handlers with one stderr handler in `fmt`; returns its filter."""
     global _installed
     handler = logging.StreamHandler(stream or sys.stderr)

@@ -35,8 +35,9 @@ def probe(path: str = "/healthz", environ: os._Environ[str] | dict[str, str] = o
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-        connection: http.client.HTTPConnection = http.client.HTTPSConnection(host, int(port), timeout=5,
-                                                                              context=context)
+        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, int(port), timeout=5, context=context
+        )
     else:
         connection = http.client.HTTPConnection(host, int(port), timeout=5)
     headers = {}

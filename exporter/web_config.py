@@ -61,15 +61,17 @@ class TLSConfig:
         try:
             context.load_cert_chain(self.cert_file, self.key_file)
         except (OSError, ssl.SSLError) as e:
-            raise WebConfigError(f"tls_server_config.cert_file/key_file: cannot load "
-                                 f"{self.cert_file} with {self.key_file}: {_reason(e)}") from None
+            raise WebConfigError(
+                f"tls_server_config.cert_file/key_file: cannot load {self.cert_file} with {self.key_file}: {_reason(e)}"
+            ) from None
         context.verify_mode = CLIENT_AUTH_TYPES[self.client_auth_type]
         if self.client_ca_file is not None:
             try:
                 context.load_verify_locations(cafile=self.client_ca_file)
             except (OSError, ssl.SSLError) as e:
-                raise WebConfigError(f"tls_server_config.client_ca_file: cannot load "
-                                     f"{self.client_ca_file}: {_reason(e)}") from None
+                raise WebConfigError(
+                    f"tls_server_config.client_ca_file: cannot load {self.client_ca_file}: {_reason(e)}"
+                ) from None
         return context
 
 
@@ -147,12 +149,15 @@ def _parse_tls(base: Path, section: Any) -> TLSConfig | None:
             raise WebConfigError(f"tls_server_config.{key}: required")
     auth = section.get("client_auth_type") or "NoClientCert"
     if auth in _UNSUPPORTED_CLIENT_AUTH:
-        raise WebConfigError(f"tls_server_config.client_auth_type: {auth} is not supported "
-                             f"(client certificates are verified or not asked for); use one of "
-                             f"{sorted(CLIENT_AUTH_TYPES)}")
+        raise WebConfigError(
+            f"tls_server_config.client_auth_type: {auth} is not supported "
+            f"(client certificates are verified or not asked for); use one of "
+            f"{sorted(CLIENT_AUTH_TYPES)}"
+        )
     if auth not in CLIENT_AUTH_TYPES:
-        raise WebConfigError(f"tls_server_config.client_auth_type: expected one of "
-                             f"{sorted(CLIENT_AUTH_TYPES)}, got {auth!r}")
+        raise WebConfigError(
+            f"tls_server_config.client_auth_type: expected one of {sorted(CLIENT_AUTH_TYPES)}, got {auth!r}"
+        )
     if auth != "NoClientCert" and "client_ca_file" not in values:
         raise WebConfigError(f"tls_server_config.client_ca_file: required with client_auth_type {auth}")
     version = section.get("min_version") or "TLS12"
@@ -178,5 +183,11 @@ def _parse_users(section: Any) -> dict[str, bytes]:
 def _is_bcrypt(text: str) -> bool:
     # $2y$10$ + 53 characters of salt and hash
     parts = text.split("$")
-    return (len(parts) == 4 and parts[0] == "" and parts[1] in ("2a", "2b", "2y")
-            and parts[2].isdigit() and 4 <= int(parts[2]) <= 31 and len(parts[3]) == 53)
+    return (
+        len(parts) == 4
+        and parts[0] == ""
+        and parts[1] in ("2a", "2b", "2y")
+        and parts[2].isdigit()
+        and 4 <= int(parts[2]) <= 31
+        and len(parts[3]) == 53
+    )

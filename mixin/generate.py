@@ -31,12 +31,15 @@ from dashboards.metrics import JmxMetric, resolve
 TEMPLATES_PATH = Path(__file__).parent / "templates.json"
 CLUSTER_LABEL = "cluster"
 
-_TOKEN = re.compile(r'''
+_TOKEN = re.compile(
+    r"""
     (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<range>\[[^\]]*\])
   | (?P<name>(?<![\w$.:])[a-zA-Z_:][\w:]*)(?P<matchers>\{[^}]*\})?
   | (?P<bare>\{[^}]*\})
-''', re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 def _exporter_metric(name: str) -> bool:
@@ -61,7 +64,7 @@ def _query(text: str) -> list:
     parts: list = []
     position = 0
     for match in _TOKEN.finditer(text):
-        parts.append(text[position:match.start()])
+        parts.append(text[position : match.start()])
         position = match.end()
         name, matchers = match.group("name"), match.group("matchers")
         if match.group("string") or match.group("range"):
@@ -95,7 +98,7 @@ def _annotation(text: str) -> dict | str:
                 parts += ["$labels.", {"config": "clusterLabel"}] if j % 2 else [bit]
     for base, key in ((DEFAULT_RUNBOOK_URL, "runbookURL"), (DEFAULT_GRAFANA_URL, "grafanaURL")):
         if isinstance(parts[0], str) and parts[0].startswith(base):
-            parts[0:1] = [{"config": key}, parts[0][len(base):]]
+            parts[0:1] = [{"config": key}, parts[0][len(base) :]]
     return _templated(_join(parts), text)
 
 
@@ -109,7 +112,7 @@ def rules_templates() -> tuple[dict, dict]:
             expr = rule["expr"]
             name = rule.get("alert")
             threshold = re.search(r" > ([0-9.]+)$", expr) if name else None
-            parts = _query(expr[:threshold.start()] if threshold else expr)
+            parts = _query(expr[: threshold.start()] if threshold else expr)
             if threshold:
                 thresholds[name] = json.loads(threshold.group(1))
                 parts = _join([*parts, " > ", {"threshold": name}])
@@ -133,9 +136,18 @@ def _dashboard(value, key: str = ""):
 def templates() -> dict:
     rules, defaults = rules_templates()
     dashboards = {path_of(spec).name: _dashboard(json.loads(path_of(spec).read_text())) for spec in DASHBOARDS}
-    return {"defaults": {"jobSelector": f'job="{EXPORTER_JOB}"', "selector": "", "clusterLabel": CLUSTER_LABEL,
-                         "runbookURL": DEFAULT_RUNBOOK_URL, "grafanaURL": DEFAULT_GRAFANA_URL, **defaults},
-            "rules": rules, "dashboards": dashboards}
+    return {
+        "defaults": {
+            "jobSelector": f'job="{EXPORTER_JOB}"',
+            "selector": "",
+            "clusterLabel": CLUSTER_LABEL,
+            "runbookURL": DEFAULT_RUNBOOK_URL,
+            "grafanaURL": DEFAULT_GRAFANA_URL,
+            **defaults,
+        },
+        "rules": rules,
+        "dashboards": dashboards,
+    }
 
 
 def render() -> str:

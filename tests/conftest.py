@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from tests import tested_on
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
-from tests import tested_on
 
 MAX_JVMS = 2
 

@@ -31,6 +31,7 @@ def yaml_file(tmp_path: Path):
         path = tmp_path / "config.yaml"
         path.write_text(text)
         return str(path)
+
     return write
 
 
@@ -43,8 +44,7 @@ def test_defaults() -> None:
 
 
 def test_precedence_flags_over_env_over_yaml_over_defaults(yaml_file) -> None:
-    path = yaml_file("bootstrap_servers: yaml:9092\nbroker_id: 1\nlisten: 127.0.0.1:1\n"
-                     "log_level: error\n")
+    path = yaml_file("bootstrap_servers: yaml:9092\nbroker_id: 1\nlisten: 127.0.0.1:1\nlog_level: error\n")
     env = {"TXN_EXPORTER_CONFIG": path, "TXN_EXPORTER_BROKER_ID": "2", "TXN_EXPORTER_LISTEN": "127.0.0.1:2"}
     settings = _load(["--listen", "127.0.0.1:3"], env)
     assert settings.bootstrap_servers == "yaml:9092"  # only in YAML
@@ -56,8 +56,10 @@ def test_precedence_flags_over_env_over_yaml_over_defaults(yaml_file) -> None:
 
 def test_config_flag_beats_config_env(yaml_file, tmp_path: Path) -> None:
     path = yaml_file("bootstrap_servers: from-flag:9092\n")
-    assert _load(["--config", path], {"TXN_EXPORTER_CONFIG": str(tmp_path / "absent.yaml")}) \
-        .bootstrap_servers == "from-flag:9092"
+    assert (
+        _load(["--config", path], {"TXN_EXPORTER_CONFIG": str(tmp_path / "absent.yaml")}).bootstrap_servers
+        == "from-flag:9092"
+    )
 
 
 def test_no_flag_overrides_a_true_from_a_lower_source() -> None:
@@ -71,8 +73,10 @@ def test_empty_env_counts_as_unset() -> None:
 
 
 def test_kafka_settings_merge_key_by_key(yaml_file) -> None:
-    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n"
-                     "  sasl.mechanism: PLAIN\n  enable.idempotence: false\n  socket.timeout.ms: 1000\n")
+    path = yaml_file(
+        "bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n"
+        "  sasl.mechanism: PLAIN\n  enable.idempotence: false\n  socket.timeout.ms: 1000\n"
+    )
     env = {"TXN_EXPORTER_KAFKA": "sasl.username=u, sasl.password=p=w,sasl.mechanism=SCRAM-SHA-256,"}
     settings = _load(["--config", path, "--kafka-config", "sasl.username=flag"], env)
     assert settings.kafka == {
@@ -87,45 +91,55 @@ def test_kafka_settings_merge_key_by_key(yaml_file) -> None:
 
 @pytest.mark.parametrize("key", ["group.id", "enable.auto.commit", "bootstrap.servers"])
 def test_reserved_kafka_keys_refused_naming_key_and_source(key: str, yaml_file) -> None:
-    assert _error(["--bootstrap-servers", "k:1", "--kafka-config", f"{key}=x"]) \
-        .startswith(f"--kafka-config: '{key}': owned by the exporter")
-    assert _error(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_KAFKA": f"{key}=x"}) \
-        .startswith(f"TXN_EXPORTER_KAFKA: '{key}': owned by the exporter")
+    assert _error(["--bootstrap-servers", "k:1", "--kafka-config", f"{key}=x"]).startswith(
+        f"--kafka-config: '{key}': owned by the exporter"
+    )
+    assert _error(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_KAFKA": f"{key}=x"}).startswith(
+        f"TXN_EXPORTER_KAFKA: '{key}': owned by the exporter"
+    )
     path = yaml_file(f"bootstrap_servers: k:1\nkafka:\n  {key}: x\n")
     assert _error(["--config", path]).startswith(f"{path}: kafka: '{key}': owned by the exporter")
 
 
-@pytest.mark.parametrize(("argv", "env", "message"), [
-    (["--broker-id", "-1"], {}, "--broker-id: must be >= 0"),
-    (["--broker-id", "x"], {}, "--broker-id: expected an integer, got 'x'"),
-    ([], {"TXN_EXPORTER_BROKER_ID": "1.5"}, "TXN_EXPORTER_BROKER_ID: expected an integer"),
-    ([], {"TXN_EXPORTER_LISTEN": "0.0.0.0:abc"}, "TXN_EXPORTER_LISTEN: invalid port 'abc'"),
-    (["--listen", "0.0.0.0:0"], {}, "--listen: port must be 1-65535, got 0"),
-    (["--listen", "0.0.0.0:65536"], {}, "--listen: port must be 1-65535, got 65536"),
-    (["--listen", "9464"], {}, "--listen: expected HOST:PORT, got '9464'"),
-    (["--listen", ":9464"], {}, "--listen: missing host"),
-    (["--listen", "::1:9464"], {}, "--listen: IPv6 address must be in brackets"),
-    (["--listen", "[nope]:9464"], {}, "--listen: invalid IPv6 address '[nope]'"),
-    (["--listen", "bad_host!:9464"], {}, "--listen: invalid host 'bad_host!'"),
-    (["--log-level", "trace"], {}, "--log-level: expected one of 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
-    ([], {"TXN_EXPORTER_ALL_PARTITIONS": "maybe"}, "TXN_EXPORTER_ALL_PARTITIONS: expected true or false"),
-    (["--metadata-refresh-seconds", "0"], {}, "--metadata-refresh-seconds: must be > 0"),
-    (["--latency-window-seconds", "nan"], {}, "--latency-window-seconds: must be a finite number"),
-    (["--latency-window-seconds", "soon"], {}, "--latency-window-seconds: expected a number, got 'soon'"),
-    (["--bootstrap-servers", ""], {}, "--bootstrap-servers: must not be empty"),
-    (["--kafka-config", "sasl.password"], {}, "--kafka-config: item 1 is not KEY=VALUE"),
-    ([], {"TXN_EXPORTER_KAFKA": "a=1,=2"}, "TXN_EXPORTER_KAFKA: item 2 is not KEY=VALUE"),
-    (["--broker-id", "1"], {"TXN_EXPORTER_ALL_PARTITIONS": "1"},
-     "--broker-id and TXN_EXPORTER_ALL_PARTITIONS: broker_id and all_partitions are mutually exclusive"),
-])
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (["--broker-id", "-1"], {}, "--broker-id: must be >= 0"),
+        (["--broker-id", "x"], {}, "--broker-id: expected an integer, got 'x'"),
+        ([], {"TXN_EXPORTER_BROKER_ID": "1.5"}, "TXN_EXPORTER_BROKER_ID: expected an integer"),
+        ([], {"TXN_EXPORTER_LISTEN": "0.0.0.0:abc"}, "TXN_EXPORTER_LISTEN: invalid port 'abc'"),
+        (["--listen", "0.0.0.0:0"], {}, "--listen: port must be 1-65535, got 0"),
+        (["--listen", "0.0.0.0:65536"], {}, "--listen: port must be 1-65535, got 65536"),
+        (["--listen", "9464"], {}, "--listen: expected HOST:PORT, got '9464'"),
+        (["--listen", ":9464"], {}, "--listen: missing host"),
+        (["--listen", "::1:9464"], {}, "--listen: IPv6 address must be in brackets"),
+        (["--listen", "[nope]:9464"], {}, "--listen: invalid IPv6 address '[nope]'"),
+        (["--listen", "bad_host!:9464"], {}, "--listen: invalid host 'bad_host!'"),
+        (["--log-level", "trace"], {}, "--log-level: expected one of 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
+        ([], {"TXN_EXPORTER_ALL_PARTITIONS": "maybe"}, "TXN_EXPORTER_ALL_PARTITIONS: expected true or false"),
+        (["--metadata-refresh-seconds", "0"], {}, "--metadata-refresh-seconds: must be > 0"),
+        (["--latency-window-seconds", "nan"], {}, "--latency-window-seconds: must be a finite number"),
+        (["--latency-window-seconds", "soon"], {}, "--latency-window-seconds: expected a number, got 'soon'"),
+        (["--bootstrap-servers", ""], {}, "--bootstrap-servers: must not be empty"),
+        (["--kafka-config", "sasl.password"], {}, "--kafka-config: item 1 is not KEY=VALUE"),
+        ([], {"TXN_EXPORTER_KAFKA": "a=1,=2"}, "TXN_EXPORTER_KAFKA: item 2 is not KEY=VALUE"),
+        (
+            ["--broker-id", "1"],
+            {"TXN_EXPORTER_ALL_PARTITIONS": "1"},
+            "--broker-id and TXN_EXPORTER_ALL_PARTITIONS: broker_id and all_partitions are mutually exclusive",
+        ),
+    ],
+)
 def test_errors_name_the_key_and_source(argv: list[str], env: dict[str, str], message: str) -> None:
     env = {"TXN_EXPORTER_BOOTSTRAP_SERVERS": "k:1", **env}
     assert _error(argv, env).startswith(message)
 
 
 def test_missing_bootstrap_servers_says_how_to_set_it() -> None:
-    assert _error([]) == ("bootstrap_servers: required; set --bootstrap-servers, "
-                          "TXN_EXPORTER_BOOTSTRAP_SERVERS or 'bootstrap_servers' in the config file")
+    assert _error([]) == (
+        "bootstrap_servers: required; set --bootstrap-servers, "
+        "TXN_EXPORTER_BOOTSTRAP_SERVERS or 'bootstrap_servers' in the config file"
+    )
 
 
 def test_yaml_errors_name_file_and_key(yaml_file, tmp_path: Path) -> None:
@@ -182,11 +196,19 @@ def test_every_field_has_a_description() -> None:
 
 
 def test_redaction_masks_secrets_only() -> None:
-    settings = Settings(bootstrap_servers="k:1", kafka={
-        "sasl.password": "p1", "ssl.key.password": "p2", "sasl.oauthbearer.client.secret": "p3",
-        "ssl.key.pem": "p4", "sasl.oauthbearer.token.endpoint.url": "p5", "SASL.PASSWORD2": "p6",
-        "security.protocol": "SASL_SSL", "sasl.username": "alice",
-    })
+    settings = Settings(
+        bootstrap_servers="k:1",
+        kafka={
+            "sasl.password": "p1",
+            "ssl.key.password": "p2",
+            "sasl.oauthbearer.client.secret": "p3",
+            "ssl.key.pem": "p4",
+            "sasl.oauthbearer.token.endpoint.url": "p5",
+            "SASL.PASSWORD2": "p6",
+            "security.protocol": "SASL_SSL",
+            "sasl.username": "alice",
+        },
+    )
     redacted = settings.redacted()
     assert redacted["kafka"]["security.protocol"] == "SASL_SSL"
     assert redacted["kafka"]["sasl.username"] == "alice"
@@ -203,12 +225,15 @@ def test_errors_never_echo_kafka_values(yaml_file) -> None:
     assert "hunter2" not in _error(["--config", path])
 
 
-@pytest.mark.parametrize(("listen", "address"), [
-    ("0.0.0.0:9464", ("0.0.0.0", 9464)),
-    ("[::]:9464", ("::", 9464)),
-    ("[::1]:1", ("::1", 1)),
-    ("exporter.local:65535", ("exporter.local", 65535)),
-])
+@pytest.mark.parametrize(
+    ("listen", "address"),
+    [
+        ("0.0.0.0:9464", ("0.0.0.0", 9464)),
+        ("[::]:9464", ("::", 9464)),
+        ("[::1]:1", ("::1", 1)),
+        ("exporter.local:65535", ("exporter.local", 65535)),
+    ],
+)
 def test_listen_address(listen: str, address: tuple[str, int]) -> None:
     assert listen_address(Settings(bootstrap_servers="k:1", listen=listen)) == address
 
@@ -229,7 +254,7 @@ def test_yaml_value_of_wrong_type(yaml_file) -> None:
 def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
     assert _load(["--bootstrap-servers", "k:9092"]).broker_log == []
     flags = ["--bootstrap-servers", "k:9092", "--broker-log", "/a/server.log", "--broker-log", "/b/server.log"]
-    settings = _load(flags + ["--broker-log-from-start"])
+    settings = _load([*flags, "--broker-log-from-start"])
     assert settings.broker_log == ["/a/server.log", "/b/server.log"]
     assert settings.broker_log_from_start is True
     env = {"TXN_EXPORTER_BROKER_LOG": "/e/server.log, /f/server.log", "TXN_EXPORTER_BROKER_LOG_FROM_START": "true"}
@@ -243,26 +268,35 @@ def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
     assert _load(["--config", str(path)]).broker_log == ["/y/1.log", "/y/2.log"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("kafka:\n  sasl.pasword: x\n", "kafka: 'sasl.pasword': unknown client setting"),
-    ("kafka:\n  security.protocol: SASL_SSLL\n",
-     "kafka: 'security.protocol': invalid value (Invalid value \"SASL_SSLL\" for configuration property"),
-    ("kafka:\n  socket.timeout.ms: -1\n", "kafka: 'socket.timeout.ms': invalid value (Configuration property"),
-    ("kafka:\n  ssl.ca.location: /nonexistent/ca.crt\n", "kafka: 'ssl.ca.location': no such file on this host"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kafka:\n  sasl.pasword: x\n", "kafka: 'sasl.pasword': unknown client setting"),
+        (
+            "kafka:\n  security.protocol: SASL_SSLL\n",
+            "kafka: 'security.protocol': invalid value (Invalid value \"SASL_SSLL\" for configuration property",
+        ),
+        ("kafka:\n  socket.timeout.ms: -1\n", "kafka: 'socket.timeout.ms': invalid value (Configuration property"),
+        ("kafka:\n  ssl.ca.location: /nonexistent/ca.crt\n", "kafka: 'ssl.ca.location': no such file on this host"),
+    ],
+)
 def test_client_settings_checked_by_librdkafka_naming_the_key(yaml_file, text: str, message: str) -> None:
     path = yaml_file("bootstrap_servers: k:1\n" + text)
     assert _error(["--config", path]).startswith(f"{path}: {message}")
     key, value = text.split("\n")[1].strip().split(": ")
-    assert _error(["--bootstrap-servers", "k:1", "--kafka-config", f"{key}={value}"]) \
-        .startswith(f"--kafka-config: '{key}': ")
-    assert _error(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_KAFKA": f"{key}={value}"}) \
-        .startswith(f"TXN_EXPORTER_KAFKA: '{key}': ")
+    assert _error(["--bootstrap-servers", "k:1", "--kafka-config", f"{key}={value}"]).startswith(
+        f"--kafka-config: '{key}': "
+    )
+    assert _error(["--bootstrap-servers", "k:1"], {"TXN_EXPORTER_KAFKA": f"{key}={value}"}).startswith(
+        f"TXN_EXPORTER_KAFKA: '{key}': "
+    )
 
 
 def test_client_settings_that_need_each_other_are_checked_together_without_echoing_secrets(yaml_file) -> None:
-    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n"
-                     "  sasl.mechanism: SCRAM-SHA-512\n  sasl.password: hunter2-pw\n")
+    path = yaml_file(
+        "bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n"
+        "  sasl.mechanism: SCRAM-SHA-512\n  sasl.password: hunter2-pw\n"
+    )
     message = _error(["--config", path])
     assert message == f"{path}: kafka: client settings refused: sasl.username and sasl.password must be set"
     path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SSL\n  ssl.key.pem: hunter2-pem\n")
@@ -279,8 +313,10 @@ def test_a_secret_with_a_bad_value_is_named_not_shown(monkeypatch) -> None:
 
 
 def test_valid_client_settings_pass(yaml_file) -> None:
-    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n  sasl.mechanism: PLAIN\n"
-                     "  sasl.username: u\n  sasl.password: p\n  enable.idempotence: true\n  socket.timeout.ms: 1000\n")
+    path = yaml_file(
+        "bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n  sasl.mechanism: PLAIN\n"
+        "  sasl.username: u\n  sasl.password: p\n  enable.idempotence: true\n  socket.timeout.ms: 1000\n"
+    )
     assert _load(["--config", path]).kafka["socket.timeout.ms"] == "1000"
 
 
@@ -293,19 +329,25 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
 def test_broker_id_with_all_partitions_in_one_file_names_it_once(yaml_file) -> None:
     path = yaml_file("bootstrap_servers: k:1\nbroker_id: 1\nall_partitions: true\n")
     assert _error(["--config", path]) == f"{path}: broker_id and all_partitions are mutually exclusive"
-    assert _error(["--config", path, "--no-all-partitions", "--all-partitions"]) \
+    assert (
+        _error(["--config", path, "--no-all-partitions", "--all-partitions"])
         == f"{path} and --all-partitions: broker_id and all_partitions are mutually exclusive"
+    )
 
 
 def test_kafka_config_key_points_to_kafka(yaml_file) -> None:
     path = yaml_file("bootstrap_servers: k:1\nkafka_config:\n  security.protocol: SSL\n")
-    assert _error(["--config", path]) == (f"{path}: unknown key 'kafka_config' (the key of --kafka-config is "
-                                          "'kafka', a mapping: kafka: {security.protocol: ...})")
+    assert _error(["--config", path]) == (
+        f"{path}: unknown key 'kafka_config' (the key of --kafka-config is "
+        "'kafka', a mapping: kafka: {security.protocol: ...})"
+    )
 
 
 def test_every_error_is_reported_in_the_projects_words(yaml_file) -> None:
-    path = yaml_file("bootstrap_servers: k:1\nbroker_id: [1]\nlog_fromat: json\nlisten: 9464\n"
-                     "broker_log: 5\nall_partitions: [true]\nlatency_window_seconds: [1]\nkafka:\n  nope.nope: 1\n")
+    path = yaml_file(
+        "bootstrap_servers: k:1\nbroker_id: [1]\nlog_fromat: json\nlisten: 9464\n"
+        "broker_log: 5\nall_partitions: [true]\nlatency_window_seconds: [1]\nkafka:\n  nope.nope: 1\n"
+    )
     with pytest.raises(ConfigError) as caught:
         _load(["--config", path])
     assert caught.value.problems == [

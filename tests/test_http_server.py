@@ -39,15 +39,22 @@ def probes() -> Probes:
 
 @pytest.fixture
 def server(registry: CollectorRegistry, probes: Probes) -> Iterator[MetricsServer]:
-    server = MetricsServer("127.0.0.1", 0, registry, healthy=lambda: probes.healthy,
-                           ready=lambda: probes.ready, readiness_detail=lambda: probes.detail)
+    server = MetricsServer(
+        "127.0.0.1",
+        0,
+        registry,
+        healthy=lambda: probes.healthy,
+        ready=lambda: probes.ready,
+        readiness_detail=lambda: probes.detail,
+    )
     server.start()
     yield server
     server.stop()
 
 
-def _request(server: MetricsServer, path: str, method: str = "GET",
-             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def _request(
+    server: MetricsServer, path: str, method: str = "GET", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     try:
         connection.request(method, path, headers=headers or {})
@@ -212,7 +219,8 @@ def _wait_for(condition: Callable[[], bool], what: str, seconds: float = 30) -> 
 
 
 def test_a_client_leaving_mid_request_is_logged_at_debug_not_printed(
-        server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.DEBUG, logger="exporter.http_server"):
         for partial in (b"GE", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"):
             connection = socket.create_connection(("127.0.0.1", server.port), timeout=5)
@@ -227,7 +235,8 @@ def test_a_client_leaving_mid_request_is_logged_at_debug_not_printed(
 
 
 def test_a_flood_of_idle_and_slow_connections_leaves_threads_bounded_and_scrapes_answered(
-        registry: CollectorRegistry, capfd: pytest.CaptureFixture[str]) -> None:
+    registry: CollectorRegistry, capfd: pytest.CaptureFixture[str]
+) -> None:
     limit = 16
     server = MetricsServer("127.0.0.1", 0, registry, healthy=lambda: True, ready=lambda: True, max_connections=limit)
     server.start()
@@ -252,7 +261,8 @@ def test_a_flood_of_idle_and_slow_connections_leaves_threads_bounded_and_scrapes
 
 
 def test_new_connections_are_refused_and_counted_while_every_slot_answers_a_request(
-        registry: CollectorRegistry) -> None:
+    registry: CollectorRegistry,
+) -> None:
     entered, release = threading.Event(), threading.Event()
 
     def slow_probe() -> bool:
@@ -278,9 +288,12 @@ def test_new_connections_are_refused_and_counted_while_every_slot_answers_a_requ
 
 
 def test_a_request_head_over_64_kib_is_dropped_without_a_traceback(
-        server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="exporter.http_server"), \
-            socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+    server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.DEBUG, logger="exporter.http_server"),
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection,
+    ):
         connection.sendall(b"GET /metrics HTTP/1.1\r\n")
         try:
             for n in range(100):  # 100 headers of 2 KiB: the stdlib's limits allow them

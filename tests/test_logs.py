@@ -45,7 +45,7 @@ def messages(records: list[logging.LogRecord]) -> list[str]:
 
 
 def test_identical_messages_within_the_window_are_counted_not_printed(captured) -> None:
-    records, repeats, clock = captured
+    records, _repeats, clock = captured
     log = logging.getLogger("test.repeats")
     for _ in range(5):
         log.warning("kafka client: %s", "broker down")
@@ -65,8 +65,11 @@ def test_a_burst_that_stops_is_reported_by_the_next_record_or_flush(captured) ->
         log.error("cannot read broker log")
     clock.now += 61
     log.info("something else")
-    assert messages(records) == ["cannot read broker log", "cannot read broker log (repeated 2 times in the last 61 s)",
-                                 "something else"]
+    assert messages(records) == [
+        "cannot read broker log",
+        "cannot read broker log (repeated 2 times in the last 61 s)",
+        "something else",
+    ]
     log.info("something else")
     repeats.flush()
     assert messages(records)[-1] == "something else (repeated once in the last 1 s)"
@@ -96,7 +99,10 @@ def test_summaries_are_stamped_when_printed_and_printed_in_order(captured) -> No
     time.sleep(0.01)
     log.warning("a third thing")  # the window is over: the summary comes first, then this
     assert messages(records) == [
-        "broker down", "something else", "broker down (repeated once in the last 61 s)", "a third thing",
+        "broker down",
+        "something else",
+        "broker down (repeated once in the last 61 s)",
+        "a third thing",
     ]
     stamps = [r.created for r in records]
     assert stamps == sorted(stamps)

@@ -33,13 +33,21 @@ def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path:
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"  # the pip cache stays allowed here: it keeps this fast
 
     def setup() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(tmp_path / "scripts" / "setup"), "demo"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        return subprocess.run(
+            [str(tmp_path / "scripts" / "setup"), "demo"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     first = setup()
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert first.stdout.splitlines() == [
-        "setup: creating .venv", "setup: installing kafka-txn-exporter into .venv", "setup: ready for the demo",
+        "setup: creating .venv",
+        "setup: installing kafka-txn-exporter into .venv",
+        "setup: ready for the demo",
     ]
     assert first.stderr == ""
     again = setup()
@@ -47,10 +55,18 @@ def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path:
 
     python = tmp_path / ".venv" / "bin" / "python"
     modules = subprocess.run(
-        [str(python), "-c", "import importlib.util as u; print([m for m in ('pyspark', 'pyarrow', 'pandas', "
-         "'pytest', 'hypothesis') if u.find_spec(m)])"],
-        capture_output=True, text=True, timeout=60)  # fmt: skip
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; print([m for m in ('pyspark', 'pyarrow', 'pandas', "
+            "'pytest', 'hypothesis') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert modules.stdout.strip() == "[]", modules.stdout + modules.stderr
-    demo = subprocess.run([str(tmp_path / ".venv" / "bin" / "txn-exporter"), "demo", "--help"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    demo = subprocess.run(
+        [str(tmp_path / ".venv" / "bin" / "txn-exporter"), "demo", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert demo.returncode == 0 and "--keep-work-dir" in demo.stdout

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from txn_workshop.harness.versions import KAFKA_VERSIONS
 from tests import tested_on
+from txn_workshop.harness.versions import KAFKA_VERSIONS
 
 pytest_plugins = ["pytester"]
 
@@ -17,7 +17,8 @@ ALL_PASSED = {(version, check): True for version in KAFKA_VERSIONS for check in 
 
 def test_the_readme_table_is_every_check_passed_on_every_version():
     assert tested_on.readme_table(tested_on.README.read_text()) == tested_on.table(ALL_PASSED), (
-        "after a green `make test`: python -m tests.tested_on")
+        "after a green `make test`: python -m tests.tested_on"
+    )
 
 
 def test_a_failed_cell_shows_as_failed():
@@ -34,7 +35,8 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
     readme = pytester.path / "README.md"
     readme.write_text(f"x\n{tested_on.BEGIN}\n{tested_on.table(ALL_PASSED)}{tested_on.END}\n")
     pytester.makeini("[pytest]\ntestpaths = checks\n")
-    pytester.makeconftest(textwrap.dedent(f"""
+    pytester.makeconftest(
+        textwrap.dedent(f"""
         from pathlib import Path
         from tests import tested_on
         tested_on.README = Path({str(readme)!r})
@@ -43,9 +45,11 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
         def pytest_configure(config):
             config.addinivalue_line("markers", "tested_on(check): per-version check")
             config.pluginmanager.register(tested_on.Recorder(config), "tested-on")
-    """))
+    """)
+    )
     (pytester.path / "checks").mkdir()
-    (pytester.path / "checks" / "test_checks.py").write_text(textwrap.dedent("""
+    (pytester.path / "checks" / "test_checks.py").write_text(
+        textwrap.dedent("""
         import pytest
         from txn_workshop.harness.versions import KAFKA_VERSIONS
         from tests.tested_on import CHECKS
@@ -54,7 +58,9 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
         @pytest.mark.parametrize("check", [pytest.param(c, marks=pytest.mark.tested_on(c)) for c in CHECKS])
         def test_check(version, check):
             pass
-    """) + body)
+    """)
+        + body
+    )
 
 
 @pytest.fixture

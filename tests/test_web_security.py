@@ -36,8 +36,9 @@ def _name(common_name: str) -> x509.Name:
 
 
 def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
 
 
 class CA:
@@ -46,9 +47,13 @@ class CA:
         self.key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
         self.cert = (
-            x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
-            .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            x509.CertificateBuilder()
+            .subject_name(_name(name))
+            .issuer_name(_name(name))
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
             .sign(self.key, hashes.SHA256())
@@ -60,15 +65,25 @@ class CA:
         key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
         builder = (
-            x509.CertificateBuilder().subject_name(_name(name)).issuer_name(self.cert.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            x509.CertificateBuilder()
+            .subject_name(_name(name))
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(
+                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]),
+                critical=False,
+            )
         )
         if server:
-            builder = builder.add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
         cert = builder.sign(self.key, hashes.SHA256())
         cert_file, key_file = self.dir / f"{name}.crt", self.dir / f"{name}.key"
         cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
@@ -83,8 +98,16 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     server_cert, server_key = ca.issue("server", server=True)
     client_cert, client_key = ca.issue("prometheus", server=False)
     rogue_cert, rogue_key = CA(directory, "rogue CA").issue("rogue", server=False)
-    return {"ca": ca.file, "server_cert": server_cert, "server_key": server_key, "client_cert": client_cert,
-            "client_key": client_key, "rogue_cert": rogue_cert, "rogue_key": rogue_key, "dir": directory}
+    return {
+        "ca": ca.file,
+        "server_cert": server_cert,
+        "server_key": server_key,
+        "client_cert": client_cert,
+        "client_key": client_key,
+        "rogue_cert": rogue_cert,
+        "rogue_key": rogue_key,
+        "dir": directory,
+    }
 
 
 def _registry() -> CollectorRegistry:
@@ -94,8 +117,9 @@ def _registry() -> CollectorRegistry:
 
 
 def _serve(web_yml: Path) -> MetricsServer:
-    server = MetricsServer("127.0.0.1", 0, _registry(), healthy=lambda: True, ready=lambda: True,
-                           web_config_file=str(web_yml))
+    server = MetricsServer(
+        "127.0.0.1", 0, _registry(), healthy=lambda: True, ready=lambda: True, web_config_file=str(web_yml)
+    )
     server.start()
     return server
 
@@ -103,8 +127,10 @@ def _serve(web_yml: Path) -> MetricsServer:
 @pytest.fixture
 def web_yml(tmp_path: Path, pki: dict[str, Path]) -> Path:
     path = tmp_path / "web.yml"
-    path.write_text(f"tls_server_config:\n  cert_file: {pki['server_cert']}\n  key_file: {pki['server_key']}\n"
-                    f"basic_auth_users:\n  prometheus: '{HASH}'\n")
+    path.write_text(
+        f"tls_server_config:\n  cert_file: {pki['server_cert']}\n  key_file: {pki['server_key']}\n"
+        f"basic_auth_users:\n  prometheus: '{HASH}'\n"
+    )
     return path
 
 
@@ -122,8 +148,9 @@ def _client_context(pki: dict[str, Path], cert: str | None = None) -> ssl.SSLCon
     return context
 
 
-def _get(server: MetricsServer, path: str, context: ssl.SSLContext,
-         user: str | None = "prometheus", password: str = PASSWORD) -> tuple[int, dict[str, str], str]:
+def _get(
+    server: MetricsServer, path: str, context: ssl.SSLContext, user: str | None = "prometheus", password: str = PASSWORD
+) -> tuple[int, dict[str, str], str]:
     request = urllib.request.Request(f"https://127.0.0.1:{server.port}{path}")
     if user is not None:
         request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
@@ -144,8 +171,9 @@ def test_tls_and_basic_auth_serve_metrics(server: MetricsServer, pki: dict[str, 
 
 @pytest.mark.parametrize("user, password", [("prometheus", "wrong"), ("nobody", PASSWORD), (None, "")])
 @pytest.mark.parametrize("path", ["/metrics", "/healthz", "/readyz", "/nope"])
-def test_wrong_or_missing_credentials_refused_on_every_path(server: MetricsServer, pki: dict[str, Path],
-                                                             path: str, user: str | None, password: str) -> None:
+def test_wrong_or_missing_credentials_refused_on_every_path(
+    server: MetricsServer, pki: dict[str, Path], path: str, user: str | None, password: str
+) -> None:
     status, headers, body = _get(server, path, _client_context(pki), user, password)
     assert status == 401 and headers["WWW-Authenticate"] == "Basic"
     assert "txn_test" not in body
@@ -176,8 +204,10 @@ def test_client_that_does_not_trust_the_ca_fails(server: MetricsServer) -> None:
 
 def test_client_certificates_required_and_verified(tmp_path: Path, pki: dict[str, Path]) -> None:
     web = tmp_path / "mtls.yml"
-    web.write_text(f"tls_server_config:\n  cert_file: {pki['server_cert']}\n  key_file: {pki['server_key']}\n"
-                   f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {pki['ca']}\n")
+    web.write_text(
+        f"tls_server_config:\n  cert_file: {pki['server_cert']}\n  key_file: {pki['server_key']}\n"
+        f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {pki['ca']}\n"
+    )
     server = _serve(web)
     try:
         assert _get(server, "/metrics", _client_context(pki, "client"), user=None)[0] == 200
@@ -188,8 +218,9 @@ def test_client_certificates_required_and_verified(tmp_path: Path, pki: dict[str
         server.stop()
 
 
-def test_users_and_certificates_reload_when_the_files_change(server: MetricsServer, web_yml: Path,
-                                                             pki: dict[str, Path]) -> None:
+def test_users_and_certificates_reload_when_the_files_change(
+    server: MetricsServer, web_yml: Path, pki: dict[str, Path]
+) -> None:
     new_hash = bcrypt.hashpw(b"rotated", bcrypt.gensalt(4)).decode()
     text = web_yml.read_text().replace(HASH, new_hash)
     web_yml.write_text(text)
@@ -206,23 +237,32 @@ def test_users_and_certificates_reload_when_the_files_change(server: MetricsServ
     assert _get(server, "/metrics", _client_context(pki), password="rotated")[0] == 200
 
 
-@pytest.mark.parametrize("text, message", [
-    ("tls_server_config:\n  cert_file: a.crt\n", "tls_server_config.key_file: required"),
-    ("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n", "cannot load"),
-    ("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAnyClientCert\n",
-     "client_auth_type: RequireAnyClientCert is not supported"),
-    ("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: VerifyClientCertIfGiven\n",
-     "client_ca_file: required"),
-    ("tls_server_config:\n  cert_file: a\n  key_file: b\n  certfile: c\n", "tls_server_config.certfile: unknown key"),
-    ("basic_auth_users:\n  alice: hunter2\n", "basic_auth_users.alice: expected a bcrypt hash"),
-    ("http_server_config:\n  http2: false\n", "unknown key 'http_server_config' (not supported)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tls_server_config:\n  cert_file: a.crt\n", "tls_server_config.key_file: required"),
+        ("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n", "cannot load"),
+        (
+            "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAnyClientCert\n",
+            "client_auth_type: RequireAnyClientCert is not supported",
+        ),
+        (
+            "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: VerifyClientCertIfGiven\n",
+            "client_ca_file: required",
+        ),
+        (
+            "tls_server_config:\n  cert_file: a\n  key_file: b\n  certfile: c\n",
+            "tls_server_config.certfile: unknown key",
+        ),
+        ("basic_auth_users:\n  alice: hunter2\n", "basic_auth_users.alice: expected a bcrypt hash"),
+        ("http_server_config:\n  http2: false\n", "unknown key 'http_server_config' (not supported)"),
+    ],
+)
 def test_bad_web_config_refused_at_start_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
     web = tmp_path / "web.yml"
     web.write_text(text)
     with pytest.raises(WebConfigError, match=re.escape(message)) as error:
-        MetricsServer("127.0.0.1", 0, _registry(), healthy=lambda: True, ready=lambda: True,
-                      web_config_file=str(web))
+        MetricsServer("127.0.0.1", 0, _registry(), healthy=lambda: True, ready=lambda: True, web_config_file=str(web))
     assert str(error.value).startswith(str(web)) and "hunter2" not in str(error.value)
 
 
@@ -242,9 +282,17 @@ def test_basic_auth_without_tls(tmp_path: Path) -> None:
 
 
 def test_connections_that_never_finish_the_tls_handshake_are_shed_and_scrapes_answered(
-        web_yml: Path, pki: dict[str, Path], capfd: pytest.CaptureFixture[str]) -> None:
-    server = MetricsServer("127.0.0.1", 0, _registry(), healthy=lambda: True, ready=lambda: True,
-                           web_config_file=str(web_yml), max_connections=8)
+    web_yml: Path, pki: dict[str, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    server = MetricsServer(
+        "127.0.0.1",
+        0,
+        _registry(),
+        healthy=lambda: True,
+        ready=lambda: True,
+        web_config_file=str(web_yml),
+        max_connections=8,
+    )
     server.start()
     flood = []
     try:

@@ -92,7 +92,8 @@ class Recorder:
             version = callspec.params.get("version") if callspec else None
             if any(check not in CHECKS for check in checks) or version not in KAFKA_VERSIONS:
                 raise pytest.UsageError(
-                    f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter")
+                    f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter"
+                )
             self.cells[item.nodeid] = [(version, check) for check in checks]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -111,7 +112,7 @@ class Recorder:
         whole_suite = self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected
         if covered != every and not whole_suite:
             return  # a run of some tests only: it says nothing about the table
-        outcomes = {cell: True for cell in covered}
+        outcomes = dict.fromkeys(covered, True)
         for nodeid, cells in self.cells.items():  # a test that never ran (-x, Ctrl-C) did not pass
             if nodeid in self.failed or nodeid not in self.passed:
                 outcomes.update(dict.fromkeys(cells, False))
@@ -123,7 +124,9 @@ class Recorder:
             if reporter is not None:
                 reporter.write_line(
                     "README.md's Tested-on table is not what this run verified; the run's table:\n"
-                    f"{generated}(a green run's table goes into README.md with: python -m tests.tested_on)", red=True)
+                    f"{generated}(a green run's table goes into README.md with: python -m tests.tested_on)",
+                    red=True,
+                )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -53,13 +53,20 @@ Parsed = AppendFailureLine | MarkerWriteRetried | MarkerWriteFailed | CompleteAp
 S = TransactionState
 # `txnState=` values: display names (3.6 to 4.0) and enum names (4.1+). PrepareEpochFence is written
 # as PrepareAbort; Dead is never appended through this path (it becomes a tombstone).
-TARGET_STATES: dict[str, int] = {name: int(state) for name, state in {
-    **{s.name: s for s in S if s <= S.COMPLETE_ABORT},
-    "Empty": S.EMPTY, "Ongoing": S.ONGOING, "PrepareCommit": S.PREPARE_COMMIT,
-    "PrepareAbort": S.PREPARE_ABORT, "CompleteCommit": S.COMPLETE_COMMIT,
-    "CompleteAbort": S.COMPLETE_ABORT,
-    "PrepareEpochFence": S.PREPARE_ABORT, "PREPARE_EPOCH_FENCE": S.PREPARE_ABORT,
-}.items()}  # fmt: skip
+TARGET_STATES: dict[str, int] = {
+    name: int(state)
+    for name, state in {
+        **{s.name: s for s in S if s <= S.COMPLETE_ABORT},
+        "Empty": S.EMPTY,
+        "Ongoing": S.ONGOING,
+        "PrepareCommit": S.PREPARE_COMMIT,
+        "PrepareAbort": S.PREPARE_ABORT,
+        "CompleteCommit": S.COMPLETE_COMMIT,
+        "CompleteAbort": S.COMPLETE_ABORT,
+        "PrepareEpochFence": S.PREPARE_ABORT,
+        "PREPARE_EPOCH_FENCE": S.PREPARE_ABORT,
+    }.items()
+}
 
 # Regexes only ever run on short, anchored pieces: scanning a 600-character line with a regex that
 # backtracks costs tens of microseconds, str.find a fraction of one (see bench/broker_log_lines.py).

@@ -76,7 +76,10 @@ Decoded = TransactionLogRecord | RecordError | BatchError
 
 
 def decode_batches(
-    buf: bytes | mmap.mmap, partitions: bool | PartitionsMemo = True, make_record=TransactionLogRecord, make_value=TransactionLogValue
+    buf: bytes | mmap.mmap,
+    partitions: bool | PartitionsMemo = True,
+    make_record=TransactionLogRecord,
+    make_value=TransactionLogValue,
 ) -> Iterator[Decoded]:
     """Yields every record of every batch in `buf` (bytes, or a read-only mmap of a file), in order,
     with errors in their place. `partitions` and `make_value` are decode_value's `partitions` and
@@ -98,9 +101,15 @@ def decode_batches(
             continue
         next_pos = pos + size
         # (A batch of the usual size is CRC'd from a copy, inline: a call less per record.)
-        if magic != 2 or (
-            crc32c(buf[pos + _CRC_START : next_pos]) if size < _COPIED_BELOW else _crc(buf, pos + _CRC_START, next_pos)
-        ) != crc:
+        if (
+            magic != 2
+            or (
+                crc32c(buf[pos + _CRC_START : next_pos])
+                if size < _COPIED_BELOW
+                else _crc(buf, pos + _CRC_START, next_pos)
+            )
+            != crc
+        ):
             reason = "crc_mismatch" if magic == 2 else "unsupported_batch"
             yield BatchError(pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
             if magic == 2:  # a failed CRC: the budget pays for it (it may overdraw it, once)
@@ -112,19 +121,31 @@ def decode_batches(
             # The coordinator always writes uncompressed batches to this topic.
             yield BatchError(
                 pos,
-                DecodeError("unsupported_batch", f"compression {attributes & _COMPRESSION_MASK} at offset {base_offset}"),
+                DecodeError(
+                    "unsupported_batch", f"compression {attributes & _COMPRESSION_MASK} at offset {base_offset}"
+                ),
             )
         elif not attributes & _CONTROL:  # control batches carry no transaction-log records
             log_append_ts = max_ts if attributes & _LOG_APPEND_TIME else None
             p = pos + HEADER_SIZE
             if count == 1:  # every batch a coordinator writes to this topic: no loop to set up
                 item = _decode_single_record(
-                    buf, p, next_pos, base_offset, base_ts if log_append_ts is None else log_append_ts,
-                    partitions, make_record, make_value,
-                )  # fmt: skip
-                yield item if item is not None else _decode_record(
-                    buf, p, next_pos, base_offset, 0, base_ts, log_append_ts, partitions, make_record, make_value
-                )[0]
+                    buf,
+                    p,
+                    next_pos,
+                    base_offset,
+                    base_ts if log_append_ts is None else log_append_ts,
+                    partitions,
+                    make_record,
+                    make_value,
+                )
+                yield (
+                    item
+                    if item is not None
+                    else _decode_record(
+                        buf, p, next_pos, base_offset, 0, base_ts, log_append_ts, partitions, make_record, make_value
+                    )[0]
+                )
                 pos = next_pos
                 continue
             for index in range(count):
@@ -138,8 +159,14 @@ def decode_batches(
 
 
 def _decode_single_record(
-    buf: bytes, p: int, end: int, offset: int, timestamp_ms: int,
-    partitions: bool | PartitionsMemo = True, make_record=TransactionLogRecord, make_value=TransactionLogValue,
+    buf: bytes,
+    p: int,
+    end: int,
+    offset: int,
+    timestamp_ms: int,
+    partitions: bool | PartitionsMemo = True,
+    make_record=TransactionLogRecord,
+    make_value=TransactionLogValue,
 ) -> TransactionLogRecord | RecordError | None:
     """The one record of a batch, when it has the shape a coordinator writes; else None, and
     _decode_record reads it (and finds what is wrong with it, if anything).
@@ -180,8 +207,16 @@ def _decode_single_record(
 
 
 def _decode_record(
-    buf: bytes, p: int, end: int, base_offset: int, index: int, base_ts: int, log_append_ts: int | None,
-    partitions: bool | PartitionsMemo = True, make_record=TransactionLogRecord, make_value=TransactionLogValue,
+    buf: bytes,
+    p: int,
+    end: int,
+    base_offset: int,
+    index: int,
+    base_ts: int,
+    log_append_ts: int | None,
+    partitions: bool | PartitionsMemo = True,
+    make_record=TransactionLogRecord,
+    make_value=TransactionLogValue,
 ) -> tuple[TransactionLogRecord | RecordError, int]:
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index
@@ -283,11 +318,14 @@ def _resync(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> Generator[Ba
     ran out first (then the rest of the input is skipped)."""
     resume, gave_up_at = _next_valid_batch(buf, pos + 1, budget)
     if gave_up_at is not None:
-        yield BatchError(gave_up_at, DecodeError(
-            "crc_mismatch",
-            f"resynchronisation gave up after {RESYNC_CRC_FACTOR}x the input's size in failed CRCs: "
-            f"the last {len(buf) - gave_up_at} bytes are skipped",
-        ))  # fmt: skip
+        yield BatchError(
+            gave_up_at,
+            DecodeError(
+                "crc_mismatch",
+                f"resynchronisation gave up after {RESYNC_CRC_FACTOR}x the input's size in failed CRCs: "
+                f"the last {len(buf) - gave_up_at} bytes are skipped",
+            ),
+        )
     return resume
 
 
@@ -304,14 +342,17 @@ def _next_valid_batch(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> tu
         candidate_end = candidate + LOG_OVERHEAD + batch_length
         # Checks every batch Kafka writes passes, in order of cost: most garbage fails the first.
         if (
-            HEADER_SIZE - LOG_OVERHEAD <= batch_length
+            batch_length >= HEADER_SIZE - LOG_OVERHEAD
             and candidate_end <= end
             and not attributes & _UNKNOWN_ATTRIBUTES
             and attributes & _COMPRESSION_MASK <= _MAX_COMPRESSION
             and last_offset_delta >= 0
             and count >= 0
             # Uncompressed records take 7 bytes at least (7 one-byte varints and the attributes).
-            and (attributes & _COMPRESSION_MASK or count * _MIN_RECORD_SIZE <= batch_length - (HEADER_SIZE - LOG_OVERHEAD))
+            and (
+                attributes & _COMPRESSION_MASK
+                or count * _MIN_RECORD_SIZE <= batch_length - (HEADER_SIZE - LOG_OVERHEAD)
+            )
         ):
             span = candidate_end - candidate - _CRC_START
             if span > budget[0]:
@@ -358,9 +399,7 @@ def encode_batch(base_offset: int, records: list[tuple[bytes, bytes | None, int]
         record += _encode_varint(-1) if value is None else _encode_varint(len(value)) + value
         record += _encode_varint(0)  # no headers
         body += _encode_varint(len(record)) + record
-    after_crc = (
-        struct.pack(">hiqqqhii", 0, len(records) - 1, base_ts, max_ts, -1, -1, -1, len(records)) + body
-    )
+    after_crc = struct.pack(">hiqqqhii", 0, len(records) - 1, base_ts, max_ts, -1, -1, -1, len(records)) + body
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(body)
     return _LENGTH.pack(base_offset, batch_length) + struct.pack(">ibI", 0, 2, crc32c(after_crc)) + after_crc
 
@@ -395,4 +434,6 @@ _RECORD_HEADS = _implied_heads(0, b"\x00\x00\x00")
 _VALUE_HEADS = _implied_heads(1, b"")  # the one byte after the value: its header count, 0
 # By the key's length byte (a one-byte zigzag varint: even, below 0x80): that byte and the v0 key
 # header for a key of that length; None when no v0 key of at least 4 bytes has it.
-_KEY_HEADS = [bytes([k]) + KEY_V0_HEADS[(k >> 1) - 4] if k < 0x80 and not k & 1 and k >> 1 >= 4 else None for k in range(256)]
+_KEY_HEADS = [
+    bytes([k]) + KEY_V0_HEADS[(k >> 1) - 4] if k < 0x80 and not k & 1 and k >> 1 >= 4 else None for k in range(256)
+]

@@ -107,7 +107,7 @@ class TransactionLogValue:
     state: TransactionState
     # {topic: [partition ids]} in the order the coordinator wrote them; None when written as null;
     # PARTITIONS_SKIPPED when decoded with partitions=False.
-    partitions: dict[str, list[int]] | None | _PartitionsSkipped
+    partitions: dict[str, list[int]] | _PartitionsSkipped | None
     last_update_timestamp_ms: int
     start_timestamp_ms: int
     # Tagged fields (v1 only); their defaults when absent.
@@ -180,11 +180,20 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
             # librdkafka, Java before 4.0) and ends the value.
             if count < 2:  # an empty partitions array (Complete* records) or a null one (Empty records)
                 if len(buf) == 45 and buf[34:37] == _ONLY_PREVIOUS_PRODUCER_ID:
-                    producer_id, epoch, timeout_ms, last_update, start, previous_id = _V1_NO_PARTITIONS_PREVIOUS_ID.unpack_from(buf, 0)
+                    producer_id, epoch, timeout_ms, last_update, start, previous_id = (
+                        _V1_NO_PARTITIONS_PREVIOUS_ID.unpack_from(buf, 0)
+                    )
                     return make(
-                        1, producer_id, epoch, timeout_ms, state,
-                        ({} if count else None) if partitions else PARTITIONS_SKIPPED, last_update, start, previous_id,
-                    )  # fmt: skip
+                        1,
+                        producer_id,
+                        epoch,
+                        timeout_ms,
+                        state,
+                        ({} if count else None) if partitions else PARTITIONS_SKIPPED,
+                        last_update,
+                        start,
+                        previous_id,
+                    )
                 producer_id, epoch, timeout_ms, last_update, start = _V1_NO_PARTITIONS.unpack_from(buf, 0)
                 topics = ({} if count else None) if partitions else PARTITIONS_SKIPPED
                 pos = 34
@@ -195,9 +204,16 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
                         _V1_ONE_TOPIC_PREVIOUS_ID[n].unpack_from(buf, 0)
                     )
                     return make(
-                        1, producer_id, epoch, timeout_ms, state,
-                        {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED, last_update, start, previous_id,
-                    )  # fmt: skip
+                        1,
+                        producer_id,
+                        epoch,
+                        timeout_ms,
+                        state,
+                        {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED,
+                        last_update,
+                        start,
+                        previous_id,
+                    )
                 producer_id, epoch, timeout_ms, topic, first, last_update, start = _V1_ONE_TOPIC[n].unpack_from(buf, 0)
                 topics = {topic.decode(): [first]} if partitions else PARTITIONS_SKIPPED
                 pos = 41 + n
@@ -217,14 +233,22 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
                 return make(1, producer_id, epoch, timeout_ms, state, topics, last_update, start)
             if tags == _ONLY_PREVIOUS_PRODUCER_ID:  # a 4.x coordinator, a client before TV2
                 previous_id = _I64.unpack_from(buf, pos + 3)[0]
-                return make(
-                    1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id
-                )
+                return make(1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id)
             if tags == _PREVIOUS_THEN_CLIENT_VERSION_HEAD and buf[pos + 11 : pos + 13] == _CLIENT_VERSION_HEAD:
                 # A 4.3+ coordinator, a TV2 client: PreviousProducerId and ClientTransactionVersion.
                 previous_id, client_version = _PREVIOUS_THEN_CLIENT_VERSION.unpack_from(buf, pos)
                 return make(
-                    1, producer_id, epoch, timeout_ms, state, topics, last_update, start, previous_id, -1, client_version
+                    1,
+                    producer_id,
+                    epoch,
+                    timeout_ms,
+                    state,
+                    topics,
+                    last_update,
+                    start,
+                    previous_id,
+                    -1,
+                    client_version,
                 )
             if tags == _ONLY_CLIENT_TRANSACTION_VERSION:  # a 4.0-4.2 coordinator, a TV2 client
                 client_version = _I16.unpack_from(buf, pos + 3)[0]
@@ -233,8 +257,18 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
                 )
             previous_id, next_id, client_version, next_epoch = _v1_tagged_fields(buf, pos)
             return make(
-                1, producer_id, epoch, timeout_ms, state, topics, last_update, start,
-                previous_id, next_id, client_version, next_epoch,
+                1,
+                producer_id,
+                epoch,
+                timeout_ms,
+                state,
+                topics,
+                last_update,
+                start,
+                previous_id,
+                next_id,
+                client_version,
+                next_epoch,
             )
         if version == _VERSION_0:
             return _decode_value_v0(buf, partitions, make)
@@ -261,9 +295,15 @@ def _decode_value_v0(buf: bytes, build_partitions: bool | PartitionsMemo, make) 
             topic, ids, first, last_update, start = _V0_ONE_TOPIC[n].unpack_from(buf, 23)
             if ids == 1:
                 return make(
-                    0, producer_id, epoch, timeout_ms, state,
-                    {topic.decode(): [first]} if build_partitions else PARTITIONS_SKIPPED, last_update, start,
-                )  # fmt: skip
+                    0,
+                    producer_id,
+                    epoch,
+                    timeout_ms,
+                    state,
+                    {topic.decode(): [first]} if build_partitions else PARTITIONS_SKIPPED,
+                    last_update,
+                    start,
+                )
     if count == -1:
         partitions = None if build_partitions else PARTITIONS_SKIPPED
     elif count < 0:
@@ -382,10 +422,8 @@ def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
         if end > size:
             raise IndexError
         partitions[topic] = list((_INT32_ARRAYS[n - 1] if n <= 64 else _int32_array(n - 1)).unpack_from(buf, pos))
-        if buf[end] == 0:  # the usual case: no tagged fields in the entry
-            pos = end + 1
-        else:
-            pos = _skip_tagged_fields(buf, end)
+        # The usual case: no tagged fields in the entry.
+        pos = end + 1 if buf[end] == 0 else _skip_tagged_fields(buf, end)
     return partitions, pos
 
 

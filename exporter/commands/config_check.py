@@ -17,15 +17,16 @@ from exporter import config, web_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("config", help="check a config file",
-                                   description="Configuration tools.")
+    parser = subparsers.add_parser("config", help="check a config file", description="Configuration tools.")
     actions = parser.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     check = actions.add_parser(
-        "check", help="validate a YAML config file as `run` would; exit 2 naming the bad key",
+        "check",
+        help="validate a YAML config file as `run` would; exit 2 naming the bad key",
         description="Validate FILE (and the web config file it names) exactly as `txn-exporter run "
         "--config FILE` would, merged with the TXN_EXPORTER_* environment unless --no-env; print a "
         "summary with secrets masked. The client settings (kafka:) are checked by librdkafka itself, "
-        "with the files they name (which must exist here). Nothing is contacted.")
+        "with the files they name (which must exist here). Nothing is contacted.",
+    )
     check.add_argument("file", metavar="FILE")
     check.add_argument("--no-env", action="store_true", help="ignore TXN_EXPORTER_* variables")
     check.set_defaults(func=run_check)

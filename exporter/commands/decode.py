@@ -41,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "object per record. Exit status 1 if any record, batch or file could not be decoded.",
     )
     parser.add_argument(
-        "files", nargs="+", type=Path, metavar="FILE",
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
         help="a segment file (NNN.log), a __transaction_state-N directory, or a broker log dir",
     )
     parser.set_defaults(func=run)
@@ -113,8 +116,10 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
             failed = True
             if first and len(chunk) == 1 and type(chunk[0]) is BatchError and chunk[0].position == 0:
                 # Not one batch in the whole file, from its first byte on: a README, an index, a text file.
-                print(f"{_PROG}: {path}: not a __transaction_state segment (no record batch in it; "
-                      f"{chunk[0].error})", file=sys.stderr)
+                print(
+                    f"{_PROG}: {path}: not a __transaction_state segment (no record batch in it; {chunk[0].error})",
+                    file=sys.stderr,
+                )
                 return True
             text = "".join(item if type(item) is str else _error_line(item, tail) for item in chunk)
         out.write(text)
@@ -137,11 +142,27 @@ def format_record(record: TransactionLogRecord, tail: str = "") -> str:
     """The JSON line decode_file writes for `record` (`tail`: see _names)."""
     _, make_record, make_value = _line_makers(tail)
     v = record.value
-    return make_record(record.offset, record.timestamp_ms, record.transactional_id, None if v is None else make_value(
-        v.version, v.producer_id, v.producer_epoch, v.transaction_timeout_ms, v.state, v.partitions,
-        v.last_update_timestamp_ms, v.start_timestamp_ms, v.previous_producer_id, v.next_producer_id,
-        v.client_transaction_version, v.next_producer_epoch,
-    ))  # fmt: skip
+    return make_record(
+        record.offset,
+        record.timestamp_ms,
+        record.transactional_id,
+        None
+        if v is None
+        else make_value(
+            v.version,
+            v.producer_id,
+            v.producer_epoch,
+            v.transaction_timeout_ms,
+            v.state,
+            v.partitions,
+            v.last_update_timestamp_ms,
+            v.start_timestamp_ms,
+            v.previous_producer_id,
+            v.next_producer_id,
+            v.client_transaction_version,
+            v.next_producer_epoch,
+        ),
+    )
 
 
 def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callable[..., str]]:
@@ -172,15 +193,30 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
         return "{" + ", ".join(texts) + "}"
 
     def make_value(
-        version: int, producer_id: int, producer_epoch: int, timeout_ms: int, state: TransactionState,
-        partitions: dict[str, list[int]] | str | None, last_update_ms: int, start_ms: int,
-        previous_producer_id: int = -1, next_producer_id: int = -1, client_transaction_version: int = 0,
+        version: int,
+        producer_id: int,
+        producer_epoch: int,
+        timeout_ms: int,
+        state: TransactionState,
+        partitions: dict[str, list[int]] | str | None,
+        last_update_ms: int,
+        start_ms: int,
+        previous_producer_id: int = -1,
+        next_producer_id: int = -1,
+        client_transaction_version: int = 0,
         next_producer_epoch: int = -1,
-    ) -> str:  # fmt: skip
+    ) -> str:
         # An int's text costs as much as a dict lookup and a half: the fields that take few values
         # are looked up, as three fragments, by their values.
-        key = (version, producer_epoch, timeout_ms, state, next_producer_id, client_transaction_version,
-               next_producer_epoch)  # fmt: skip
+        key = (
+            version,
+            producer_epoch,
+            timeout_ms,
+            state,
+            next_producer_id,
+            client_transaction_version,
+            next_producer_epoch,
+        )
         fragments = few_values.get(key)
         if fragments is None:
             if len(few_values) >= _CACHED_FRAGMENTS:

@@ -16,15 +16,24 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
 from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
+from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
 from exporter.view.table import ABORT_INTRO, aligned
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_SECONDS = 10.0
 
-COLUMNS = ("topic", "partition", "producer_id", "epoch", "start_offset", "transactional_id", "coordinator",
-           "age_seconds", "verdict")  # fmt: skip
+COLUMNS = (
+    "topic",
+    "partition",
+    "producer_id",
+    "epoch",
+    "start_offset",
+    "transactional_id",
+    "coordinator",
+    "age_seconds",
+    "verdict",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,18 +48,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,HOST:PORT...]")
     parser.add_argument("--broker-id", type=int, metavar="N", help="only partitions this broker leads")
     parser.add_argument("--topic", help="only this topic")
-    parser.add_argument("--max-transaction-timeout-seconds", type=float, default=900.0, metavar="SECONDS",
-                        help="the brokers' transaction.max.timeout.ms in seconds (default: 900)")
-    parser.add_argument("--padding-seconds", type=float, default=DEFAULT_LATE_PADDING_SECONDS, metavar="SECONDS",
-                        help="padding past it before a transaction is late (default: 300, as KIP-664)")
-    parser.add_argument("--max-partitions", type=int, default=1000, metavar="N",
-                        help="partitions per DescribeProducers request (default: 1000)")
-    parser.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
-                        help="client setting (security.protocol, sasl.*, ssl.*), repeatable")
+    parser.add_argument(
+        "--max-transaction-timeout-seconds",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="the brokers' transaction.max.timeout.ms in seconds (default: 900)",
+    )
+    parser.add_argument(
+        "--padding-seconds",
+        type=float,
+        default=DEFAULT_LATE_PADDING_SECONDS,
+        metavar="SECONDS",
+        help="padding past it before a transaction is late (default: 300, as KIP-664)",
+    )
+    parser.add_argument(
+        "--max-partitions",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="partitions per DescribeProducers request (default: 1000)",
+    )
+    parser.add_argument(
+        "--kafka-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="client setting (security.protocol, sasl.*, ssl.*), repeatable",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per transaction")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, metavar="SECONDS",
-                        help="give up if no bootstrap server answers within this long (default: %(default)g); "
-                        "after that, each request has the client's own 30 s timeout")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="give up if no bootstrap server answers within this long (default: %(default)g); "
+        "after that, each request has the client's own 30 s timeout",
+    )
     parser.set_defaults(func=run)
 
 
@@ -71,25 +105,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"txn-exporter hanging: cannot reach Kafka at {unreachable}", file=sys.stderr)
         return 2
     try:
-        scanner = _within(args.timeout, lambda: HangingScanner(
-            args.bootstrap_servers, args.broker_id, int(args.max_transaction_timeout_seconds * 1000),
-            int(args.padding_seconds * 1000), args.max_partitions, settings, time.time, args.topic,
-        ))  # fmt: skip
+        scanner = _within(
+            args.timeout,
+            lambda: HangingScanner(
+                args.bootstrap_servers,
+                args.broker_id,
+                int(args.max_transaction_timeout_seconds * 1000),
+                int(args.padding_seconds * 1000),
+                args.max_partitions,
+                settings,
+                time.time,
+                args.topic,
+            ),
+        )
         try:
             result = scanner.scan_all()
         finally:
             scanner.close()
     except TimeoutError:
-        print(f"txn-exporter hanging: Kafka at {args.bootstrap_servers} did not answer within {args.timeout:g} s "
-              "(--timeout)", file=sys.stderr)
+        print(
+            f"txn-exporter hanging: Kafka at {args.bootstrap_servers} did not answer within {args.timeout:g} s "
+            "(--timeout)",
+            file=sys.stderr,
+        )
         return 2
     except ScanAccessError as e:  # names the ACL to grant
         print(f"txn-exporter hanging: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # kafka-python's errors: not reachable, unauthorized...
         text = str(e)  # kafka-python's errors start with their class name already
-        print(f"txn-exporter hanging: {text if text.startswith(type(e).__name__) else f'{type(e).__name__}: {text}'}",
-              file=sys.stderr)
+        print(
+            f"txn-exporter hanging: {text if text.startswith(type(e).__name__) else f'{type(e).__name__}: {text}'}",
+            file=sys.stderr,
+        )
         return 2
     rows = [finding_row(f) for f in result.findings]
     hanging = [f for f in result.findings if f.verdict == HANGING]
@@ -102,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
     table = [[("-" if row[c] is None else str(row[c])) for c in COLUMNS] for row in rows]
     print("\n".join(aligned(tuple(c.upper() for c in COLUMNS), table)))
     event = result.event
-    print(f"\n{event.partitions_scanned} partitions described, {event.partitions_with_late_transactions} with late "
-          f"transactions, {len(hanging)} hanging transactions.")
+    print(
+        f"\n{event.partitions_scanned} partitions described, {event.partitions_with_late_transactions} with late "
+        f"transactions, {len(hanging)} hanging transactions."
+    )
     if hanging:
         print("\n" + ABORT_INTRO)
         for finding in hanging:

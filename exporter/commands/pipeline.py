@@ -37,33 +37,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--quiet", action="store_true", help="no progress output")
 
     def inputs(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--kafka", action="append", default=[], metavar="CLUSTER=HOST:PORT[,HOST:PORT]",
-                       help="a live cluster's __transaction_state (repeatable, one label each)")
-        p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                       help="extra Kafka source option for every cluster, e.g. kafka.security.protocol=SSL")
-        p.add_argument("--pending-resolution-seconds", type=int, default=60,
-                       help="pending-history bucket (default 60: per minute)")
-        p.add_argument("--late-markers-ms", type=int, default=60_000,
-                       help="markers slower than this make a transaction late/hanging (default 60000)")
+        p.add_argument(
+            "--kafka",
+            action="append",
+            default=[],
+            metavar="CLUSTER=HOST:PORT[,HOST:PORT]",
+            help="a live cluster's __transaction_state (repeatable, one label each)",
+        )
+        p.add_argument(
+            "--kafka-option",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="extra Kafka source option for every cluster, e.g. kafka.security.protocol=SSL",
+        )
+        p.add_argument(
+            "--pending-resolution-seconds", type=int, default=60, help="pending-history bucket (default 60: per minute)"
+        )
+        p.add_argument(
+            "--late-markers-ms",
+            type=int,
+            default=60_000,
+            help="markers slower than this make a transaction late/hanging (default 60000)",
+        )
 
     build = sub.add_parser("build", help="batch: read everything, write every table")
     common(build)
     inputs(build)
-    build.add_argument("--segments", action="append", default=[], metavar="CLUSTER=PATH",
-                       help="segment files: a NNN.log, a __transaction_state-N dir or a broker log dir (repeatable)")
+    build.add_argument(
+        "--segments",
+        action="append",
+        default=[],
+        metavar="CLUSTER=PATH",
+        help="segment files: a NNN.log, a __transaction_state-N dir or a broker log dir (repeatable)",
+    )
     build.set_defaults(func=_build)
 
-    stream = sub.add_parser("stream", help="Structured Streaming from live clusters, open transactions kept across micro-batches")
+    stream = sub.add_parser(
+        "stream", help="Structured Streaming from live clusters, open transactions kept across micro-batches"
+    )
     common(stream)
     inputs(stream)
-    stream.add_argument("--trigger", choices=("available-now", "continuous"), default="available-now",
-                        help="available-now: what is there, then stop; continuous: every --interval until stopped")
+    stream.add_argument(
+        "--trigger",
+        choices=("available-now", "continuous"),
+        default="available-now",
+        help="available-now: what is there, then stop; continuous: every --interval until stopped",
+    )
     stream.add_argument("--interval", default="30 seconds", help="micro-batch interval when continuous")
     stream.add_argument("--checkpoint", help="checkpoint dir (default OUT/checkpoint)")
     stream.add_argument("--max-offsets-per-trigger", type=int)
     stream.set_defaults(func=_stream)
 
-    backfill = sub.add_parser("backfill", help="OpenMetrics file of the history series, for promtool tsdb create-blocks-from openmetrics")
+    backfill = sub.add_parser(
+        "backfill", help="OpenMetrics file of the history series, for promtool tsdb create-blocks-from openmetrics"
+    )
     common(backfill)
     backfill.add_argument("--file", required=True, type=Path, help="the OpenMetrics file to write")
     backfill.set_defaults(func=_backfill)
@@ -98,6 +126,7 @@ def _guarded(fn):
         except PipelineError as e:
             print(f"{_PROG}: {e}", file=sys.stderr)
             return 2
+
     return wrapper
 
 
@@ -149,8 +178,15 @@ def _build(args: argparse.Namespace) -> int:
     step = _Progress(args.quiet)
     step("starting Spark")
     spark = _session(args, kafka=bool(kafka))
-    build(spark, kafka, segments, str(Path(args.out).resolve()), args.pending_resolution_seconds,
-          args.late_markers_ms, step)
+    build(
+        spark,
+        kafka,
+        segments,
+        str(Path(args.out).resolve()),
+        args.pending_resolution_seconds,
+        args.late_markers_ms,
+        step,
+    )
     step(f"done: {args.out}")
     return 0
 
@@ -166,9 +202,18 @@ def _stream(args: argparse.Namespace) -> int:
     step("starting Spark")
     spark = _session(args, kafka=True)
     out = str(Path(args.out).resolve())
-    run_stream(spark, kafka, out, checkpoint=args.checkpoint or f"{out}/checkpoint", trigger=args.trigger,
-               interval=args.interval, max_offsets_per_trigger=args.max_offsets_per_trigger,
-               resolution_s=args.pending_resolution_seconds, late_markers_ms=args.late_markers_ms, step=step)
+    run_stream(
+        spark,
+        kafka,
+        out,
+        checkpoint=args.checkpoint or f"{out}/checkpoint",
+        trigger=args.trigger,
+        interval=args.interval,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        resolution_s=args.pending_resolution_seconds,
+        late_markers_ms=args.late_markers_ms,
+        step=step,
+    )
     step(f"done: {args.out}")
     return 0
 

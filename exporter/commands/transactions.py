@@ -34,11 +34,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "in-flight transactions, oldest first, and the hanging ones with Kafka's abort command.",
     )
     parser.add_argument("--url", required=True, help="the exporter, e.g. https://broker-1:9464 (or its /transactions)")
-    parser.add_argument("--state", action="append", default=[], metavar="STATE",
-                        help="ONGOING, PREPARE_COMMIT, PREPARE_ABORT or HANGING; repeatable (default: all)")
+    parser.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        metavar="STATE",
+        help="ONGOING, PREPARE_COMMIT, PREPARE_ABORT or HANGING; repeatable (default: all)",
+    )
     parser.add_argument("--min-age", metavar="AGE", help="only older than this: seconds, or 500ms, 90s, 5m, 2h")
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
-                        help=f"rows per list, at most {MAX_LIMIT} (default: {DEFAULT_LIMIT})")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"rows per list, at most {MAX_LIMIT} (default: {DEFAULT_LIMIT})",
+    )
     parser.add_argument("--json", action="store_true", help="print the exporter's JSON document as it is")
     parser.add_argument("--username", help="basic auth user")
     parser.add_argument("--password-file", metavar="FILE", help=f"basic auth password (default: ${PASSWORD_ENV})")

@@ -98,15 +98,27 @@ def judge(
         if description is None:
             findings.append(Finding(txn, age, HANGING, tid, None, "transactional id unknown to its coordinator"))
         elif (txn.topic, txn.partition) not in description.partitions:
-            findings.append(Finding(
-                txn, age, HANGING, tid, description.coordinator_id,
-                f"partition not in the coordinator's {description.state} transaction",
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    txn,
+                    age,
+                    HANGING,
+                    tid,
+                    description.coordinator_id,
+                    f"partition not in the coordinator's {description.state} transaction",
+                )
+            )
         else:
-            findings.append(Finding(
-                txn, age, LATE, tid, description.coordinator_id,
-                f"the coordinator's {description.state} transaction still holds the partition",
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    txn,
+                    age,
+                    LATE,
+                    tid,
+                    description.coordinator_id,
+                    f"the coordinator's {description.state} transaction still holds the partition",
+                )
+            )
     return findings
 
 

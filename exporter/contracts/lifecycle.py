@@ -149,8 +149,13 @@ def abort_cause(ongoing: Transition, prepare_abort: Transition) -> str:
     if ongoing.state != ONGOING:
         return CAUSE_CLIENT
     if is_timeout_abort(
-        ongoing.producer_id, ongoing.producer_epoch, prepare_abort.producer_id, prepare_abort.producer_epoch,
-        prepare_abort.timestamp_ms, ongoing.start_timestamp_ms, ongoing.transaction_timeout_ms,
+        ongoing.producer_id,
+        ongoing.producer_epoch,
+        prepare_abort.producer_id,
+        prepare_abort.producer_epoch,
+        prepare_abort.timestamp_ms,
+        ongoing.start_timestamp_ms,
+        ongoing.transaction_timeout_ms,
     ):
         return CAUSE_TIMEOUT
     bumped = prepare_abort.producer_id == ongoing.producer_id and (
@@ -169,7 +174,7 @@ class LifecycleTracker:
     records from there on as its state and replays them into a new tracker in the next micro-batch.
     """
 
-    __slots__ = ("transactional_id", "coordinator_partition", "current", "_last")
+    __slots__ = ("_last", "coordinator_partition", "current", "transactional_id")
 
     def __init__(self, transactional_id: str, coordinator_partition: int) -> None:
         self.transactional_id = transactional_id
@@ -187,7 +192,7 @@ class LifecycleTracker:
         if state == PREPARE_EPOCH_FENCE:  # never written; a broker writes PREPARE_ABORT instead
             state = PREPARE_ABORT
         current = self.current
-        if state == TOMBSTONE or state == DEAD or state == EMPTY:
+        if state in (TOMBSTONE, DEAD, EMPTY):
             # Nothing can be open before these (the broker only expires or re-inits idle ids).
             self.current = None
             return None
@@ -196,8 +201,16 @@ class LifecycleTracker:
                 return None  # a COMPLETE_* whose transaction is not in the data (compacted away)
             begin = t.start_timestamp_ms if t.start_timestamp_ms >= 0 and state == ONGOING else t.timestamp_ms
             current = self.current = Lifecycle(
-                self.transactional_id, self.coordinator_partition, t.producer_id, t.producer_epoch,
-                t.transaction_timeout_ms, t.client_transaction_version, begin, t.offset, t.offset, state,
+                self.transactional_id,
+                self.coordinator_partition,
+                t.producer_id,
+                t.producer_epoch,
+                t.transaction_timeout_ms,
+                t.client_transaction_version,
+                begin,
+                t.offset,
+                t.offset,
+                state,
                 records=0,
             )
         current.records += 1
@@ -210,7 +223,7 @@ class LifecycleTracker:
                 self.current = None
                 return self.apply(t)
             return None
-        if state == PREPARE_COMMIT or state == PREPARE_ABORT:
+        if state in (PREPARE_COMMIT, PREPARE_ABORT):
             if current.prepare_ms is None:
                 current.prepare_ms = t.timestamp_ms
                 if state == PREPARE_ABORT:

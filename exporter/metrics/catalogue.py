@@ -8,14 +8,14 @@ so nothing drifts. `name` is the exposed sample name exactly as users query it (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
 from exporter.model.partition import EFFECTIVE_STATE_OF_UNWRITTEN, TRACKED_STATES
 
 
-class MetricType(str, Enum):
+class MetricType(StrEnum):
     COUNTER = "counter"
     GAUGE = "gauge"
     HISTOGRAM = "histogram"
@@ -51,13 +51,42 @@ BROKER_LOG_SKIP_REASONS = ("malformed", "unrecognized")
 
 # 1 ms to 60 s; the ms-resolution record timestamps make finer bounds meaningless.
 DURATION_BUCKETS: tuple[float, ...] = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-)  # fmt: skip
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
 
 # Transactions last longer than appends: 10 ms to 15 min (transaction.max.timeout.ms's default).
 TRANSACTION_DURATION_BUCKETS: tuple[float, ...] = (
-    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
-)  # fmt: skip
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    900.0,
+)
 TRANSACTION_RESULTS = ("commit", "abort", "timeout")
 DEFAULT_LATE_PADDING_SECONDS = 300.0
 

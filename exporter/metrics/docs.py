@@ -1,7 +1,7 @@
 """The README's metric table, generated from the catalogue so the docs never drift from /metrics.
 
-    python -m exporter.metrics.docs README.md           # rewrite the table in place
-    python -m exporter.metrics.docs --check README.md   # exit 1 if it is stale (a test runs this)
+python -m exporter.metrics.docs README.md           # rewrite the table in place
+python -m exporter.metrics.docs --check README.md   # exit 1 if it is stale (a test runs this)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def table() -> str:
     for spec in CATALOGUE:
         summary = spec.help.split(". ")[0].rstrip(".").replace("|", "\\|")
         rows.append(
-            f"| `{spec.name}` | {spec.type.value} | {', '.join(f'`{l}`' for l in spec.labels) or '-'} "
+            f"| `{spec.name}` | {spec.type.value} | {', '.join(f'`{label}`' for label in spec.labels) or '-'} "
             f"| {f'`{spec.kip1344}`' if spec.kip1344 else '-'} | {summary} | `{example(spec)}` |"
         )
     return "\n".join(rows)

@@ -30,13 +30,11 @@ HIGHEST_TRACKABLE_MS = 3_600_000
 class HdrLayout:
     """Maps a duration in ms to its key, and a key back to its Prometheus bucket and range."""
 
-    __slots__ = ("bounds_ms", "_split_at")
+    __slots__ = ("_split_at", "bounds_ms")
 
     def __init__(self, bucket_bounds_seconds: Sequence[float]) -> None:
         # `le` is inclusive and values are whole ms, so v <= 2.5 ms means v <= 2 ms.
-        self.bounds_ms: tuple[int, ...] = tuple(
-            math.floor(round(b * 1000, 6)) for b in bucket_bounds_seconds
-        )
+        self.bounds_ms: tuple[int, ...] = tuple(math.floor(round(b * 1000, 6)) for b in bucket_bounds_seconds)
         # lowest equivalent value of a straddling sub-bucket -> first value above the bound in it.
         self._split_at: dict[int, int] = {}
         for bound in self.bounds_ms:

@@ -52,19 +52,19 @@ class LatencySnapshot:
 
 class LatencyRecorder:
     __slots__ = (
-        "_layout",
-        "_firsts",
-        "_closed_firsts",
-        "_slice_ms",
-        "_slices",
-        "_slice_id",
-        "_slice_end_ms",
-        "_current",
         "_closed",
+        "_closed_firsts",
         "_closed_total",
+        "_coarse_excess_ms",
+        "_current",
+        "_firsts",
+        "_layout",
         "_retired_buckets",
         "_retired_sum_ms",
-        "_coarse_excess_ms",
+        "_slice_end_ms",
+        "_slice_id",
+        "_slice_ms",
+        "_slices",
     )
 
     def __init__(self, layout: HdrLayout, window_ms: int, slices: int, now_ms: int = 0) -> None:

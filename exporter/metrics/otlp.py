@@ -50,7 +50,7 @@ class ExponentialCounts:
     """A cumulative base-2 exponential histogram of durations in ms, reported in seconds, at a fixed
     scale (OTLP: bucket i holds (base**i, base**(i+1)], base = 2**(2**-scale))."""
 
-    __slots__ = ("counts", "zero_count", "count", "sum_ms", "min_ms", "max_ms")
+    __slots__ = ("count", "counts", "max_ms", "min_ms", "sum_ms", "zero_count")
 
     _FACTOR = 2**EXPONENTIAL_SCALE
 
@@ -190,7 +190,9 @@ class OtlpPusher:
         now_ns = time.time_ns()
         metrics = [m for family in self._collector.collect() if (m := self._convert(family, now_ns))]  # type: ignore[attr-defined]
         scope = ScopeMetrics(scope=self._scope, metrics=metrics, schema_url="")
-        return MetricsData(resource_metrics=[ResourceMetrics(resource=self._resource, scope_metrics=[scope], schema_url="")])
+        return MetricsData(
+            resource_metrics=[ResourceMetrics(resource=self._resource, scope_metrics=[scope], schema_url="")]
+        )
 
     def _convert(self, family: PromMetric, now_ns: int):
         from opentelemetry.sdk.metrics.export import AggregationTemporality, Gauge, Metric, NumberDataPoint, Sum
@@ -229,18 +231,20 @@ class OtlpPusher:
         series: dict[tuple[tuple[str, str], ...], dict] = {}
         for sample in family.samples:
             labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
-            entry = series.setdefault(
-                labels, {"bounds": [], "cumulative": [], "sum": 0.0, "count": 0, "exemplars": []}
-            )
-            suffix = sample.name[len(family.name):]
+            entry = series.setdefault(labels, {"bounds": [], "cumulative": [], "sum": 0.0, "count": 0, "exemplars": []})
+            suffix = sample.name[len(family.name) :]
             if suffix == "_bucket":
                 if sample.labels["le"] != "+Inf":
                     entry["bounds"].append(float(sample.labels["le"]))
                 entry["cumulative"].append(int(sample.value))
                 if (kept := sample.exemplar) is not None:
-                    entry["exemplars"].append(Exemplar(
-                        dict(kept.labels), kept.value, round(kept.timestamp * 1e9)  # type: ignore[operator]
-                    ))  # fmt: skip
+                    entry["exemplars"].append(
+                        Exemplar(
+                            dict(kept.labels),
+                            kept.value,
+                            round(kept.timestamp * 1e9),  # type: ignore[operator]
+                        )
+                    )
             elif suffix == "_sum":
                 entry["sum"] = sample.value
             elif suffix == "_count":
@@ -252,25 +256,44 @@ class OtlpPusher:
                 positive = Buckets(offset=0, bucket_counts=[])
                 if counts.counts:
                     low, high = min(counts.counts), max(counts.counts)
-                    positive = Buckets(offset=low, bucket_counts=[counts.counts.get(i, 0) for i in range(low, high + 1)])
+                    positive = Buckets(
+                        offset=low, bucket_counts=[counts.counts.get(i, 0) for i in range(low, high + 1)]
+                    )
                 empty = counts.count == 0
-                points.append(ExponentialHistogramDataPoint(
-                    attributes=dict(labels), count=counts.count, sum=counts.sum_ms / 1000,
-                    scale=EXPONENTIAL_SCALE, zero_count=counts.zero_count, positive=positive,
-                    negative=Buckets(offset=0, bucket_counts=[]), flags=0,
-                    min=0.0 if empty else counts.min_ms / 1000, max=0.0 if empty else counts.max_ms / 1000,
-                    exemplars=entry["exemplars"], **times,
-                ))  # fmt: skip
+                points.append(
+                    ExponentialHistogramDataPoint(
+                        attributes=dict(labels),
+                        count=counts.count,
+                        sum=counts.sum_ms / 1000,
+                        scale=EXPONENTIAL_SCALE,
+                        zero_count=counts.zero_count,
+                        positive=positive,
+                        negative=Buckets(offset=0, bucket_counts=[]),
+                        flags=0,
+                        min=0.0 if empty else counts.min_ms / 1000,
+                        max=0.0 if empty else counts.max_ms / 1000,
+                        exemplars=entry["exemplars"],
+                        **times,
+                    )
+                )
             return ExponentialHistogram(points, AggregationTemporality.CUMULATIVE)
         points = []
         for labels, entry in series.items():
             cumulative = entry["cumulative"]
             per_bucket = [b - a for a, b in zip([0, *cumulative[:-1]], cumulative)]
-            points.append(HistogramDataPoint(
-                attributes=dict(labels), count=entry["count"], sum=entry["sum"], bucket_counts=per_bucket,
-                explicit_bounds=entry["bounds"], min=None, max=None,  # type: ignore[arg-type]
-                exemplars=entry["exemplars"], **times,
-            ))  # fmt: skip
+            points.append(
+                HistogramDataPoint(
+                    attributes=dict(labels),
+                    count=entry["count"],
+                    sum=entry["sum"],
+                    bucket_counts=per_bucket,
+                    explicit_bounds=entry["bounds"],
+                    min=None,
+                    max=None,  # type: ignore[arg-type]
+                    exemplars=entry["exemplars"],
+                    **times,
+                )
+            )
         return Histogram(points, AggregationTemporality.CUMULATIVE)
 
 

@@ -84,8 +84,8 @@ class TransactionCollector(Collector):
         self._late_padding_ms = int(late_padding_seconds * 1000)
         self._recorders = recorders
         self._clock = clock
-        self._bucket_bounds = tuple(floatToGoString(b) for b in c.DURATION_BUCKETS) + ("+Inf",)
-        self._duration_bounds = tuple(floatToGoString(b) for b in c.TRANSACTION_DURATION_BUCKETS) + ("+Inf",)
+        self._bucket_bounds = (*tuple(floatToGoString(b) for b in c.DURATION_BUCKETS), "+Inf")
+        self._duration_bounds = (*tuple(floatToGoString(b) for b in c.TRANSACTION_DURATION_BUCKETS), "+Inf")
 
     def describe(self) -> Iterator[Metric]:
         # Lets the registry check names without a scrape.
@@ -141,9 +141,7 @@ class TransactionCollector(Collector):
         families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state)))
         families.append(_single(c.TOMBSTONES, model.tombstones))
         families.append(_labelled(c.DECODE_ERRORS, model.decode_errors.items()))
-        families.append(
-            _labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items()))
-        )
+        families.append(_labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items())))
 
         append_errors = _family(c.APPEND_ERRORS)
         for (state, error), count in sorted(model.append_errors.items()):

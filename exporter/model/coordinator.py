@@ -42,6 +42,23 @@ from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
+from exporter.contracts.events import (
+    BrokerLogStats,
+    CompleteAppendRetried,
+    CoordinatorChanged,
+    HangingScanCompleted,
+    MarkerWriteFailed,
+    MarkerWriteRetried,
+    PartitionAssigned,
+    PartitionProgress,
+    PartitionReplayed,
+    PartitionRevoked,
+    SourceStatus,
+    TopicEvent,
+    TransactionLogAppendFailed,
+    TransactionLogRecords,
+    UndecodableRecord,
+)
 from exporter.contracts.lifecycle import is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
@@ -63,23 +80,6 @@ from exporter.model.reading import (
     select_in_flight,
 )
 from exporter.model.sinks import ObservationSinks
-from exporter.contracts.events import (
-    BrokerLogStats,
-    CompleteAppendRetried,
-    CoordinatorChanged,
-    HangingScanCompleted,
-    MarkerWriteFailed,
-    MarkerWriteRetried,
-    PartitionAssigned,
-    PartitionProgress,
-    PartitionReplayed,
-    PartitionRevoked,
-    SourceStatus,
-    TopicEvent,
-    TransactionLogAppendFailed,
-    TransactionLogRecords,
-    UndecodableRecord,
-)
 
 Event = (
     TopicEvent
@@ -157,9 +157,7 @@ class CoordinatorModel:
         # per target state are not counted here: each is exactly one append-latency observation.
         self._tombstones = 0
         self._decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
-        self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(
-            EFFECTIVE_STATE_OF_UNWRITTEN, 0
-        )
+        self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(EFFECTIVE_STATE_OF_UNWRITTEN, 0)
         self._source_up = False
         # From the broker log: (target state id, error name) -> failed appends; error -> count.
         self._append_errors: dict[tuple[int, str], int] = {}
@@ -261,8 +259,13 @@ class CoordinatorModel:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
                 if result and is_timeout_abort(
-                    old_packed >> PRODUCER_ID_SHIFT, (old_packed >> EPOCH_SHIFT) & EPOCH_MASK, producer_id,
-                    value.producer_epoch, timestamp_ms, start_ms, value.transaction_timeout_ms,
+                    old_packed >> PRODUCER_ID_SHIFT,
+                    (old_packed >> EPOCH_SHIFT) & EPOCH_MASK,
+                    producer_id,
+                    value.producer_epoch,
+                    timestamp_ms,
+                    start_ms,
+                    value.transaction_timeout_ms,
                 ):
                     self._timeouts += 1
                     result = _TIMEOUT
@@ -354,9 +357,7 @@ class CoordinatorModel:
 
     # --- Queries (any thread: each takes the lock itself) ---
 
-    def snapshot(
-        self, now_ms: int, late_padding_ms: int, read_sinks: Callable[[], T]
-    ) -> tuple[ModelSnapshot, T]:
+    def snapshot(self, now_ms: int, late_padding_ms: int, read_sinks: Callable[[], T]) -> tuple[ModelSnapshot, T]:
         """The counters and gauges at `now_ms`, and `read_sinks()`'s answer from the same instant: the
         observation sinks are written by `apply`, so a scrape reads them while no record is applied
         (a histogram's count then equals the records counted)."""

@@ -41,16 +41,16 @@ class PartitionState:
     """
 
     __slots__ = (
-        "states",
+        "high_watermark",
+        "inflight",
+        "last_record",
+        "live",
+        "next_offset",
+        "ongoing",
         "pending",
         "retrying",
-        "ongoing",
-        "inflight",
         "state_counts",
-        "live",
-        "last_record",
-        "next_offset",
-        "high_watermark",
+        "states",
     )
 
     def __init__(self, live: bool) -> None:

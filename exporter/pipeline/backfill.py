@@ -28,7 +28,8 @@ def write_openmetrics(spark, out: str, path: Path) -> int:
     history = spark.read.parquet(f"{out}/pending_history").select("cluster", "time_ms", "pending", "pending_max")
     # The bucket size the build used: the step between a cluster's first two buckets (60 s if one).
     steps = (
-        history.groupBy("cluster").agg(F.sort_array(F.collect_list("time_ms")).alias("t"))
+        history.groupBy("cluster")
+        .agg(F.sort_array(F.collect_list("time_ms")).alias("t"))
         .select("cluster", F.when(F.size("t") > 1, F.col("t")[1] - F.col("t")[0]).otherwise(60_000).alias("step"))
     )
     resolution = {r["cluster"]: r["step"] for r in steps.collect()}
@@ -53,8 +54,16 @@ def write_openmetrics(spark, out: str, path: Path) -> int:
         for row in history.orderBy("cluster", "time_ms").toLocalIterator():
             series.setdefault(row["cluster"], []).append((row["time_ms"], row["pending"], row["pending_max"]))
         for name, index, help_ in (
-            ("pending_markers", 1, "Transactions with pending markers at the sample time, from __transaction_state history."),
-            ("pending_markers_max", 2, "Most transactions with pending markers within the bucket starting at the sample time."),
+            (
+                "pending_markers",
+                1,
+                "Transactions with pending markers at the sample time, from __transaction_state history.",
+            ),
+            (
+                "pending_markers_max",
+                2,
+                "Most transactions with pending markers within the bucket starting at the sample time.",
+            ),
         ):
             f.write(f"# HELP {_PREFIX}{name} {help_}\n# TYPE {_PREFIX}{name} gauge\n")
             for cluster, points in series.items():
@@ -63,19 +72,29 @@ def write_openmetrics(spark, out: str, path: Path) -> int:
                     f.write(f"{_PREFIX}{name}{labels} {point[index]} {point[0] / 1000:.3f}\n")
                     samples += 1
         # Counters: cumulative, sampled at every bucket boundary of the cluster's history.
-        f.write(f"# HELP {_PREFIX}transactions Transactions completed, by result, from __transaction_state history.\n"
-                f"# TYPE {_PREFIX}transactions counter\n")
+        f.write(
+            f"# HELP {_PREFIX}transactions Transactions completed, by result, from __transaction_state history.\n"
+            f"# TYPE {_PREFIX}transactions counter\n"
+        )
         for cluster, points in series.items():
             for result in ("abort", "commit"):
-                samples += _counter(f, f'{_PREFIX}transactions_total{{cluster="{_label(cluster)}",result="{result}"}}',
-                                    [t for t, _, _ in points] + [points[-1][0] + resolution[cluster]],
-                                    completions.get((cluster, result), {}))
-        f.write(f"# HELP {_PREFIX}timed_out_transactions Transactions the coordinator aborted on timeout (KIP-588).\n"
-                f"# TYPE {_PREFIX}timed_out_transactions counter\n")
+                samples += _counter(
+                    f,
+                    f'{_PREFIX}transactions_total{{cluster="{_label(cluster)}",result="{result}"}}',
+                    [t for t, _, _ in points] + [points[-1][0] + resolution[cluster]],
+                    completions.get((cluster, result), {}),
+                )
+        f.write(
+            f"# HELP {_PREFIX}timed_out_transactions Transactions the coordinator aborted on timeout (KIP-588).\n"
+            f"# TYPE {_PREFIX}timed_out_transactions counter\n"
+        )
         for cluster, points in series.items():
-            samples += _counter(f, f'{_PREFIX}timed_out_transactions_total{{cluster="{_label(cluster)}"}}',
-                                [t for t, _, _ in points] + [points[-1][0] + resolution[cluster]],
-                                timeouts.get(cluster, {}))
+            samples += _counter(
+                f,
+                f'{_PREFIX}timed_out_transactions_total{{cluster="{_label(cluster)}"}}',
+                [t for t, _, _ in points] + [points[-1][0] + resolution[cluster]],
+                timeouts.get(cluster, {}),
+            )
         f.write("# EOF\n")
     return samples
 

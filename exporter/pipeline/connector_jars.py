@@ -53,9 +53,7 @@ def spark_version() -> str:
     try:
         return version("pyspark")
     except PackageNotFoundError:
-        raise SparkJarsError(
-            "pyspark is not installed: pip install 'kafka-txn-exporter[spark]'"
-        ) from None
+        raise SparkJarsError("pyspark is not installed: pip install 'kafka-txn-exporter[spark]'") from None
 
 
 def connector_jars(version: str | None = None) -> list[Path]:
@@ -65,11 +63,14 @@ def connector_jars(version: str | None = None) -> list[Path]:
     home = maven.cache_root() / "spark-kafka" / version
     if not maven.cached(home):
         maven.resolve(
-            home, resources.files(__package__) / "spark-kafka-pom.xml",
+            home,
+            resources.files(__package__) / "spark-kafka-pom.xml",
             [f"-D{prop}={v}" for prop, v in zip(_VERSION_PROPERTIES, connector_versions(version))],
-            f"Spark's Kafka connector {version}", _missing,
-            {"spark": version, "versions": connector_versions(version)}, SparkJarsError,
-        )  # fmt: skip
+            f"Spark's Kafka connector {version}",
+            _missing,
+            {"spark": version, "versions": connector_versions(version)},
+            SparkJarsError,
+        )
     libs = home / "libs"
     jars = sorted(libs.glob("*.jar"))
     missing = _missing([j.name for j in jars])

@@ -16,8 +16,8 @@ from __future__ import annotations
 import gc
 import mmap
 import re
-from operator import attrgetter
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -57,15 +57,42 @@ TRANSITIONS_DDL = ", ".join(
     f"`{f.name}` {_t}"
     for f, _t in zip(
         TRANSITIONS_SCHEMA,
-        ["string", "int", "bigint", "bigint", "string", "string", "bigint", "int", "int", "array<string>",
-         "bigint", "bigint", "int", "bigint", "bigint", "int", "int", "string"],
+        [
+            "string",
+            "int",
+            "bigint",
+            "bigint",
+            "string",
+            "string",
+            "bigint",
+            "int",
+            "int",
+            "array<string>",
+            "bigint",
+            "bigint",
+            "int",
+            "bigint",
+            "bigint",
+            "int",
+            "int",
+            "string",
+        ],
     )
 )
 SEGMENTS_INPUT_DDL = "cluster string, path string, partition int"
 
 _VALUE_FIELDS = attrgetter(
-    "state", "producer_id", "producer_epoch", "transaction_timeout_ms", "partitions", "last_update_timestamp_ms",
-    "start_timestamp_ms", "version", "previous_producer_id", "next_producer_id", "client_transaction_version",
+    "state",
+    "producer_id",
+    "producer_epoch",
+    "transaction_timeout_ms",
+    "partitions",
+    "last_update_timestamp_ms",
+    "start_timestamp_ms",
+    "version",
+    "previous_producer_id",
+    "next_producer_id",
+    "client_transaction_version",
     "next_producer_epoch",
 )
 _RECORD_FIELDS = attrgetter("offset", "timestamp_ms", "transactional_id")
@@ -113,10 +140,20 @@ def records_to_batch(
     if not any(v is None for v in values):  # (`None in values` would call the dataclass __eq__)
         # One C-level attrgetter call per record, then a transpose: cheaper than a comprehension
         # per field.
-        (cols["state"], cols["producer_id"], cols["producer_epoch"], cols["transaction_timeout_ms"], parts,
-         cols["last_update_timestamp_ms"], cols["start_timestamp_ms"], cols["value_version"],
-         cols["previous_producer_id"], cols["next_producer_id"], cols["client_transaction_version"],
-         cols["next_producer_epoch"]) = zip(*map(_VALUE_FIELDS, values)) if values else ([],) * 12
+        (
+            cols["state"],
+            cols["producer_id"],
+            cols["producer_epoch"],
+            cols["transaction_timeout_ms"],
+            parts,
+            cols["last_update_timestamp_ms"],
+            cols["start_timestamp_ms"],
+            cols["value_version"],
+            cols["previous_producer_id"],
+            cols["next_producer_id"],
+            cols["client_transaction_version"],
+            cols["next_producer_epoch"],
+        ) = zip(*map(_VALUE_FIELDS, values)) if values else ([],) * 12
         cols = {name: list(col) if type(col) is tuple else col for name, col in cols.items()}
         cols["state"] = _state_names(cols["state"])
         cols["partitions"] = [_partitions_text(p, cache) for p in parts]
@@ -124,23 +161,38 @@ def records_to_batch(
         cols["state"] = _state_names([None if v is None else v.state for v in values])
         cols["partitions"] = [None if v is None else _partitions_text(v.partitions, cache) for v in values]
         for name, attr in (
-            ("producer_id", "producer_id"), ("producer_epoch", "producer_epoch"),
+            ("producer_id", "producer_id"),
+            ("producer_epoch", "producer_epoch"),
             ("transaction_timeout_ms", "transaction_timeout_ms"),
-            ("last_update_timestamp_ms", "last_update_timestamp_ms"), ("start_timestamp_ms", "start_timestamp_ms"),
-            ("value_version", "version"), ("previous_producer_id", "previous_producer_id"),
-            ("next_producer_id", "next_producer_id"), ("client_transaction_version", "client_transaction_version"),
+            ("last_update_timestamp_ms", "last_update_timestamp_ms"),
+            ("start_timestamp_ms", "start_timestamp_ms"),
+            ("value_version", "version"),
+            ("previous_producer_id", "previous_producer_id"),
+            ("next_producer_id", "next_producer_id"),
+            ("client_transaction_version", "client_transaction_version"),
             ("next_producer_epoch", "next_producer_epoch"),
         ):
             cols[name] = [None if v is None else getattr(v, attr) for v in values]
     error_col = None
     if errors:
         cols = {name: col if name == "state" else list(col) for name, col in cols.items()}
-        for offset, message in errors:
+        for offset, _message in errors:
             cols["offset"].append(offset)
-            for name in ("timestamp_ms", "transactional_id", "producer_id", "producer_epoch",
-                         "transaction_timeout_ms", "partitions", "last_update_timestamp_ms", "start_timestamp_ms",
-                         "value_version", "previous_producer_id", "next_producer_id",
-                         "client_transaction_version", "next_producer_epoch"):
+            for name in (
+                "timestamp_ms",
+                "transactional_id",
+                "producer_id",
+                "producer_epoch",
+                "transaction_timeout_ms",
+                "partitions",
+                "last_update_timestamp_ms",
+                "start_timestamp_ms",
+                "value_version",
+                "previous_producer_id",
+                "next_producer_id",
+                "client_transaction_version",
+                "next_producer_epoch",
+            ):
                 cols[name].append(None)
         error_col = pa.array([None] * n + [m for _, m in errors], pa.string())
     total = n + len(errors)
@@ -165,7 +217,9 @@ def _state_names(ids: list[int | None]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(ids, pa.int8()), _STATE_DICTIONARY).cast(pa.string())
 
 
-def decode_segment(cluster: str, partition: int, data: bytes | mmap.mmap, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+def decode_segment(
+    cluster: str, partition: int, data: bytes | mmap.mmap, batch_rows: int = _BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
     """Transition batches of one segment file's bytes, through the codec's decode_batches."""
     records: list[TransactionLogRecord] = []
     errors: list[tuple[int | None, str]] = []
@@ -193,8 +247,7 @@ def _no_gc(items):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for item in items:
-            yield item
+        yield from items
     finally:
         if enabled:
             gc.enable()
@@ -234,9 +287,9 @@ def _tids(keys: pa.Array) -> tuple[list[str | None], list[int]]:
 def _be16(two_bytes: pa.Array) -> pa.Array:
     """Big-endian uint16 of 2-byte binaries, through a fixed-size view (pyarrow has no bytes-to-int
     kernel); anything not 2 bytes long reads as 0xFFFF, which no caller accepts."""
-    fixed = pc.if_else(
-        pc.equal(pc.binary_length(two_bytes), 2), two_bytes, pa.scalar(b"\xff\xff", pa.binary())
-    ).cast(pa.binary(2))
+    fixed = pc.if_else(pc.equal(pc.binary_length(two_bytes), 2), two_bytes, pa.scalar(b"\xff\xff", pa.binary())).cast(
+        pa.binary(2)
+    )
     raw = np.frombuffer(fixed.buffers()[1], dtype=">u2", count=len(fixed), offset=fixed.offset * 2)
     return pa.array(raw.astype(np.int64))
 
@@ -280,9 +333,11 @@ def decode_kafka_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
                     continue
                 raw = values[i]
                 try:
-                    records.append(TransactionLogRecord(
-                        offsets[i], timestamps[i], tids[i], None if raw is None else decode_value(raw)
-                    ))
+                    records.append(
+                        TransactionLogRecord(
+                            offsets[i], timestamps[i], tids[i], None if raw is None else decode_value(raw)
+                        )
+                    )
                 except DecodeError as e:
                     errors.append((offsets[i], str(e)))
             yield records_to_batch(cluster, partition, records, errors, cache)

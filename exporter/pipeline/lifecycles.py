@@ -17,8 +17,18 @@ from exporter.contracts.lifecycle import STATE_IDS, STATE_NAMES, TOMBSTONE, Life
 
 # The transitions columns the lifecycle logic reads (errors filtered out before).
 INPUT_COLUMNS = (
-    "cluster", "transactional_id", "partition", "offset", "timestamp_ms", "state", "producer_id", "producer_epoch",
-    "transaction_timeout_ms", "partitions", "start_timestamp_ms", "client_transaction_version",
+    "cluster",
+    "transactional_id",
+    "partition",
+    "offset",
+    "timestamp_ms",
+    "state",
+    "producer_id",
+    "producer_epoch",
+    "transaction_timeout_ms",
+    "partitions",
+    "start_timestamp_ms",
+    "client_transaction_version",
 )
 LIFECYCLES_SCHEMA = pa.schema(
     [
@@ -47,7 +57,10 @@ LIFECYCLES_SCHEMA = pa.schema(
     ]
 )
 _DDL_TYPES = {
-    pa.string(): "string", pa.int32(): "int", pa.int64(): "bigint", pa.bool_(): "boolean",
+    pa.string(): "string",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.bool_(): "boolean",
     pa.list_(pa.string()): "array<string>",
 }
 LIFECYCLES_DDL = ", ".join(f"`{f.name}` {_DDL_TYPES[f.type]}" for f in LIFECYCLES_SCHEMA)
@@ -55,7 +68,9 @@ LIFECYCLES_DDL = ", ".join(f"`{f.name}` {_DDL_TYPES[f.type]}" for f in LIFECYCLE
 
 # Columns read off the Lifecycle under their own name; _rows derives the other five.
 _PLAIN = [
-    f.name for f in LIFECYCLES_SCHEMA if f.name not in ("cluster", "partition", "state", "partitions", "partition_count")
+    f.name
+    for f in LIFECYCLES_SCHEMA
+    if f.name not in ("cluster", "partition", "state", "partitions", "partition_count")
 ]
 _read_plain = attrgetter(*_PLAIN)
 
@@ -83,15 +98,17 @@ def lifecycles_of_sorted(batches: Iterable[pa.RecordBatch], batch_rows: int = 20
     cluster = None
     for batch in batches:
         cols = [batch.column(name).to_pylist() for name in INPUT_COLUMNS]
-        for (c, tid, partition, offset, ts, state, pid, epoch, timeout, parts, start, ctv) in zip(*cols):
+        for c, tid, partition, offset, ts, state, pid, epoch, timeout, parts, start, ctv in zip(*cols):
             if (c, tid, partition) != key:
                 if tracker is not None and tracker.current is not None:
                     out.append((cluster, tracker.current))
                 key, cluster = (c, tid, partition), c
                 tracker = LifecycleTracker(tid, partition)
-            done = tracker.apply(Transition(
-                offset, ts, TOMBSTONE if state is None else STATE_IDS[state], pid, epoch, timeout, parts, start, ctv
-            ))
+            done = tracker.apply(
+                Transition(
+                    offset, ts, TOMBSTONE if state is None else STATE_IDS[state], pid, epoch, timeout, parts, start, ctv
+                )
+            )
             if done is not None:
                 out.append((c, done))
         if len(out) >= batch_rows:

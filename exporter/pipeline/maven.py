@@ -50,8 +50,14 @@ def resolve(
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{home.name}-", dir=home.parent))
     try:
         cmd = [
-            mvn, "-B", "-q", "-f", str(pom), *arguments,
-            "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'libs'}",
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(pom),
+            *arguments,
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={tmp / 'libs'}",
         ]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         found = sorted(p.name for p in (tmp / "libs").glob("*.jar"))

@@ -46,15 +46,24 @@ def write_report(spark, out: str, path: Path, top: int = 20) -> None:
     candidates_dir = Path(out) / "candidates"
     sections = []
 
-    totals = [r.asDict() for r in lc.groupBy("cluster").agg(
-        F.count("*").alias("transactions"),
-        F.sum(F.when(F.col("result") == "commit", 1).otherwise(0)).alias("commits"),
-        F.sum(F.when(F.col("result") == "abort", 1).otherwise(0)).alias("aborts"),
-        F.sum(F.col("timed_out").cast("int")).alias("timeouts"),
-        F.sum(F.when(F.col("result").isNull(), 1).otherwise(0)).alias("open"),
-        F.percentile("duration_ms", 0.99).alias("p99_duration_ms"),
-    ).orderBy("cluster").collect()]
-    sections.append("<h2>Totals</h2>" + _table(totals, ["cluster", "transactions", "commits", "aborts", "timeouts", "open", "p99_duration_ms"]))
+    totals = [
+        r.asDict()
+        for r in lc.groupBy("cluster")
+        .agg(
+            F.count("*").alias("transactions"),
+            F.sum(F.when(F.col("result") == "commit", 1).otherwise(0)).alias("commits"),
+            F.sum(F.when(F.col("result") == "abort", 1).otherwise(0)).alias("aborts"),
+            F.sum(F.col("timed_out").cast("int")).alias("timeouts"),
+            F.sum(F.when(F.col("result").isNull(), 1).otherwise(0)).alias("open"),
+            F.percentile("duration_ms", 0.99).alias("p99_duration_ms"),
+        )
+        .orderBy("cluster")
+        .collect()
+    ]
+    sections.append(
+        "<h2>Totals</h2>"
+        + _table(totals, ["cluster", "transactions", "commits", "aborts", "timeouts", "open", "p99_duration_ms"])
+    )
 
     # Duration distribution: log10 bins computed in Spark.
     b = F.floor(F.log10(F.greatest(F.col("duration_ms"), F.lit(1))) * _BINS_PER_DECADE)
@@ -79,25 +88,66 @@ def write_report(spark, out: str, path: Path, top: int = 20) -> None:
     fig.autofmt_xdate()
     sections.append("<h2>Pending-markers history</h2>" + _png(fig))
 
-    worst = [r.asDict() for r in ids.orderBy(F.desc("timeouts"), F.desc("aborts"), F.desc("p99_duration_ms")).limit(top).collect()]
+    worst = [
+        r.asDict()
+        for r in ids.orderBy(F.desc("timeouts"), F.desc("aborts"), F.desc("p99_duration_ms")).limit(top).collect()
+    ]
     if worst:
         fig, ax = plt.subplots(figsize=(9, max(2, 0.3 * len(worst))))
-        labels = [f'{r["cluster"]}/{r["transactional_id"]}' for r in worst][::-1]
+        labels = [f"{r['cluster']}/{r['transactional_id']}" for r in worst][::-1]
         ax.barh(labels, [r["timeouts"] for r in worst][::-1], label="timeouts")
-        ax.barh(labels, [r["aborts"] - r["timeouts"] for r in worst][::-1],
-                left=[r["timeouts"] for r in worst][::-1], label="other aborts")
+        ax.barh(
+            labels,
+            [r["aborts"] - r["timeouts"] for r in worst][::-1],
+            left=[r["timeouts"] for r in worst][::-1],
+            label="other aborts",
+        )
         ax.set_xlabel("transactions")
         ax.legend()
-        sections.append(f"<h2>Top {len(worst)} offending transactional ids</h2>" + _png(fig) + _table(
-            worst, ["cluster", "transactional_id", "transactions", "commits", "aborts", "timeouts", "fenced", "open",
-                    "p99_duration_ms", "max_duration_ms", "p99_markers_ms"]))
+        sections.append(
+            f"<h2>Top {len(worst)} offending transactional ids</h2>"
+            + _png(fig)
+            + _table(
+                worst,
+                [
+                    "cluster",
+                    "transactional_id",
+                    "transactions",
+                    "commits",
+                    "aborts",
+                    "timeouts",
+                    "fenced",
+                    "open",
+                    "p99_duration_ms",
+                    "max_duration_ms",
+                    "p99_markers_ms",
+                ],
+            )
+        )
     if candidates_dir.exists():
-        cand = [r.asDict() for r in spark.read.parquet(str(candidates_dir)).orderBy(F.desc("age_ms")).limit(top).collect()]
+        cand = [
+            r.asDict() for r in spark.read.parquet(str(candidates_dir)).orderBy(F.desc("age_ms")).limit(top).collect()
+        ]
         for r in cand:
             r["reasons"] = ", ".join(r["reasons"])
-        sections.append(f"<h2>Late and hanging transactions (top {top} by age)</h2>" + _table(
-            cand, ["cluster", "transactional_id", "kind", "reasons", "state", "producer_id", "producer_epoch", "age_ms",
-                   "transaction_timeout_ms", "begin"]))
+        sections.append(
+            f"<h2>Late and hanging transactions (top {top} by age)</h2>"
+            + _table(
+                cand,
+                [
+                    "cluster",
+                    "transactional_id",
+                    "kind",
+                    "reasons",
+                    "state",
+                    "producer_id",
+                    "producer_epoch",
+                    "age_ms",
+                    "transaction_timeout_ms",
+                    "begin",
+                ],
+            )
+        )
 
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>Kafka transactions report</title>"

@@ -26,7 +26,9 @@ def check_java() -> str:
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
         where = f"JAVA_HOME={home}" if home else "PATH"
-        raise PipelineError(f"Java {_JAVA_MIN}+ is needed to run Spark, and none was found on {where} (apt-get install openjdk-17-jre-headless)")
+        raise PipelineError(
+            f"Java {_JAVA_MIN}+ is needed to run Spark, and none was found on {where} (apt-get install openjdk-17-jre-headless)"
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -36,7 +38,9 @@ def check_java() -> str:
     if major == 1 and match and match.group(2):  # "1.8.0_x"
         major = int(match.group(2))
     if not _JAVA_MIN <= major <= _JAVA_MAX:
-        raise PipelineError(f"Spark needs Java {_JAVA_MIN} to {_JAVA_MAX}; {java} is Java {major or '?'} (set JAVA_HOME)")
+        raise PipelineError(
+            f"Spark needs Java {_JAVA_MIN} to {_JAVA_MAX}; {java} is Java {major or '?'} (set JAVA_HOME)"
+        )
     return java
 
 
@@ -64,7 +68,9 @@ def spark_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = {
         "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "true" if (progress if progress is not None else sys.stderr.isatty()) else "false",
+        "spark.ui.showConsoleProgress": "true"
+        if (progress if progress is not None else sys.stderr.isatty())
+        else "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -99,11 +105,13 @@ def _check_connector(spark) -> None:
     on a cluster), and would replace the jars spark-submit ships. So say what to add, at once."""
     jvm = spark.sparkContext._jvm
     try:
-        jvm.java.lang.Class.forName(_KAFKA_PROVIDER, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        jvm.java.lang.Class.forName(
+            _KAFKA_PROVIDER, False, jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        )
     except Exception:
         raise PipelineError(
             "Spark's Kafka connector is not on this spark-submit's classpath: add "
-            "--jars \"$(python -m exporter.pipeline.connector_jars | paste -sd, -)\" (see README, the pipeline on a cluster)"
+            '--jars "$(python -m exporter.pipeline.connector_jars | paste -sd, -)" (see README, the pipeline on a cluster)'
         ) from None
 
 

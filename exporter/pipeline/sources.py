@@ -56,8 +56,14 @@ def check_reachable(source: KafkaInput, timeout_s: float = 15.0) -> None:
 
 
 _LIBRDKAFKA_SHARED = {
-    "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
-    "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.username",
+    "sasl.password",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.key.password",
 }
 
 

@@ -74,11 +74,11 @@ class StreamState:
     def publish(self, batch_id: int, names: Sequence[str]) -> None:
         """Move staged data files into the tables, manifest first."""
         staging = self.staging(batch_id)
-        moves = []
-        for name in names:
-            src_root = staging / name
-            for src in src_root.rglob("*.parquet"):
-                moves.append((src, self.out / name / src.relative_to(src_root)))
+        moves = [
+            (src, self.out / name / src.relative_to(staging / name))
+            for name in names
+            for src in (staging / name).rglob("*.parquet")
+        ]
         (staging / "_manifest.json").write_text(json.dumps([str(d) for _, d in moves]))
         for src, dest in moves:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -102,12 +102,16 @@ def process_batch(spark, store: StreamState, batch_df, batch_id: int) -> None:
         combined = combined.persist()
         lc = tables.lifecycles(combined).persist()
         lc.where(F.col("result").isNotNull()).write.mode("overwrite").partitionBy("cluster", "date").parquet(
-            str(staging / "lifecycles"))
+            str(staging / "lifecycles")
+        )
         open_lc = lc.where(F.col("result").isNull())
         open_lc.write.mode("overwrite").parquet(str(store.open_dir(batch_id)))
         keys = open_lc.select("cluster", "transactional_id", "partition", F.col("first_offset"))
-        state = combined.join(keys, ["cluster", "transactional_id", "partition"]).where(
-            F.col("offset") >= F.col("first_offset")).drop("first_offset")
+        state = (
+            combined.join(keys, ["cluster", "transactional_id", "partition"])
+            .where(F.col("offset") >= F.col("first_offset"))
+            .drop("first_offset")
+        )
         state.write.mode("overwrite").parquet(str(store.state_dir(batch_id)))
         marks = tables.as_of(new)
         marks_path = store.root / "as_of.json"
@@ -137,27 +141,41 @@ def finish(spark, out: str, resolution_s: int, late_markers_ms: int, step=lambda
     open_lc = spark.read.parquet(str(open_dir)) if open_dir.exists() else None
     if not (Path(out) / "lifecycles").exists():  # nothing completed yet: an empty table of the right shape
         spark.read.parquet(str(open_dir)).limit(0).write.mode("overwrite").partitionBy("cluster", "date").parquet(
-            f"{out}/lifecycles")
+            f"{out}/lifecycles"
+        )
     tables.derive(spark, out, resolution_s, late_markers_ms, step, open_lifecycles=open_lc)
 
 
-def run_stream(spark, kafka: Sequence[KafkaInput], out: str, checkpoint: str, trigger: str = "available-now",
-               interval: str = "30 seconds", max_offsets_per_trigger: int | None = None,
-               resolution_s: int = tables.DEFAULT_RESOLUTION_S, late_markers_ms: int = tables.DEFAULT_LATE_MARKERS_MS,
-               step=lambda name: None, await_seconds: float | None = None) -> None:
+def run_stream(
+    spark,
+    kafka: Sequence[KafkaInput],
+    out: str,
+    checkpoint: str,
+    trigger: str = "available-now",
+    interval: str = "30 seconds",
+    max_offsets_per_trigger: int | None = None,
+    resolution_s: int = tables.DEFAULT_RESOLUTION_S,
+    late_markers_ms: int = tables.DEFAULT_LATE_MARKERS_MS,
+    step=lambda name: None,
+    await_seconds: float | None = None,
+) -> None:
     """Runs the stream. available-now: until everything there is processed, then derives the tables.
     continuous: every `interval` until stopped (Ctrl-C), then derives them."""
     Path(out, "stream").mkdir(parents=True, exist_ok=True)
     store = StreamState(out)
-    parts = [tables.decode_kafka(tables.kafka_raw(spark, k, streaming=True,
-                                                  max_offsets_per_trigger=max_offsets_per_trigger)) for k in kafka]
+    parts = [
+        tables.decode_kafka(tables.kafka_raw(spark, k, streaming=True, max_offsets_per_trigger=max_offsets_per_trigger))
+        for k in kafka
+    ]
     decoded = parts[0]
     for part in parts[1:]:
         decoded = decoded.unionByName(part)
     writer = decoded.writeStream.option("checkpointLocation", checkpoint).foreachBatch(
         lambda df, batch_id: (step(f"micro-batch {batch_id}"), process_batch(spark, store, df, batch_id))
     )
-    writer = writer.trigger(availableNow=True) if trigger == "available-now" else writer.trigger(processingTime=interval)
+    writer = (
+        writer.trigger(availableNow=True) if trigger == "available-now" else writer.trigger(processingTime=interval)
+    )
     query = writer.start()
     try:
         query.awaitTermination(await_seconds) if await_seconds else query.awaitTermination()

@@ -52,8 +52,14 @@ class SegmentInput:
 # -- inputs --------------------------------------------------------------------------------------
 
 
-def kafka_raw(spark, source: KafkaInput, streaming: bool = False, starting_offsets: str = "earliest",
-              ending_offsets: str = "latest", max_offsets_per_trigger: int | None = None):
+def kafka_raw(
+    spark,
+    source: KafkaInput,
+    streaming: bool = False,
+    starting_offsets: str = "earliest",
+    ending_offsets: str = "latest",
+    max_offsets_per_trigger: int | None = None,
+):
     """Spark's Kafka source on __transaction_state, as (cluster, partition, offset, timestamp_ms, key, value)."""
     reader = spark.readStream if streaming else spark.read
     reader = (
@@ -72,8 +78,12 @@ def kafka_raw(spark, source: KafkaInput, streaming: bool = False, starting_offse
     from pyspark.sql import functions as F
 
     return reader.load().select(
-        F.lit(source.cluster).alias("cluster"), "partition", "offset",
-        F.unix_millis("timestamp").alias("timestamp_ms"), "key", "value",
+        F.lit(source.cluster).alias("cluster"),
+        "partition",
+        "offset",
+        F.unix_millis("timestamp").alias("timestamp_ms"),
+        "key",
+        "value",
     )
 
 
@@ -87,8 +97,14 @@ def decode_segments(spark, inputs: Sequence[SegmentInput]):
     packed by size into about four tasks per core (one per file when files are big), so a broker's
     fifty mostly small partitions do not pay fifty task start-ups."""
     files = [(s.cluster, path, partition, _size(path)) for s in inputs for path, partition in s.files]
-    slots = max(1, min(len(files), 4 * spark.sparkContext.defaultParallelism,
-                       max(2 * spark.sparkContext.defaultParallelism, sum(f[3] for f in files) // (64 << 20))))
+    slots = max(
+        1,
+        min(
+            len(files),
+            4 * spark.sparkContext.defaultParallelism,
+            max(2 * spark.sparkContext.defaultParallelism, sum(f[3] for f in files) // (64 << 20)),
+        ),
+    )
     bins: list[list[tuple[str, str, int]]] = [[] for _ in range(slots)]
     loads = [0] * slots
     for cluster, path, partition, size in sorted(files, key=lambda f: -f[3]):
@@ -125,8 +141,10 @@ def lifecycles(transitions, partitions: int | None = None):
     from pyspark.sql import functions as F
 
     rows = transitions.where(F.col("error").isNull() & F.col("transactional_id").isNotNull()).select(*INPUT_COLUMNS)
-    keyed = rows.repartition(partitions, "cluster", "transactional_id") if partitions else rows.repartition(
-        "cluster", "transactional_id"
+    keyed = (
+        rows.repartition(partitions, "cluster", "transactional_id")
+        if partitions
+        else rows.repartition("cluster", "transactional_id")
     )
     out = keyed.sortWithinPartitions("cluster", "transactional_id", "partition", "offset").mapInArrow(
         lifecycles_of_sorted, LIFECYCLES_DDL
@@ -175,14 +193,16 @@ def _sweep(resolution_ms: int):
         bucket_completes = np.zeros(len(buckets), dtype=np.int64)
         np.add.at(bucket_prepares, idx[inside], prepares[inside])
         np.add.at(bucket_completes, idx[inside], completes[inside])
-        return pa.table({
-            "cluster": pa.array([cluster] * len(buckets), pa.string()),
-            "time_ms": pa.array(buckets, pa.int64()),
-            "pending": pa.array(pending, pa.int32()),
-            "pending_max": pa.array(pending_max, pa.int32()),
-            "prepares": pa.array(bucket_prepares, pa.int32()),
-            "completes": pa.array(bucket_completes, pa.int32()),
-        })
+        return pa.table(
+            {
+                "cluster": pa.array([cluster] * len(buckets), pa.string()),
+                "time_ms": pa.array(buckets, pa.int64()),
+                "pending": pa.array(pending, pa.int32()),
+                "pending_max": pa.array(pending_max, pa.int32()),
+                "prepares": pa.array(bucket_prepares, pa.int32()),
+                "completes": pa.array(bucket_completes, pa.int32()),
+            }
+        )
 
     return sweep
 
@@ -195,18 +215,37 @@ def pending_history(lifecycles_df, as_of_df, resolution_s: int = DEFAULT_RESOLUT
 
     prepared = lifecycles_df.where(F.col("prepare_ms").isNotNull())
     changes = (
-        prepared.select("cluster", F.col("prepare_ms").alias("ts"), F.lit(1).alias("net"),
-                        F.lit(1).alias("prepares"), F.lit(0).alias("completes"))
+        prepared.select(
+            "cluster",
+            F.col("prepare_ms").alias("ts"),
+            F.lit(1).alias("net"),
+            F.lit(1).alias("prepares"),
+            F.lit(0).alias("completes"),
+        )
         .unionByName(
             prepared.where(F.col("complete_ms").isNotNull()).select(
-                "cluster", F.col("complete_ms").alias("ts"), F.lit(-1).alias("net"),
-                F.lit(0).alias("prepares"), F.lit(1).alias("completes"))
+                "cluster",
+                F.col("complete_ms").alias("ts"),
+                F.lit(-1).alias("net"),
+                F.lit(0).alias("prepares"),
+                F.lit(1).alias("completes"),
+            )
         )
-        .unionByName(as_of_df.select("cluster", F.col("as_of_ms").alias("ts"), F.lit(0).alias("net"),
-                                     F.lit(0).alias("prepares"), F.lit(0).alias("completes")))
+        .unionByName(
+            as_of_df.select(
+                "cluster",
+                F.col("as_of_ms").alias("ts"),
+                F.lit(0).alias("net"),
+                F.lit(0).alias("prepares"),
+                F.lit(0).alias("completes"),
+            )
+        )
         .groupBy("cluster", "ts")
-        .agg(F.sum("net").cast("long").alias("net"), F.sum("prepares").cast("long").alias("prepares"),
-             F.sum("completes").cast("long").alias("completes"))
+        .agg(
+            F.sum("net").cast("long").alias("net"),
+            F.sum("prepares").cast("long").alias("prepares"),
+            F.sum("completes").cast("long").alias("completes"),
+        )
     )
     out = changes.groupBy("cluster").applyInArrow(_sweep(resolution_s * 1000), PENDING_DDL)
     time = F.timestamp_millis("time_ms")
@@ -226,21 +265,44 @@ def candidates(lifecycles_df, as_of_df, late_markers_ms: int = DEFAULT_LATE_MARK
     open_ = F.col("result").isNull()
     age = F.when(open_, F.col("as_of_ms") - F.col("begin_ms")).otherwise(F.col("duration_ms"))
     markers_age = F.when(open_, F.col("as_of_ms") - F.col("prepare_ms")).otherwise(F.col("markers_ms"))
-    reasons = F.array_compact(F.array(
-        F.when(~open_ & (F.col("duration_ms") > F.col("transaction_timeout_ms")), F.lit("over_timeout")),
-        F.when(~open_ & (F.col("markers_ms") > late_markers_ms), F.lit("slow_markers")),
-        F.when(open_ & (F.col("state") == "ONGOING") & (age > F.col("transaction_timeout_ms")),
-               F.lit("open_past_timeout")),
-        F.when(open_ & F.col("prepare_ms").isNotNull() & (markers_age > late_markers_ms), F.lit("markers_pending")),
-    ))
+    reasons = F.array_compact(
+        F.array(
+            F.when(~open_ & (F.col("duration_ms") > F.col("transaction_timeout_ms")), F.lit("over_timeout")),
+            F.when(~open_ & (F.col("markers_ms") > late_markers_ms), F.lit("slow_markers")),
+            F.when(
+                open_ & (F.col("state") == "ONGOING") & (age > F.col("transaction_timeout_ms")),
+                F.lit("open_past_timeout"),
+            ),
+            F.when(open_ & F.col("prepare_ms").isNotNull() & (markers_age > late_markers_ms), F.lit("markers_pending")),
+        )
+    )
     return (
         lc.withColumn("age_ms", age)
         .withColumn("reasons", reasons)
         .where(F.size("reasons") > 0)
         .withColumn("kind", F.when(open_, F.lit("hanging")).otherwise(F.lit("late")))
-        .select("cluster", "transactional_id", "partition", "producer_id", "producer_epoch", "kind", "reasons",
-                "state", "result", "abort_cause", "begin_ms", "prepare_ms", "complete_ms", "age_ms",
-                "transaction_timeout_ms", "markers_ms", "partitions", "as_of_ms", "begin", "date")
+        .select(
+            "cluster",
+            "transactional_id",
+            "partition",
+            "producer_id",
+            "producer_epoch",
+            "kind",
+            "reasons",
+            "state",
+            "result",
+            "abort_cause",
+            "begin_ms",
+            "prepare_ms",
+            "complete_ms",
+            "age_ms",
+            "transaction_timeout_ms",
+            "markers_ms",
+            "partitions",
+            "as_of_ms",
+            "begin",
+            "date",
+        )
     )
 
 
@@ -274,8 +336,14 @@ def write(df, path: str, partition_by: Sequence[str] = ("cluster", "date"), mode
     df.write.mode(mode).partitionBy(*partition_by).parquet(path)
 
 
-def derive(spark, out: str, resolution_s: int = DEFAULT_RESOLUTION_S,
-           late_markers_ms: int = DEFAULT_LATE_MARKERS_MS, step=lambda name: None, open_lifecycles=None) -> None:
+def derive(
+    spark,
+    out: str,
+    resolution_s: int = DEFAULT_RESOLUTION_S,
+    late_markers_ms: int = DEFAULT_LATE_MARKERS_MS,
+    step=lambda name: None,
+    open_lifecycles=None,
+) -> None:
     """pending_history, candidates and transactional_ids from OUT's lifecycles and as_of (plus the
     open transactions a stream keeps apart, if given)."""
     lc = spark.read.parquet(f"{out}/lifecycles")
@@ -290,9 +358,15 @@ def derive(spark, out: str, resolution_s: int = DEFAULT_RESOLUTION_S,
     write(transactional_id_summary(lc), f"{out}/transactional_ids", partition_by=("cluster",), mode="overwrite")
 
 
-def build(spark, kafka: Iterable[KafkaInput], segments: Sequence[SegmentInput], out: str,
-          resolution_s: int = DEFAULT_RESOLUTION_S, late_markers_ms: int = DEFAULT_LATE_MARKERS_MS,
-          step=lambda name: None) -> None:
+def build(
+    spark,
+    kafka: Iterable[KafkaInput],
+    segments: Sequence[SegmentInput],
+    out: str,
+    resolution_s: int = DEFAULT_RESOLUTION_S,
+    late_markers_ms: int = DEFAULT_LATE_MARKERS_MS,
+    step=lambda name: None,
+) -> None:
     """The batch pipeline: decode every input once into transitions/, then the rest from there.
     Overwrites the clusters it reads (dynamic partition overwrite), leaves others in OUT alone."""
     parts = [decode_kafka(kafka_raw(spark, k)) for k in kafka]

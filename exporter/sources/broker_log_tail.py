@@ -75,7 +75,11 @@ class _Source(NamedTuple):
 
 class BrokerLogFollower:
     def __init__(
-        self, path: str | Path, *, from_start: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        self,
+        path: str | Path,
+        *,
+        from_start: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if max_line_bytes < 2 * _FINGERPRINT_BYTES:
@@ -253,10 +257,15 @@ class BrokerLogFollower:
     def _count_and_log(self, renamed: bool, truncated: bool, copy: _Source | None, rotated: int) -> None:
         self._stats.rotations += renamed + truncated + rotated
         if truncated:
-            log.info("%s was truncated (copytruncate): reading the rest from its copy, then it from its beginning", self.path)
+            log.info(
+                "%s was truncated (copytruncate): reading the rest from its copy, then it from its beginning", self.path
+            )
             if copy is None:
-                log.warning("%s was truncated, and no copy of it was found beside it: lines written between the "
-                            "last read and the truncation are lost", self.path)
+                log.warning(
+                    "%s was truncated, and no copy of it was found beside it: lines written between the "
+                    "last read and the truncation are lost",
+                    self.path,
+                )
         if renamed:
             log.info("%s was rotated (renamed): following the new file", self.path)
         if rotated:
@@ -396,8 +405,9 @@ def _is_prefix(fd: int, size: int, live: int) -> bool:
     if not size or size > os.fstat(live).st_size:
         return False
     tail_at = max(0, size - _FINGERPRINT_BYTES)
-    return (os.pread(fd, _FINGERPRINT_BYTES, 0) == os.pread(live, _FINGERPRINT_BYTES, 0)
-            and os.pread(fd, _FINGERPRINT_BYTES, tail_at) == os.pread(live, size - tail_at, tail_at))
+    return os.pread(fd, _FINGERPRINT_BYTES, 0) == os.pread(live, _FINGERPRINT_BYTES, 0) and os.pread(
+        fd, _FINGERPRINT_BYTES, tail_at
+    ) == os.pread(live, size - tail_at, tail_at)
 
 
 def _oldest_first(sources: list[_Source]) -> list[_Source]:

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import (
     HANGING,
     CoordinatorTransaction,
@@ -42,7 +43,6 @@ from exporter.contracts.hanging_rules import (
     late_transactions,
     partitions_with_late_transactions,
 )
-from exporter.contracts.events import HangingScanCompleted
 
 log = logging.getLogger("txn_exporter.hanging")
 
@@ -120,7 +120,9 @@ class HangingScanner:
 
         skipped = sorted(set(kafka_settings or {}) - set(_KAFKA_PYTHON_SETTINGS))
         if skipped:
-            log.warning("hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped)
+            log.warning(
+                "hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped
+            )
         logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
         self._admin = KafkaAdminClient(**admin_config(bootstrap_servers, kafka_settings or {}))
         self.broker_id = broker_id
@@ -168,7 +170,9 @@ class HangingScanner:
             log.warning(
                 "hanging-transaction scan: no Read on topic(s) %s, which DescribeProducers needs: their transactions "
                 "are not scanned (each round counts as failed) until it is granted: kafka-acls.sh --add "
-                "--allow-principal User:<the exporter's> --operation Read --topic <topic>", ", ".join(new))
+                "--allow-principal User:<the exporter's> --operation Read --topic <topic>",
+                ", ".join(new),
+            )
         return sorted(led), transaction_state
 
     def _check_transactional_id_rights(self) -> None:
@@ -207,9 +211,14 @@ class HangingScanner:
             for tp, state in states.items():
                 self._open[(tp.topic, tp.partition)] = [
                     OpenTransaction(
-                        tp.topic, tp.partition, p.producer_id, p.producer_epoch, p.coordinator_epoch,
-                        p.current_transaction_start_offset, p.last_timestamp,
-                    )  # fmt: skip
+                        tp.topic,
+                        tp.partition,
+                        p.producer_id,
+                        p.producer_epoch,
+                        p.coordinator_epoch,
+                        p.current_transaction_start_offset,
+                        p.last_timestamp,
+                    )
                     for p in state.active_producers
                     if p.current_transaction_start_offset >= 0
                 ]
@@ -254,10 +263,15 @@ class HangingScanner:
         result: dict[str, CoordinatorTransaction | None] = dict.fromkeys(transactional_ids)
         for tid, d in described.items():
             result[tid] = CoordinatorTransaction(
-                tid, d.coordinator_id, str(getattr(d.state, "value", d.state)), d.producer_id, d.producer_epoch,
-                d.transaction_timeout_ms, d.transaction_start_time_ms,
+                tid,
+                d.coordinator_id,
+                str(getattr(d.state, "value", d.state)),
+                d.producer_id,
+                d.producer_epoch,
+                d.transaction_timeout_ms,
+                d.transaction_start_time_ms,
                 frozenset((tp.topic, tp.partition) for tp in d.topic_partitions),
-            )  # fmt: skip
+            )
         return result
 
     def _forget_coordinators(self, transactional_ids: Iterable[str]) -> None:
@@ -281,7 +295,11 @@ class HangingScanner:
             scanned += result.event.partitions_scanned
             if scanned >= total or result.event.partitions_scanned == 0:
                 return ScanResult(
-                    HangingScanCompleted(scanned, result.event.partitions_with_late_transactions,
-                                         result.event.hanging_transactions, findings=result.event.findings),
+                    HangingScanCompleted(
+                        scanned,
+                        result.event.partitions_with_late_transactions,
+                        result.event.hanging_transactions,
+                        findings=result.event.findings,
+                    ),
                     result.unreadable_topics,
-                )  # fmt: skip
+                )

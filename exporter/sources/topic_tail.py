@@ -39,7 +39,6 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from exporter.codec import DecodeError, decode_record
-from exporter.logs import kafka_client_logger
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -50,6 +49,7 @@ from exporter.contracts.events import (
     TransactionLogRecords,
     UndecodableRecord,
 )
+from exporter.logs import kafka_client_logger
 
 TOPIC = "__transaction_state"
 log = logging.getLogger(__name__)
@@ -224,7 +224,8 @@ class TransactionLogTail:
             offset = message.offset()
             key = message.key()
             window = windows.get(partition)
-            if window is not None and created_since_ms and partition in created_since_ms:  # a new topic's first record
+            # A new topic's first record: live if appended after the exporter looked.
+            if window is not None and created_since_ms and partition in created_since_ms:  # noqa: SIM102
                 if message.timestamp()[1] >= created_since_ms.pop(partition):
                     self._end_replay(partition, events)  # appended after the exporter looked: live
                     window = None
@@ -335,7 +336,9 @@ class TransactionLogTail:
         if error is not None or not metadata.brokers or (leaderless and not self._complete_view):
             # A cluster still starting (no brokers, no leaders, LEADER_NOT_AVAILABLE): ownership is
             # not known yet, so nothing changes until it is; ask again soon.
-            log.info("ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}")
+            log.info(
+                "ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}"
+            )
             self._next_refresh = self._clock() + _RETRY_SECONDS
             return
         self._complete_view = True
@@ -438,7 +441,8 @@ class TransactionLogTail:
             log.error(
                 "Kafka refuses access to %s: %s. The exporter needs Describe and Read on the topic "
                 "(see the README's least-privilege section); it stays up and not ready until then.",
-                TOPIC, f"{error.name()}: {error.str()}",
+                TOPIC,
+                f"{error.name()}: {error.str()}",
             )
         self._access_error = f"access denied by Kafka: {error.name()}: {error.str()}"
 

@@ -17,7 +17,11 @@ Response = tuple[int, dict[str, str], bytes]
 
 class TransactionsEndpoint:
     def __init__(
-        self, model: CoordinatorModel, late_padding_seconds: float, bootstrap_servers: str, broker_log: bool,
+        self,
+        model: CoordinatorModel,
+        late_padding_seconds: float,
+        bootstrap_servers: str,
+        broker_log: bool,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._model = model
@@ -31,8 +35,9 @@ class TransactionsEndpoint:
             query = parse_query(query_string)
         except QueryError as e:
             return HTTPStatus.BAD_REQUEST, {"Content-Type": "text/plain; charset=utf-8"}, f"{e}\n".encode()
-        doc = document(self._model, query, int(self._clock() * 1000), self._padding_ms, self._bootstrap_servers,
-                       self._broker_log)  # fmt: skip
+        doc = document(
+            self._model, query, int(self._clock() * 1000), self._padding_ms, self._bootstrap_servers, self._broker_log
+        )
         headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
         if query.format == "html" or (query.format is None and "text/html" in accept):
             headers["Content-Type"] = "text/html; charset=utf-8"

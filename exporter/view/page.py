@@ -41,7 +41,11 @@ td.id,code{font-family:ui-monospace,monospace;word-break:break-all}td.n{white-sp
 def printable(value: object) -> str:
     """`value` with its non-printable characters as Python escapes (also the terminal table's)."""
     s = str(value)
-    return s if s.isprintable() else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+    return (
+        s
+        if s.isprintable()
+        else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+    )
 
 
 def text(value: object) -> str:
@@ -78,8 +82,8 @@ def render(doc: dict, query: Query) -> str:
         "<h1>In-flight transactions</h1>",
         f'<p class="meta">{doc["in_flight_matching"]} in flight match, {len(rows)} shown, oldest first.'
         f" Updated {utc(now_ms)} UTC, every {REFRESH_SECONDS} s."
-        f' Late: ONGOING past its timeout + {doc["late_padding_seconds"]:g} s.'
-        f'{"" if doc["broker_log"] else " Marker errors need --broker-log."}'
+        f" Late: ONGOING past its timeout + {doc['late_padding_seconds']:g} s."
+        f"{'' if doc['broker_log'] else ' Marker errors need --broker-log.'}"
         f' <a href="?{text(query.parameters(format="json"))}">JSON</a></p>',
         _form(query),
         _transactions(rows, now_ms),
@@ -110,8 +114,18 @@ def _single_state(query: Query) -> str:
     return names[0] if len(names) == 1 else ""
 
 
-_COLUMNS = ("Transactional id", "State", "Producer id / epoch", "Age", "Entered state (UTC)", "Timeout",
-            "Late", "__transaction_state partition", "Data partitions", "Marker errors")  # fmt: skip
+_COLUMNS = (
+    "Transactional id",
+    "State",
+    "Producer id / epoch",
+    "Age",
+    "Entered state (UTC)",
+    "Timeout",
+    "Late",
+    "__transaction_state partition",
+    "Data partitions",
+    "Marker errors",
+)
 
 
 def _transactions(rows: list[dict], now_ms: int) -> str:
@@ -120,22 +134,26 @@ def _transactions(rows: list[dict], now_ms: int) -> str:
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
     body = []
     for r in rows:
-        errors = "<br>".join(
-            f'<span class="n">{text(e["partition"])}: <span class="error">{text(e["error"])}</span></span>'
-            f' x{e["count"]}, last {age(max(0, now_ms - e["last_seen_ms"]) / 1000)} ago'
-            for e in r["marker_errors"]
-        ) or '<span class="none">-</span>'
-        partitions = ", ".join(f'<span class="n">{text(p)}</span>' for p in r["partitions"]) \
+        errors = (
+            "<br>".join(
+                f'<span class="n">{text(e["partition"])}: <span class="error">{text(e["error"])}</span></span>'
+                f" x{e['count']}, last {age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago"
+                for e in r["marker_errors"]
+            )
             or '<span class="none">-</span>'
+        )
+        partitions = (
+            ", ".join(f'<span class="n">{text(p)}</span>' for p in r["partitions"]) or '<span class="none">-</span>'
+        )
         cells = (
             (f'<td class="id">{text(r["transactional_id"])}</td>'),
-            f'<td>{r["state"]}</td>',
-            f'<td>{r["producer_id"]} / {r["producer_epoch"]}</td>',
+            f"<td>{r['state']}</td>",
+            f"<td>{r['producer_id']} / {r['producer_epoch']}</td>",
             f'<td class="n">{age(r["age_seconds"])}</td>',
             f'<td class="n">{utc(r["state_entered_ms"], now_ms)}</td>',
             f'<td class="n">{r["transaction_timeout_ms"] / 1000:g} s</td>',
             '<td class="late">late</td>' if r["late"] else "<td>no</td>",
-            f'<td>{r["coordinator_partition"]}</td>',
+            f"<td>{r['coordinator_partition']}</td>",
             f"<td>{partitions}</td>",
             f"<td>{errors}</td>",
         )
@@ -148,8 +166,15 @@ def _labelled(cell: str, label: str) -> str:
     return cell.replace("<td", f'<td data-label="{label}"', 1)
 
 
-_HANGING_COLUMNS = ("Partition", "Producer id / epoch", "Start offset", "Transactional id", "Age", "Reason",
-                    "Abort command (after checking it)")  # fmt: skip
+_HANGING_COLUMNS = (
+    "Partition",
+    "Producer id / epoch",
+    "Start offset",
+    "Transactional id",
+    "Age",
+    "Reason",
+    "Abort command (after checking it)",
+)
 
 
 def _hanging(doc: dict) -> str:
@@ -163,13 +188,13 @@ def _hanging(doc: dict) -> str:
     body = []
     for r in rows:
         cells = (
-            f'<td>{text(r["topic"])}-{r["partition"]}</td>',
-            f'<td>{r["producer_id"]} / {r["epoch"]}</td>',
-            f'<td>{r["start_offset"]}</td>',
+            f"<td>{text(r['topic'])}-{r['partition']}</td>",
+            f"<td>{r['producer_id']} / {r['epoch']}</td>",
+            f"<td>{r['start_offset']}</td>",
             f'<td class="id">{text(r["transactional_id"] or "-")}</td>',
             f'<td class="n">{age(r["age_seconds"])}</td>',
-            f'<td>{text(r["reason"])}</td>',
-            f'<td><code>{text(r["abort_command"])}</code></td>',
+            f"<td>{text(r['reason'])}</td>",
+            f"<td><code>{text(r['abort_command'])}</code></td>",
         )
         body.append("<tr>" + "".join(_labelled(c, label) for c, label in zip(cells, _HANGING_COLUMNS)) + "</tr>")
     return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

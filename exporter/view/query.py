@@ -59,8 +59,9 @@ class Query:
 def parse_query(query_string: str) -> Query:
     """QueryError (one line) for an unknown parameter or a bad value."""
     try:
-        pairs = urllib.parse.parse_qsl(query_string, keep_blank_values=True, strict_parsing=bool(query_string),
-                                       max_num_fields=32)
+        pairs = urllib.parse.parse_qsl(
+            query_string, keep_blank_values=True, strict_parsing=bool(query_string), max_num_fields=32
+        )
     except ValueError as e:
         raise QueryError(f"bad query string: {e}") from None
     states: set[int] | None = None
@@ -105,7 +106,11 @@ def _shown(text: str) -> str:
 
 
 def document(
-    model: CoordinatorModel, query: Query, now_ms: int, late_padding_ms: int, bootstrap_servers: str,
+    model: CoordinatorModel,
+    query: Query,
+    now_ms: int,
+    late_padding_ms: int,
+    bootstrap_servers: str,
     broker_log: bool,
 ) -> dict[str, object]:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""

@@ -10,8 +10,18 @@ import time
 
 from exporter.view import page
 
-COLUMNS = ("TRANSACTIONAL_ID", "STATE", "PRODUCER_ID", "EPOCH", "AGE", "TIMEOUT", "LATE", "TXN_PARTITION",
-           "PARTITIONS", "MARKER_ERRORS")  # fmt: skip
+COLUMNS = (
+    "TRANSACTIONAL_ID",
+    "STATE",
+    "PRODUCER_ID",
+    "EPOCH",
+    "AGE",
+    "TIMEOUT",
+    "LATE",
+    "TXN_PARTITION",
+    "PARTITIONS",
+    "MARKER_ERRORS",
+)
 ABORT_INTRO = "To abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):"
 HANGING_COLUMNS = ("PARTITION", "PRODUCER_ID", "EPOCH", "START_OFFSET", "TRANSACTIONAL_ID", "AGE", "REASON")
 
@@ -33,29 +43,42 @@ def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
 
 def _marker_error(error: dict, now_ms: int) -> str:
     last = age(max(0, now_ms - error["last_seen_ms"]) / 1000)
-    return f'{error["partition"]}:{error["error"]}(x{error["count"]},last:{last}ago)'
+    return f"{error['partition']}:{error['error']}(x{error['count']},last:{last}ago)"
 
 
 def render(doc: dict) -> str:
     now_ms = doc["now_ms"]
     rows = [
         [
-            safe(r["transactional_id"]), r["state"], str(r["producer_id"]), str(r["producer_epoch"]),
-            age(r["age_seconds"]), f'{r["transaction_timeout_ms"] / 1000:g}s', "LATE" if r["late"] else "-",
-            str(r["coordinator_partition"]), safe(",".join(r["partitions"]) or "-"),
+            safe(r["transactional_id"]),
+            r["state"],
+            str(r["producer_id"]),
+            str(r["producer_epoch"]),
+            age(r["age_seconds"]),
+            f"{r['transaction_timeout_ms'] / 1000:g}s",
+            "LATE" if r["late"] else "-",
+            str(r["coordinator_partition"]),
+            safe(",".join(r["partitions"]) or "-"),
             safe(",".join(_marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
-        ]  # fmt: skip
+        ]
         for r in doc["transactions"]
     ]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
     lines = aligned(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
-    lines.append(f'\n{doc["in_flight_matching"]} in flight match, {len(rows)} shown, oldest first (at {when} UTC).')
+    lines.append(f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC).")
     if doc["hanging"]:
         hanging = [
-            [safe(f'{h["topic"]}-{h["partition"]}'), str(h["producer_id"]), str(h["epoch"]), str(h["start_offset"]),
-             safe(h["transactional_id"] or "-"), age(h["age_seconds"]), safe(h["reason"])]
+            [
+                safe(f"{h['topic']}-{h['partition']}"),
+                str(h["producer_id"]),
+                str(h["epoch"]),
+                str(h["start_offset"]),
+                safe(h["transactional_id"] or "-"),
+                age(h["age_seconds"]),
+                safe(h["reason"]),
+            ]
             for h in doc["hanging"]
-        ]  # fmt: skip
+        ]
         lines += ["\nHanging transactions (last scan):", *aligned(HANGING_COLUMNS, hanging)]
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]

@@ -34,9 +34,17 @@ def test_amtool_check_config():
 )
 def test_routes(labels, receiver):
     result = subprocess.run(
-        [require("amtool"), "config", "routes", "test", f"--config.file={CONFIG}",
-         f"--verify.receivers={receiver}", *(f"{k}={v}" for k, v in labels.items())],
-        capture_output=True, text=True,
+        [
+            require("amtool"),
+            "config",
+            "routes",
+            "test",
+            f"--config.file={CONFIG}",
+            f"--verify.receivers={receiver}",
+            *(f"{k}={v}" for k, v in labels.items()),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0 and result.stdout.strip() == receiver, result.stdout + result.stderr
 
@@ -44,28 +52,46 @@ def test_routes(labels, receiver):
 def test_every_alert_of_the_rules_reaches_its_teams_receiver():
     for alert in generate.ALERTS:
         result = subprocess.run(
-            [require("amtool"), "config", "routes", "test", f"--config.file={CONFIG}",
-             f"alertname={alert.name}", f"team={alert.team}", f"severity={alert.severity}"],
-            capture_output=True, text=True,
+            [
+                require("amtool"),
+                "config",
+                "routes",
+                "test",
+                f"--config.file={CONFIG}",
+                f"alertname={alert.name}",
+                f"team={alert.team}",
+                f"severity={alert.severity}",
+            ],
+            capture_output=True,
+            text=True,
         )
         kind = "pager" if alert.severity == "critical" else "tickets"
         assert result.stdout.strip() == f"{alert.team}-{kind}", (alert.name, result.stdout, result.stderr)
 
 
 def _alert(name: str, instance: str, component: str) -> dict:
-    return {"labels": {"alertname": name, "cluster": "c1", "instance": instance, "component": component,
-                       "severity": "critical" if component == "transactions" else "warning"}}
+    return {
+        "labels": {
+            "alertname": name,
+            "cluster": "c1",
+            "instance": instance,
+            "component": component,
+            "severity": "critical" if component == "transactions" else "warning",
+        }
+    }
 
 
 @pytest.mark.parametrize("source", ["TxnExporterDown", "TxnExporterSourceDown", "TxnExporterLagging"])
 def test_exporter_alerts_inhibit_the_transaction_alerts_of_their_instance(source, tmp_path):
     manager = Alertmanager(CONFIG, tmp_path / "am")
     try:
-        manager.post_alerts([
-            _alert(source, "b1:9464", "exporter"),
-            _alert("KafkaTransactionMarkersPendingTooLong", "b1:9464", "transactions"),
-            _alert("KafkaTransactionMarkersPendingTooLong", "b2:9464", "transactions"),  # another exporter
-        ])
+        manager.post_alerts(
+            [
+                _alert(source, "b1:9464", "exporter"),
+                _alert("KafkaTransactionMarkersPendingTooLong", "b1:9464", "transactions"),
+                _alert("KafkaTransactionMarkersPendingTooLong", "b2:9464", "transactions"),  # another exporter
+            ]
+        )
         deadline = time.monotonic() + 20
         while True:
             status = {(a["labels"]["alertname"], a["labels"]["instance"]): a["status"] for a in manager.alerts()}

@@ -31,7 +31,8 @@ def test_committed_rules_are_generated():
 def test_promtool_check_rules_with_lint_fatal():
     result = subprocess.run(
         [require("promtool"), "check", "rules", "--lint=all", "--lint-fatal", str(RULES)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

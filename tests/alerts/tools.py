@@ -84,10 +84,17 @@ class Prometheus(_Process):
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         port = free_port()
         super().__init__(
-            [require("prometheus"), f"--config.file={config_path}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h", "--log.level=warn",
-             *(f"--enable-feature={feature}" for feature in features)],
-            port, workdir / "prometheus.log",
+            [
+                require("prometheus"),
+                f"--config.file={config_path}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--storage.tsdb.retention.time=1h",
+                "--log.level=warn",
+                *(f"--enable-feature={feature}" for feature in features),
+            ],
+            port,
+            workdir / "prometheus.log",
         )
 
     def query(self, expr: str) -> list[dict]:
@@ -128,10 +135,16 @@ class Alertmanager(_Process):
         workdir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         super().__init__(
-            [require("prometheus-alertmanager"), f"--config.file={config_file}",
-             f"--storage.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-             "--cluster.listen-address=", "--log.level=warn"],
-            port, workdir / "alertmanager.log",
+            [
+                require("prometheus-alertmanager"),
+                f"--config.file={config_file}",
+                f"--storage.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",
+                "--log.level=warn",
+            ],
+            port,
+            workdir / "alertmanager.log",
         )
 
     def post_alerts(self, alerts: list[dict]) -> None:

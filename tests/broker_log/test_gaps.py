@@ -14,15 +14,21 @@ from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
 CORPUS = Path(__file__).parents[1] / "sources" / "broker_log_corpus"
 NOISE = "[2026-11-21 07:23:25,279] INFO [ReplicaManager broker=1] Something else (kafka.server.ReplicaManager)"
 # A retry line reworded (`to partition` for `for partition`): a kind the exporter reads, a format it does not know.
-REWORDED = ("[2026-11-21 07:23:25,279] INFO [Transaction Marker Request Completion Handler 1]: Sending t-1's transaction"
-            " marker to partition a-0 has failed with error org.apache.kafka.common.errors.NotEnoughReplicasException,"
-            " retrying with current coordinator epoch 0"
-            " (kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler)")
+REWORDED = (
+    "[2026-11-21 07:23:25,279] INFO [Transaction Marker Request Completion Handler 1]: Sending t-1's transaction"
+    " marker to partition a-0 has failed with error org.apache.kafka.common.errors.NotEnoughReplicasException,"
+    " retrying with current coordinator epoch 0"
+    " (kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler)"
+)
 # Strimzi's default broker layouts (its default-logging KafkaCluster properties): log4j 1, then log4j2.
-STRIMZI_LOG4J1 = ("2026-11-21 07:23:25,279 INFO [Transaction State Manager 1]: Finished loading 1 transaction metadata"
-                  " (kafka.coordinator.transaction.TransactionStateManager) [kafka-scheduler-3]")
-STRIMZI_LOG4J2 = ("2026-11-21 07:23:25 INFO  [kafka-scheduler-3] TransactionStateManager:432 - [Transaction State"
-                  " Manager 1]: Finished loading 1 transaction metadata")
+STRIMZI_LOG4J1 = (
+    "2026-11-21 07:23:25,279 INFO [Transaction State Manager 1]: Finished loading 1 transaction metadata"
+    " (kafka.coordinator.transaction.TransactionStateManager) [kafka-scheduler-3]"
+)
+STRIMZI_LOG4J2 = (
+    "2026-11-21 07:23:25 INFO  [kafka-scheduler-3] TransactionStateManager:432 - [Transaction State"
+    " Manager 1]: Finished loading 1 transaction metadata"
+)
 
 
 def seen(*lines: str, repeat: int = 1) -> dict[str, str]:
@@ -77,5 +83,5 @@ def test_append_failures_at_info_only_ask_for_the_debug_line():
 def test_gaps_already_told_are_not_told_again():
     parser = BrokerLogParser()
     parser.feed([REWORDED.encode()])
-    (key, _), = gaps(parser, set())
+    ((key, _),) = gaps(parser, set())
     assert list(gaps(parser, {key})) == []

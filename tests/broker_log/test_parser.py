@@ -30,8 +30,12 @@ def test_pairs_across_feeds_and_interleaved_ids():
     parser = BrokerLogParser()
     a, b = META_3.format("PrepareAbort"), META_3.format("CompleteCommit")
     assert parser.feed([debug_line(a, tid="a").encode(), debug_line(b, tid="b").encode()]) == []
-    assert parser.feed([info_line(b, tid="b").encode()]) == [TransactionLogAppendFailed(S.COMPLETE_COMMIT, "NOT_ENOUGH_REPLICAS")]
-    assert parser.feed([info_line(a, tid="a").encode()]) == [TransactionLogAppendFailed(S.PREPARE_ABORT, "NOT_ENOUGH_REPLICAS")]
+    assert parser.feed([info_line(b, tid="b").encode()]) == [
+        TransactionLogAppendFailed(S.COMPLETE_COMMIT, "NOT_ENOUGH_REPLICAS")
+    ]
+    assert parser.feed([info_line(a, tid="a").encode()]) == [
+        TransactionLogAppendFailed(S.PREPARE_ABORT, "NOT_ENOUGH_REPLICAS")
+    ]
 
 
 def test_a_debug_line_without_its_info_line_is_still_counted_once():
@@ -62,7 +66,9 @@ def test_continuations_and_the_fatal_marker_error():
 
 def test_non_utf8_and_crlf_lines_do_not_break_parsing():
     meta = META_3.format("PrepareCommit")
-    parser, events = feed(b"\xff\xfe garbage coordinator.transaction. [", info_line(meta, tid="\u00e9t\u00e9").encode() + b"\r")
+    parser, events = feed(
+        b"\xff\xfe garbage coordinator.transaction. [", info_line(meta, tid="\u00e9t\u00e9").encode() + b"\r"
+    )
     assert events == [TransactionLogAppendFailed(S.PREPARE_COMMIT, "COORDINATOR_NOT_AVAILABLE")]
     assert parser.malformed == 1  # the first: neither Kafka's layout nor a stack-trace line
 
@@ -90,10 +96,12 @@ def test_debug_lines_waiting_for_their_info_line_are_bounded_in_bytes():
 
 
 def test_marker_errors_are_stamped_with_the_time_they_were_read():
-    retry = ("[2026-11-21 07:23:25,{}] INFO [Transaction Marker Request Completion Handler 1]: Sending t-1's"
-             " transaction marker for partition orders-3 has failed with error"
-             " org.apache.kafka.common.errors.NotEnoughReplicasException, retrying with current coordinator epoch 4"
-             " (kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler)")
+    retry = (
+        "[2026-11-21 07:23:25,{}] INFO [Transaction Marker Request Completion Handler 1]: Sending t-1's"
+        " transaction marker for partition orders-3 has failed with error"
+        " org.apache.kafka.common.errors.NotEnoughReplicasException, retrying with current coordinator epoch 4"
+        " (kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler)"
+    )
     parser = BrokerLogParser()
     first = parser.feed([retry.format(100).encode()], now_ms=1_000)
     again = parser.feed([retry.format(200).encode(), retry.format(300).encode()], now_ms=2_000)  # cached: same body

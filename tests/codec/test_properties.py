@@ -1,11 +1,10 @@
 """Property tests: round trips, and no input of any shape escapes as anything but DecodeError."""
 
+import dataclasses
 import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import dataclasses
 
 from exporter.codec import (
     PARTITIONS_SKIPPED,
@@ -114,8 +113,12 @@ def tagged_as_written(draw):
     the tagged-field shapes PartitionsMemo guesses from, and others."""
     value = draw(values())
     value.version = 1
-    for name, default in (("previous_producer_id", -1), ("next_producer_id", -1),
-                          ("client_transaction_version", 0), ("next_producer_epoch", -1)):
+    for name, default in (
+        ("previous_producer_id", -1),
+        ("next_producer_id", -1),
+        ("client_transaction_version", 0),
+        ("next_producer_epoch", -1),
+    ):
         if draw(st.booleans()):
             setattr(value, name, default)
     return value
@@ -127,15 +130,17 @@ def test_make_and_a_partitions_memo_change_nothing_else(data):
     """make= gets the fields TransactionLogValue would; PartitionsMemo gives what its convert makes
     of the array, the same the second time (found in the memo, not walked again), and every error
     the full decode gives, invalid UTF-8 in a topic name included."""
-    raws = [data.draw(_mutations(encode_value(data.draw(tagged_as_written()))) | st.binary(max_size=120)) for _ in range(3)]
+    raws = [
+        data.draw(_mutations(encode_value(data.draw(tagged_as_written()))) | st.binary(max_size=120)) for _ in range(3)
+    ]
     memo = PartitionsMemo(lambda p: ("text of", p), limit=2)  # small: cleared on the way
 
     def make(*fields):
         return "made", TransactionLogValue(*fields)
 
     for raw in raws + raws:
-        full = _outcome(lambda: decode_value(raw))
-        memoized = _outcome(lambda: decode_value(raw, memo, make))
+        full = _outcome(lambda: decode_value(raw))  # noqa: B023 (called at once)
+        memoized = _outcome(lambda: decode_value(raw, memo, make))  # noqa: B023
         if not isinstance(full, TransactionLogValue):
             assert memoized == full
             continue
@@ -284,21 +289,43 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
                 if len(raw) != struct.calcsize(fmt):
                     raise DecodeError("bad_length", "reference reader: tag size")
                 fields[tag] = struct.unpack(fmt, raw)[0]
-    return TransactionLogValue(version, producer_id, epoch, timeout_ms, TransactionState(status), partitions,
-                               last_update, start, *fields)
+    return TransactionLogValue(
+        version, producer_id, epoch, timeout_ms, TransactionState(status), partitions, last_update, start, *fields
+    )
 
 
 @st.composite
 def usual_values(draw):
     """The shapes coordinators write, which the fast paths are for: EMPTY's null partitions, empty
     arrays, 1 to 3 topics of 1 to 3 partitions, and the tagged fields of pre-TV2 and TV2 clients."""
-    partitions = draw(st.none() | st.dictionaries(st.text(min_size=1, max_size=30), st.lists(
-        st.integers(0, 2**31 - 1), min_size=1, max_size=3), max_size=3))
-    tags = draw(st.sampled_from([{}, {"previous_producer_id": 0}, {"client_transaction_version": 2},
-                                 {"previous_producer_id": 0, "client_transaction_version": 2}]))
+    partitions = draw(
+        st.none()
+        | st.dictionaries(
+            st.text(min_size=1, max_size=30), st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=3), max_size=3
+        )
+    )
+    tags = draw(
+        st.sampled_from(
+            [
+                {},
+                {"previous_producer_id": 0},
+                {"client_transaction_version": 2},
+                {"previous_producer_id": 0, "client_transaction_version": 2},
+            ]
+        )
+    )
     tags = {k: draw(int64) if k == "previous_producer_id" else v for k, v in tags.items()}
-    return TransactionLogValue(1, draw(int64), draw(int16), draw(int32), draw(st.sampled_from(list(TransactionState))),
-                               partitions, draw(int64), draw(int64), **tags)
+    return TransactionLogValue(
+        1,
+        draw(int64),
+        draw(int16),
+        draw(int32),
+        draw(st.sampled_from(list(TransactionState))),
+        partitions,
+        draw(int64),
+        draw(int64),
+        **tags,
+    )
 
 
 @settings(max_examples=1000)
@@ -308,8 +335,10 @@ def test_decode_value_reads_what_a_plain_field_by_field_reader_reads(data):
     what reading the layout field by field gives, on whole, damaged and random values: the same
     value, or an error for both."""
     raw = data.draw(
-        usual_values().map(encode_value) | values().map(encode_value)
-        | (usual_values() | values()).flatmap(lambda v: _mutations(encode_value(v))) | st.binary(max_size=80)
+        usual_values().map(encode_value)
+        | values().map(encode_value)
+        | (usual_values() | values()).flatmap(lambda v: _mutations(encode_value(v)))
+        | st.binary(max_size=80)
     )
     expected = _outcome(lambda: _reference_value(raw))
     got = _outcome(lambda: decode_value(raw))

@@ -66,7 +66,10 @@ def test_value_v0():
         0, 1000, 3, 60000, TransactionState.ONGOING, {"foo": [0, 1]}, 1_700_000_000_123, 1_700_000_000_000
     )
     assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
-        -1, -1, 0, -1,
+        -1,
+        -1,
+        0,
+        -1,
     )
 
 
@@ -84,23 +87,35 @@ def test_value_v1_without_tags():
     v = decode_value(v1_bytes())
     assert (v.version, v.state, v.partitions) == (1, TransactionState.PREPARE_COMMIT, {"foo": [0, 7]})
     assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
-        -1, -1, 0, -1,
+        -1,
+        -1,
+        0,
+        -1,
     )
 
 
 def test_value_v1_all_tags_and_unknown_tags_skipped():
     tags = (
         bytes([6])
-        + bytes([0, 8]) + struct.pack(">q", 41)
-        + bytes([1, 8]) + struct.pack(">q", 42)
-        + bytes([2, 2]) + struct.pack(">h", 2)
-        + bytes([3, 2]) + struct.pack(">h", 5)
-        + bytes([9, 3]) + b"abc"  # unknown: skipped by size
-        + bytes([0x80, 0x01, 1]) + b"z"  # unknown tag 128 (two-byte varint)
+        + bytes([0, 8])
+        + struct.pack(">q", 41)
+        + bytes([1, 8])
+        + struct.pack(">q", 42)
+        + bytes([2, 2])
+        + struct.pack(">h", 2)
+        + bytes([3, 2])
+        + struct.pack(">h", 5)
+        + bytes([9, 3])
+        + b"abc"  # unknown: skipped by size
+        + bytes([0x80, 0x01, 1])
+        + b"z"  # unknown tag 128 (two-byte varint)
     )
     v = decode_value(v1_bytes(tags=tags, partition_tags=bytes([1, 4, 2]) + b"xy"))
     assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
-        41, 42, 2, 5,
+        41,
+        42,
+        2,
+        5,
     )
     assert v.partitions == {"foo": [0, 7]}
 
@@ -192,15 +207,22 @@ def test_skipping_partitions_still_checks_their_lengths(raw, reason):
 @pytest.mark.parametrize("topics", [None, {}, {"orders": [3]}, {"o" * 126: [2**31 - 1]}, {"a": [1], "b": [2]}])
 @pytest.mark.parametrize(
     "tags",
-    [{}, {"previous_producer_id": 41}, {"client_transaction_version": 2}, {"previous_producer_id": 41, "next_producer_id": 7},
-     {"previous_producer_id": 41, "client_transaction_version": 2},
-     {"previous_producer_id": 41, "client_transaction_version": 2, "next_producer_epoch": 4}],
+    [
+        {},
+        {"previous_producer_id": 41},
+        {"client_transaction_version": 2},
+        {"previous_producer_id": 41, "next_producer_id": 7},
+        {"previous_producer_id": 41, "client_transaction_version": 2},
+        {"previous_producer_id": 41, "client_transaction_version": 2, "next_producer_epoch": 4},
+    ],
 )
 def test_the_usual_v1_shapes_read_like_any_other(topics, tags):
     """The fast paths (no partitions or one topic with one partition, each with no tagged fields,
     PreviousProducerId only or ClientTransactionVersion only) against every neighbour shape, whole,
     cut short and with trailing bytes (ignored, as the broker does)."""
-    value = TransactionLogValue(1, 1000, 3, 60000, TransactionState.COMPLETE_COMMIT, topics, 1_700_000_000_123, 1_700_000_000_000, **tags)
+    value = TransactionLogValue(
+        1, 1000, 3, 60000, TransactionState.COMPLETE_COMMIT, topics, 1_700_000_000_123, 1_700_000_000_000, **tags
+    )
     raw = encode_value(value)
     assert decode_value(raw) == value
     assert decode_value(raw + b"\x00\x05") == value

@@ -15,9 +15,12 @@ def write(tmp_path: Path, text: str, name: str = "exporter.yml") -> Path:
 
 def test_valid_file_prints_summary_with_secrets_masked(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("TXN_EXPORTER_KAFKA", raising=False)
-    path = write(tmp_path, "bootstrap_servers: kafka-0:9092\nlog_format: json\nkafka:\n"
-                           "  security.protocol: SASL_SSL\n  sasl.mechanism: SCRAM-SHA-512\n"
-                           "  sasl.username: txn-exporter\n  sasl.password: s3cr3t-pw\n")
+    path = write(
+        tmp_path,
+        "bootstrap_servers: kafka-0:9092\nlog_format: json\nkafka:\n"
+        "  security.protocol: SASL_SSL\n  sasl.mechanism: SCRAM-SHA-512\n"
+        "  sasl.username: txn-exporter\n  sasl.password: s3cr3t-pw\n",
+    )
     assert main(["config", "check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "OK" in out and "bootstrap_servers: kafka-0:9092" in out and "log_format: json" in out
@@ -25,13 +28,16 @@ def test_valid_file_prints_summary_with_secrets_masked(tmp_path: Path, capsys, m
     assert "s3cr3t-pw" not in out
 
 
-@pytest.mark.parametrize("text, message", [
-    ("bootstrap_servers: k:9092\nlisten: ':9464'\n", "exporter.yml: listen: missing host"),
-    ("bootstrap_servers: k:9092\nlog_fromat: json\n", "unknown key 'log_fromat' (did you mean 'log_format'?)"),
-    ("bootstrap_servers: k:9092\nlog_format: xml\n", "log_format: expected one of 'text' or 'json'"),
-    ("bootstrap_servers: k:9092\nkafka: {group.id: mine}\n", "'group.id': owned by the exporter"),
-    ("listen: 0.0.0.0:9464\n", "bootstrap_servers: required"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("bootstrap_servers: k:9092\nlisten: ':9464'\n", "exporter.yml: listen: missing host"),
+        ("bootstrap_servers: k:9092\nlog_fromat: json\n", "unknown key 'log_fromat' (did you mean 'log_format'?)"),
+        ("bootstrap_servers: k:9092\nlog_format: xml\n", "log_format: expected one of 'text' or 'json'"),
+        ("bootstrap_servers: k:9092\nkafka: {group.id: mine}\n", "'group.id': owned by the exporter"),
+        ("listen: 0.0.0.0:9464\n", "bootstrap_servers: required"),
+    ],
+)
 def test_invalid_file_exits_2_naming_the_key(tmp_path: Path, capsys, text: str, message: str) -> None:
     path = write(tmp_path, text)
     assert main(["config", "check", "--no-env", str(path)]) == 2
@@ -64,14 +70,19 @@ def test_web_config_errors_name_file_and_key(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("command", ["config check --no-env", "run --config"])
 def test_bad_client_settings_exit_2_in_check_and_run_one_line_per_error(tmp_path: Path, capsys, command: str) -> None:
-    path = write(tmp_path, "bootstrap_servers: k:9092\nlisten: 127.0.0.1:1\nkafka:\n  sasl.pasword: s3cr3t-pw\n"
-                           "  security.protocol: SASL_SSLL\n  sasl.password: s3cr3t-pw\n")
+    path = write(
+        tmp_path,
+        "bootstrap_servers: k:9092\nlisten: 127.0.0.1:1\nkafka:\n  sasl.pasword: s3cr3t-pw\n"
+        "  security.protocol: SASL_SSLL\n  sasl.password: s3cr3t-pw\n",
+    )
     assert main([*command.split(), str(path)]) == 2
     lines = capsys.readouterr().err.splitlines()
     prefix = f"txn-exporter {command.split()[0] if command.startswith('run') else 'config check'}: {path}: kafka: "
-    assert lines == [prefix + "'sasl.pasword': unknown client setting (librdkafka has no such property)",
-                     prefix + "'security.protocol': invalid value (Invalid value \"SASL_SSLL\" for configuration "
-                              "property \"security.protocol\")"]
+    assert lines == [
+        prefix + "'sasl.pasword': unknown client setting (librdkafka has no such property)",
+        prefix + "'security.protocol': invalid value (Invalid value \"SASL_SSLL\" for configuration "
+        'property "security.protocol")',
+    ]
 
 
 def test_every_error_of_a_file_is_reported(tmp_path: Path, capsys) -> None:

@@ -11,8 +11,9 @@ from exporter.cli import main
 from exporter.codec import TransactionLogRecord, TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.codec.record_batch import encode_batch
 
-ONGOING = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], 'q"x': [1]}, 1010, 1000,
-                              client_transaction_version=2)
+ONGOING = TransactionLogValue(
+    1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], 'q"x': [1]}, 1010, 1000, client_transaction_version=2
+)
 
 
 def segment(tmp_path, *batches, name="00000000000000000000.log"):
@@ -35,10 +36,17 @@ def test_record_and_tombstone_lines(tmp_path, capsys):
             "timestamp_ms": 1011,
             "transactional_id": "tx-1",
             "value": {
-                "version": 1, "producer_id": 42, "producer_epoch": 3, "transaction_timeout_ms": 60000,
-                "state": "ONGOING", "partitions": {"orders": [0, 2], 'q"x': [1]},
-                "last_update_timestamp_ms": 1010, "start_timestamp_ms": 1000,
-                "previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 2,
+                "version": 1,
+                "producer_id": 42,
+                "producer_epoch": 3,
+                "transaction_timeout_ms": 60000,
+                "state": "ONGOING",
+                "partitions": {"orders": [0, 2], 'q"x': [1]},
+                "last_update_timestamp_ms": 1010,
+                "start_timestamp_ms": 1000,
+                "previous_producer_id": -1,
+                "next_producer_id": -1,
+                "client_transaction_version": 2,
                 "next_producer_epoch": -1,
             },
         },
@@ -65,10 +73,13 @@ def test_missing_file_is_one_clear_line_and_the_others_still_decode(tmp_path):
     good = segment(tmp_path, encode_batch(0, [(encode_key("a"), None, 5)]))
     result = subprocess.run(
         [sys.executable, "-m", "exporter", "decode", str(tmp_path / "nope.log"), str(good)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 1
-    assert result.stderr.strip() == f"txn-exporter decode: cannot read {tmp_path / 'nope.log'}: No such file or directory"
+    assert (
+        result.stderr.strip() == f"txn-exporter decode: cannot read {tmp_path / 'nope.log'}: No such file or directory"
+    )
     assert json.loads(result.stdout)["transactional_id"] == "a"
 
 
@@ -107,8 +118,13 @@ def _log_dir(tmp_path, records_per_partition=1):
     for partition in (10, 2):
         d = tmp_path / f"__transaction_state-{partition}"
         d.mkdir()
-        segment(d, *(encode_batch(i, [(encode_key(f"p{partition}-{i}"), encode_value(ONGOING), 5)])
-                     for i in range(records_per_partition)))
+        segment(
+            d,
+            *(
+                encode_batch(i, [(encode_key(f"p{partition}-{i}"), encode_value(ONGOING), 5)])
+                for i in range(records_per_partition)
+            ),
+        )
     return tmp_path
 
 
@@ -118,13 +134,21 @@ def test_several_files_name_the_partition_and_file_of_every_line(tmp_path, capsy
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     files = {p: str(log_dir / f"__transaction_state-{p}" / "00000000000000000000.log") for p in (2, 10)}
     assert [(r["partition"], r["offset"], r["file"]) for r in lines] == [
-        (2, 0, files[2]), (2, 1, files[2]), (10, 0, files[10]), (10, 1, files[10]),
+        (2, 0, files[2]),
+        (2, 1, files[2]),
+        (10, 0, files[10]),
+        (10, 1, files[10]),
     ]
     # The record's own fields come first, as with one file; the names end the line.
     assert list(lines[0]) == ["offset", "timestamp_ms", "transactional_id", "value", "partition", "file"]
     # One file: the lines stay exactly as they were.
     assert main(["decode", files[2]]) == 0
-    assert list(json.loads(capsys.readouterr().out.splitlines()[0])) == ["offset", "timestamp_ms", "transactional_id", "value"]
+    assert list(json.loads(capsys.readouterr().out.splitlines()[0])) == [
+        "offset",
+        "timestamp_ms",
+        "transactional_id",
+        "value",
+    ]
     # Two files outside a partition directory: partition null; errors are named too.
     whole = encode_batch(0, [(encode_key("c"), None, 5)])
     other = segment(tmp_path, whole + b"\x00" * 70, name="copy.log")
@@ -135,8 +159,9 @@ def test_several_files_name_the_partition_and_file_of_every_line(tmp_path, capsy
 
 def test_a_reader_that_goes_away_stops_decode_quietly(tmp_path):
     log_dir = _log_dir(tmp_path, 3000)  # about 2 MB of lines: more than a pipe holds
-    proc = subprocess.Popen([sys.executable, "-m", "exporter", "decode", str(log_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter", "decode", str(log_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert json.loads(proc.stdout.readline())["offset"] == 0  # as `| head -1` does
     proc.stdout.close()
     stderr = proc.stderr.read().decode()
@@ -145,8 +170,13 @@ def test_a_reader_that_goes_away_stops_decode_quietly(tmp_path):
 
 
 def _refused(path):
-    result = subprocess.run([sys.executable, "-m", "exporter", "decode", str(path)],
-                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [sys.executable, "-m", "exporter", "decode", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 2, result
     assert result.stdout == "" and result.stderr.count("\n") == 1
     return result.stderr
@@ -205,8 +235,13 @@ def _peak_rss_kib(path) -> int:
         "hwm = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
         "print(status, hwm, file=sys.stderr)\n"
     )
-    result = subprocess.run([sys.executable, "-c", script, str(path)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     status, hwm = result.stderr.split()
     assert status == "0"
     return int(hwm)
@@ -233,13 +268,24 @@ class _Collect:
 
 def _expected_line(offset, ts, tid, v):
     """The contract's line, by json.dumps (ensure_ascii=False: decode writes UTF-8 as is)."""
-    value = None if v is None else {
-        "version": v.version, "producer_id": v.producer_id, "producer_epoch": v.producer_epoch,
-        "transaction_timeout_ms": v.transaction_timeout_ms, "state": v.state.name, "partitions": v.partitions,
-        "last_update_timestamp_ms": v.last_update_timestamp_ms, "start_timestamp_ms": v.start_timestamp_ms,
-        "previous_producer_id": v.previous_producer_id, "next_producer_id": v.next_producer_id,
-        "client_transaction_version": v.client_transaction_version, "next_producer_epoch": v.next_producer_epoch,
-    }  # fmt: skip
+    value = (
+        None
+        if v is None
+        else {
+            "version": v.version,
+            "producer_id": v.producer_id,
+            "producer_epoch": v.producer_epoch,
+            "transaction_timeout_ms": v.transaction_timeout_ms,
+            "state": v.state.name,
+            "partitions": v.partitions,
+            "last_update_timestamp_ms": v.last_update_timestamp_ms,
+            "start_timestamp_ms": v.start_timestamp_ms,
+            "previous_producer_id": v.previous_producer_id,
+            "next_producer_id": v.next_producer_id,
+            "client_transaction_version": v.client_transaction_version,
+            "next_producer_epoch": v.next_producer_epoch,
+        }
+    )
     line = {"offset": offset, "timestamp_ms": ts, "transactional_id": tid, "value": value}
     return json.dumps(line, ensure_ascii=False) + "\n"
 
@@ -257,20 +303,29 @@ def _values(draw):
     tagged = version == 1
     last_update = draw(_int64)
     return TransactionLogValue(
-        version, draw(_int64), draw(st.integers(-(2**15), 2**15 - 1)), draw(st.integers(-(2**31), 2**31 - 1)),
-        draw(st.sampled_from(list(TransactionState))), draw(_partitions), last_update,
+        version,
+        draw(_int64),
+        draw(st.integers(-(2**15), 2**15 - 1)),
+        draw(st.integers(-(2**31), 2**31 - 1)),
+        draw(st.sampled_from(list(TransactionState))),
+        draw(_partitions),
+        last_update,
         draw(st.just(last_update) | _int64),  # start: the same when ONGOING
         # Each tagged field absent (its default) or not: the shapes coordinators write, and others.
-        draw(st.just(-1) | _int64) if tagged else -1, draw(st.just(-1) | _int64) if tagged else -1,
-        draw(st.sampled_from([0, 2, -5])) if tagged else 0, draw(st.sampled_from([-1, 7])) if tagged else -1,
-    )  # fmt: skip
+        draw(st.just(-1) | _int64) if tagged else -1,
+        draw(st.just(-1) | _int64) if tagged else -1,
+        draw(st.sampled_from([0, 2, -5])) if tagged else 0,
+        draw(st.sampled_from([-1, 7])) if tagged else -1,
+    )
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.none() | _values(), min_size=1, max_size=4),
     # The record's timestamp: its value's last update time (None) as usual, or another.
-    st.lists(st.tuples(st.text(max_size=12), st.integers(0, 3), st.none() | st.integers(0, 2**41)), min_size=1, max_size=30),
+    st.lists(
+        st.tuples(st.text(max_size=12), st.integers(0, 3), st.none() | st.integers(0, 2**41)), min_size=1, max_size=30
+    ),
 )
 def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
     """Every line is the contract's JSON (escaping and UTF-8 included), through the codec's fast
@@ -282,10 +337,12 @@ def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
         value = values[k % len(values)]
         records.append((tid, value, ts if ts is not None else 0 if value is None else value.last_update_timestamp_ms))
     path = tmp_path_factory.mktemp("seg") / "00000000000000000000.log"
-    path.write_bytes(b"".join(
-        encode_batch(i, [(encode_key(tid), None if v is None else encode_value(v), ts)])
-        for i, (tid, v, ts) in enumerate(records)
-    ))  # fmt: skip
+    path.write_bytes(
+        b"".join(
+            encode_batch(i, [(encode_key(tid), None if v is None else encode_value(v), ts)])
+            for i, (tid, v, ts) in enumerate(records)
+        )
+    )
     out = _Collect()
     assert decode_file(path, out) is False
     expected = [_expected_line(i, ts, tid, v) for i, (tid, v, ts) in enumerate(records)]
@@ -297,15 +354,21 @@ def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
 def test_a_topic_name_that_is_not_utf8_is_an_error_line_wherever_the_array_is_read(tmp_path, capsys):
     """The memo of partitions arrays decodes each array it has not seen, invalid UTF-8 included:
     the record is an invalid_utf8 line, the same array seen again is one again, the others decode."""
-    good = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], "xx": [1]}, 1010, 1000,
-                               previous_producer_id=42)
+    good = TransactionLogValue(
+        1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], "xx": [1]}, 1010, 1000, previous_producer_id=42
+    )
     raw = encode_value(good)
     bad = raw.replace(b"xx", b"\xff\xfe")
-    path = segment(tmp_path, *(encode_batch(i, [(encode_key("t"), value, 5)]) for i, value in enumerate((raw, bad, raw, bad))))
+    path = segment(
+        tmp_path, *(encode_batch(i, [(encode_key("t"), value, 5)]) for i, value in enumerate((raw, bad, raw, bad)))
+    )
     assert main(["decode", str(path)]) == 1
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["value"]["partitions"] for line in lines[::2]] == [{"orders": [0, 2], "xx": [1]}] * 2
-    assert [(line["offset"], line["error"].split(":")[0]) for line in lines[1::2]] == [(1, "invalid_utf8"), (3, "invalid_utf8")]
+    assert [(line["offset"], line["error"].split(":")[0]) for line in lines[1::2]] == [
+        (1, "invalid_utf8"),
+        (3, "invalid_utf8"),
+    ]
 
 
 def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, capsys):
@@ -315,6 +378,8 @@ def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, cap
         value = TransactionLogValue(1, 42, 3, 60000, TransactionState.EMPTY, partitions, 1010, 1000)
         raw = encode_value(value)
         assert raw[17] == count[0] & 0x7F
-        path = segment(tmp_path, encode_batch(0, [(encode_key("t"), raw[:17] + count + raw[18:], 5)]), name=f"{count.hex()}.log")
+        path = segment(
+            tmp_path, encode_batch(0, [(encode_key("t"), raw[:17] + count + raw[18:], 5)]), name=f"{count.hex()}.log"
+        )
         assert main(["decode", str(path)]) == 0
         assert capsys.readouterr().out == _expected_line(0, 5, "t", value)

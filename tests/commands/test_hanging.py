@@ -14,8 +14,9 @@ import pytest
 
 def _hanging(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "exporter", "hanging", *args], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "exporter", "hanging", *args], capture_output=True, text=True, timeout=120
+    )
     return proc, time.monotonic() - started
 
 
@@ -34,8 +35,10 @@ def test_a_refused_address_fails_at_once_naming_it() -> None:
         address = f"127.0.0.1:{s.getsockname()[1]}"
     proc, _ = _hanging("--bootstrap-servers", f"{address},nosuchhost.invalid:9092")
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"txn-exporter hanging: cannot reach Kafka at {address} (connection refused), "
-                                  "nosuchhost.invalid:9092 (cannot resolve nosuchhost.invalid: ")
+    assert proc.stderr.startswith(
+        f"txn-exporter hanging: cannot reach Kafka at {address} (connection refused), "
+        "nosuchhost.invalid:9092 (cannot resolve nosuchhost.invalid: "
+    )
     assert proc.stderr.count("\n") == 1
     assert proc.stdout == ""
 

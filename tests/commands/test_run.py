@@ -28,9 +28,21 @@ class Run:
     def __init__(self, tmp_path: Path, *args: str) -> None:
         self.log = tmp_path / "run.log"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", _refused_address(),
-             "--listen", f"127.0.0.1:{free_port()}", "--kafka-config", f"sasl.password={SECRET}", *args],
-            stdout=subprocess.DEVNULL, stderr=self.log.open("w"),
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "run",
+                "--bootstrap-servers",
+                _refused_address(),
+                "--listen",
+                f"127.0.0.1:{free_port()}",
+                "--kafka-config",
+                f"sasl.password={SECRET}",
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("w"),
         )
 
     def lines(self) -> list[str]:

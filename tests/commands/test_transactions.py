@@ -12,10 +12,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from exporter.cli import main
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.test_web_security import CA
@@ -31,8 +31,9 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MetricsServe
     cert, key = ca.issue("server", server=True)
     web = directory / "web.yml"
     hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
-    web.write_text(f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n"
-                   f"basic_auth_users:\n  ops: '{hashed}'\n")
+    web.write_text(
+        f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\nbasic_auth_users:\n  ops: '{hashed}'\n"
+    )
     password_file = directory / "password"
     password_file.write_text(PASSWORD + "\n")
     now = int(time.time() * 1000)
@@ -42,9 +43,15 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MetricsServe
     model.apply(log_event("writer-\x1b[31mred", S.ONGOING, timestamp_ms=now - 5_000))
     model.apply(log_event("held", S.ONGOING, offset=1, timestamp_ms=now - 70_000))
     model.apply(log_event("held", S.PREPARE_COMMIT, offset=2, timestamp_ms=now - 65_000))
-    server = MetricsServer("127.0.0.1", 0, CollectorRegistry(), healthy=lambda: True, ready=lambda: True,
-                           web_config_file=str(web),
-                           routes={PATH: TransactionsEndpoint(model, 300, "kafka:9092", broker_log=True)})
+    server = MetricsServer(
+        "127.0.0.1",
+        0,
+        CollectorRegistry(),
+        healthy=lambda: True,
+        ready=lambda: True,
+        web_config_file=str(web),
+        routes={PATH: TransactionsEndpoint(model, 300, "kafka:9092", broker_log=True)},
+    )
     server.start()
     yield server, ca.file, password_file
     server.stop()
@@ -58,10 +65,19 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_table_over_https_with_basic_auth(tls, capsys):
     server, ca, password = tls
-    status, out, err = cli(capsys, "--url", f"https://localhost:{server.port}", "--ca-file", str(ca),
-                           "--username", "ops", "--password-file", str(password))
+    status, out, err = cli(
+        capsys,
+        "--url",
+        f"https://localhost:{server.port}",
+        "--ca-file",
+        str(ca),
+        "--username",
+        "ops",
+        "--password-file",
+        str(password),
+    )
     assert status == 0, err
-    header, first, second, *rest = out.splitlines()
+    header, first, second, *_rest = out.splitlines()
     assert header.split()[:4] == ["TRANSACTIONAL_ID", "STATE", "PRODUCER_ID", "EPOCH"]
     assert first.split()[:4] == ["held", "PREPARE_COMMIT", "4000", "2"]
     assert second.startswith("writer-\\x1b[31mred ")  # a terminal escape in an id is shown, not sent
@@ -71,8 +87,20 @@ def test_table_over_https_with_basic_auth(tls, capsys):
 
 def test_json_filters_and_credentials_in_the_url(tls, capsys):
     server, ca, _ = tls
-    status, out, err = cli(capsys, "--url", f"https://ops:{PASSWORD}@localhost:{server.port}{PATH}", "--ca-file",
-                           str(ca), "--json", "--state", "PREPARE_COMMIT", "--min-age", "1m", "--limit", "5")
+    status, out, err = cli(
+        capsys,
+        "--url",
+        f"https://ops:{PASSWORD}@localhost:{server.port}{PATH}",
+        "--ca-file",
+        str(ca),
+        "--json",
+        "--state",
+        "PREPARE_COMMIT",
+        "--min-age",
+        "1m",
+        "--limit",
+        "5",
+    )
     assert status == 0, err
     doc = json.loads(out)
     assert [r["transactional_id"] for r in doc["transactions"]] == ["held"]

@@ -31,7 +31,9 @@ def test_late_is_strictly_past_max_timeout_plus_padding_since_the_last_write():
 
 
 def test_a_partition_counts_once_however_many_late_transactions():
-    late = late_transactions([txn(pid=1, last=0), txn(pid=2, last=0), txn(partition=1, last=0), txn(last=NOW)], NOW, 10, 0)
+    late = late_transactions(
+        [txn(pid=1, last=0), txn(pid=2, last=0), txn(partition=1, last=0), txn(last=NOW)], NOW, 10, 0
+    )
     assert len(late) == 3
     assert partitions_with_late_transactions(late) == 2
 

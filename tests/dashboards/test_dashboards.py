@@ -62,8 +62,15 @@ def test_provisioning_ready(spec):
 
 def test_overview_answers_what_is_wrong_now():
     titles = " | ".join(p["title"] for p in _panels(_committed(generate.OVERVIEW))).lower()
-    for needed in ("pending markers", "oldest pending", "append errors", "marker retries by error", "late",
-                   "hanging", "p99 append latency by target state"):
+    for needed in (
+        "pending markers",
+        "oldest pending",
+        "append errors",
+        "marker retries by error",
+        "late",
+        "hanging",
+        "p99 append latency by target state",
+    ):
         assert needed in titles, needed
     rows = [p["title"] for p in _committed(generate.OVERVIEW)["panels"] if p["type"] == "row"]
     assert any("JMX" in r for r in rows)
@@ -78,13 +85,17 @@ def test_drilldown_by_broker_and_partition():
     assert "partition" in {v["name"] for v in dashboard["templating"]["list"]}
     exprs = [t["expr"] for p in _panels(dashboard) for t in p["targets"]]
     assert any("by (instance" in e for e in exprs)
-    assert any("partition=~\"$partition\"" in e and "by (instance, partition)" in e for e in exprs)
+    assert any('partition=~"$partition"' in e and "by (instance, partition)" in e for e in exprs)
 
 
 def _all_exprs() -> list[str]:
     exprs = [t["expr"] for spec in generate.DASHBOARDS for p in _panels(_committed(spec)) for t in p["targets"]]
-    exprs += [v["query"]["query"] for spec in generate.DASHBOARDS
-              for v in _committed(spec)["templating"]["list"] if isinstance(v.get("query"), dict)]
+    exprs += [
+        v["query"]["query"]
+        for spec in generate.DASHBOARDS
+        for v in _committed(spec)["templating"]["list"]
+        if isinstance(v.get("query"), dict)
+    ]
     document = yaml.safe_load(alerts_generate.RULES_PATH.read_text())
     for group in document["groups"]:
         for rule in group["rules"]:
@@ -123,7 +134,9 @@ def test_every_catalogue_metric_of_interest_is_on_a_dashboard():
     used = set().union(*(metric_names(e) for e in _all_exprs()))
     used_families = {metrics.resolve(n).name for n in used if n not in alerts_generate.RECORDING_NAMES}
     # Not graphed on purpose: an info/diagnostic metric listed here with the reason.
-    not_graphed = {"txn_exporter_unwritten_state_records_total": "diagnostic of a broker writing states it never writes"}
+    not_graphed = {
+        "txn_exporter_unwritten_state_records_total": "diagnostic of a broker writing states it never writes"
+    }
     missing = {spec.name for spec in CATALOGUE} - used_families - set(not_graphed)
     assert missing == set(), "catalogue metrics on no dashboard or alert"
 
@@ -141,8 +154,11 @@ def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_
     for spec in generate.DASHBOARDS:
         for panel in _panels(_committed(spec)):
             for target in panel["targets"]:
-                names = {metrics.resolve(n).name for n in metric_names(target["expr"])
-                         if n not in alerts_generate.RECORDING_NAMES}
+                names = {
+                    metrics.resolve(n).name
+                    for n in metric_names(target["expr"])
+                    if n not in alerts_generate.RECORDING_NAMES
+                }
                 if names & histograms:
                     assert target.get("exemplar") is True, panel["title"]
                     assert "exemplars" in panel["description"], panel["title"]
@@ -151,8 +167,12 @@ def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_
                     assert "exemplar" not in target, panel["title"]
                     without += 1
     assert with_exemplars >= 4 and without > with_exemplars
-    titles = {p["title"] for s in generate.DASHBOARDS for p in _panels(_committed(s)) if any(
-        t.get("exemplar") for t in p["targets"])}
+    titles = {
+        p["title"]
+        for s in generate.DASHBOARDS
+        for p in _panels(_committed(s))
+        if any(t.get("exemplar") for t in p["targets"])
+    }
     assert {"p99 append latency by target state", "p99 prepare-to-complete by result"} <= titles
 
     source = yaml.safe_load((generate.OUT_DIR.parent / "provisioning" / "datasource.example.yaml").read_text())

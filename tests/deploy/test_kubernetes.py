@@ -37,13 +37,20 @@ def _of_kind(documents, kind: str) -> list[dict]:
 
 def _pod_templates(documents) -> list[tuple[dict, dict]]:
     """(pod template labels, pod spec) of each workload."""
-    return [(d["spec"]["template"]["metadata"].get("labels", {}), d["spec"]["template"]["spec"])
-            for d in documents if d["kind"] in ("StatefulSet", "Deployment")]
+    return [
+        (d["spec"]["template"]["metadata"].get("labels", {}), d["spec"]["template"]["spec"])
+        for d in documents
+        if d["kind"] in ("StatefulSet", "Deployment")
+    ]
 
 
 def _exporters(documents) -> list[tuple[dict, dict, dict]]:
-    return [(labels, spec, c) for labels, spec in _pod_templates(documents) for c in spec["containers"]
-            if "txn-exporter" in c["image"]]
+    return [
+        (labels, spec, c)
+        for labels, spec in _pod_templates(documents)
+        for c in spec["containers"]
+        if "txn-exporter" in c["image"]
+    ]
 
 
 def test_overlays_are_the_three_ways_to_deploy() -> None:
@@ -87,8 +94,11 @@ def test_monitoring_component_holds_the_generated_rules_and_dashboards(overlay: 
     documents = render(overlay)
     (rule,) = _of_kind(documents, "PrometheusRule")
     assert rule["spec"] == yaml.safe_load(RULES_PATH.read_text())
-    dashboards = {m["metadata"]["name"]: m for m in _of_kind(documents, "ConfigMap")
-                  if m["metadata"].get("labels", {}).get("grafana_dashboard") == "1"}
+    dashboards = {
+        m["metadata"]["name"]: m
+        for m in _of_kind(documents, "ConfigMap")
+        if m["metadata"].get("labels", {}).get("grafana_dashboard") == "1"
+    }
     assert len(dashboards) == len(DASHBOARDS)
     for spec in DASHBOARDS:
         config_map = dashboards[f"grafana-dashboard-{spec.uid}"]
@@ -172,8 +182,11 @@ def test_example_kafka_client_config_is_a_valid_exporter_config(tmp_path: Path) 
     secret = next(d for d in render("kubernetes") if d["metadata"]["name"] == "txn-exporter-kafka")
     path = tmp_path / "config.yml"
     # librdkafka loads the CA file as it checks the settings: this host's CAs stand in for the pod's.
-    path.write_text(secret["stringData"]["config.yml"].replace(
-        "/etc/txn-exporter/kafka/ca.crt", ssl.get_default_verify_paths().capath))
+    path.write_text(
+        secret["stringData"]["config.yml"].replace(
+            "/etc/txn-exporter/kafka/ca.crt", ssl.get_default_verify_paths().capath
+        )
+    )
     settings = config.load(argparse.Namespace(config=str(path)), {"TXN_EXPORTER_BOOTSTRAP_SERVERS": "k:9092"})
     assert settings.redacted()["kafka"]["sasl.password"] == "***"
 
@@ -181,8 +194,15 @@ def test_example_kafka_client_config_is_a_valid_exporter_config(tmp_path: Path) 
 def test_strimzi_user_has_exactly_the_least_privilege_acls() -> None:
     """deploy/README.md's list: reading __transaction_state, and the hanging scan's two rights."""
     (user,) = _of_kind(render("strimzi"), "KafkaUser")
-    acls = sorted((a["resource"]["type"], a["resource"]["name"], a["resource"].get("patternType", "literal"),
-                   sorted(a["operations"])) for a in user["spec"]["authorization"]["acls"])
+    acls = sorted(
+        (
+            a["resource"]["type"],
+            a["resource"]["name"],
+            a["resource"].get("patternType", "literal"),
+            sorted(a["operations"]),
+        )
+        for a in user["spec"]["authorization"]["acls"]
+    )
     assert acls == [
         ("topic", "*", "literal", ["Read"]),
         ("topic", "__transaction_state", "literal", ["Describe", "Read"]),
@@ -209,8 +229,9 @@ def test_strimzi_broker_logs_what_broker_log_reads_to_the_shared_volume() -> Non
     assert log4j[f"{appender}.layout.pattern"] == "[%d] %p %m (%c)%n"
     assert f"{appender}.name" in log4j and log4j["rootLogger.level"] == "INFO"
     assert any(k.startswith("rootLogger.appenderRef.") and v == log4j[f"{appender}.name"] for k, v in log4j.items())
-    loggers = {log4j[k]: log4j[k.replace(".name", ".level")] for k in log4j
-               if k.startswith("logger.") and k.endswith(".name")}
+    loggers = {
+        log4j[k]: log4j[k.replace(".name", ".level")] for k in log4j if k.startswith("logger.") and k.endswith(".name")
+    }
     assert loggers == {"kafka.coordinator.transaction.TransactionStateManager": "DEBUG"}
     (pool,) = _of_kind(documents, "KafkaNodePool")
     mounts = pool["spec"]["template"]["kafkaContainer"]["volumeMounts"]
@@ -223,7 +244,7 @@ def _readme_section() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("## On Kubernetes")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else None]
+    return text[start : end if end != -1 else None]
 
 
 def test_readme_applies_exactly_the_overlays_the_tests_render() -> None:

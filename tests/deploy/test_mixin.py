@@ -40,14 +40,18 @@ def build(overrides: str = "{}") -> dict:
 
 
 def _rules(built: dict) -> dict[str, dict]:
-    return {r.get("alert") or r["record"]: r for g in built["rules"]["groups"] + built["alerts"]["groups"]
-            for r in g["rules"]}
+    return {
+        r.get("alert") or r["record"]: r
+        for g in built["rules"]["groups"] + built["alerts"]["groups"]
+        for r in g["rules"]
+    }
 
 
 def _exprs(dashboard) -> list[str]:
     if isinstance(dashboard, dict):
         return [v for k, v in dashboard.items() if k in ("expr", "query") and isinstance(v, str)] + [
-            e for v in dashboard.values() for e in _exprs(v)]
+            e for v in dashboard.values() for e in _exprs(v)
+        ]
     if isinstance(dashboard, list):
         return [e for v in dashboard for e in _exprs(v)]
     return []
@@ -84,7 +88,8 @@ def test_changed_config_changes_selectors_thresholds_and_links_everywhere() -> N
     assert "for" not in default["TxnExporterDecodeErrors"]
     assert changed["TxnExporterSourceDown"]["expr"] == 'txn_exporter_source_up{namespace="kafka"} == 0'
     assert changed["TxnExporterReplayStuck"]["expr"].startswith(
-        'txn_exporter_partitions_followed{phase="replaying", namespace="kafka"}')
+        'txn_exporter_partitions_followed{phase="replaying", namespace="kafka"}'
+    )
     for rule in (r for r in changed.values() if "alert" in r):
         assert rule["annotations"]["runbook_url"].startswith("https://wiki.example.org/runbooks#")
         assert rule["annotations"]["dashboard_url"].startswith("https://grafana.example.org/d/")
@@ -93,7 +98,7 @@ def test_changed_config_changes_selectors_thresholds_and_links_everywhere() -> N
         for expr in _exprs(dashboard):
             if expr == "prometheus":  # the datasource variable's query
                 continue
-            assert not re.search(r'(?<![$\w])cluster\b', expr), (name, expr)
+            assert not re.search(r"(?<![$\w])cluster\b", expr), (name, expr)
             assert "kafka_cluster" in expr, (name, expr)
             # The brokers' JMX series are scraped under the brokers' job: no exporter selector.
             broker_jmx = re.search(r"kafka_server_|kafka_coordinator_", expr)

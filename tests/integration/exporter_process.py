@@ -22,9 +22,21 @@ class ExporterProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "run", "--bootstrap-servers", bootstrap,
-             "--listen", f"127.0.0.1:{self.port}", "--metadata-refresh-seconds", "1", *args],
-            stdout=subprocess.DEVNULL, stderr=log.open("a"),
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "run",
+                "--bootstrap-servers",
+                bootstrap,
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "--metadata-refresh-seconds",
+                "1",
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("a"),
         )
 
     def get(self, path: str) -> tuple[int, str]:

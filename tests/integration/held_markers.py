@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.integration.exporter_process import ExporterProcess
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.workload import held_commit
-from tests.integration.exporter_process import ExporterProcess
 
 PENDING = "kafka_transactions_with_pending_markers"
 OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"

@@ -19,11 +19,11 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from tests.integration.exporter_process import ExporterProcess
+from txn_workshop.harness.admin import alter_topic_config, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import alter_topic_config, create_topic
 from txn_workshop.harness.workload import commit_transactions, held_commit
-from tests.integration.exporter_process import ExporterProcess
 
 STATE_TOPIC = "__transaction_state"
 PARTITIONS = 8
@@ -53,11 +53,21 @@ def _following_the_log(broker: KafkaBroker) -> tuple[str, ...]:
 
 
 def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": STATE_TOPIC, "partition": p, "replicas": [1, 2]} for p in range(PARTITIONS)]}))
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": STATE_TOPIC, "partition": p, "replicas": [1, 2]} for p in range(PARTITIONS)],
+            }
+        )
+    )
     result = first.run_tool(
         first.kafka.reassign_partitions_class,
-        "--bootstrap-server", first.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
+        "--bootstrap-server",
+        first.bootstrap_servers,
+        "--reassignment-json-file",
+        str(plan),
+        "--execute",
     )
     assert result.returncode == 0, result.stdout + result.stderr
     admin = AdminClient({"bootstrap.servers": first.bootstrap_servers})
@@ -71,8 +81,9 @@ def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
 
 
 def _producer(broker: KafkaBroker, tid: str) -> Producer:
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid,
-                         "transaction.timeout.ms": 120000})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid, "transaction.timeout.ms": 120000}
+    )
     producer.init_transactions(60)
     return producer
 
@@ -84,8 +95,15 @@ def _set_state_log_min_isr(broker: KafkaBroker, value: str) -> None:
 def _set_logger(broker: KafkaBroker, level: str | None) -> None:
     change = ["--add-config", f"{STATE_MANAGER_LOGGER}={level}"] if level else ["--delete-config", STATE_MANAGER_LOGGER]
     result = broker.run_tool(
-        broker.kafka.config_command_class, "--bootstrap-server", broker.bootstrap_servers,
-        "--entity-type", "broker-loggers", "--entity-name", str(broker.node_id), "--alter", *change,
+        broker.kafka.config_command_class,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--entity-type",
+        "broker-loggers",
+        "--entity-name",
+        str(broker.node_id),
+        "--alter",
+        *change,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -114,8 +132,9 @@ def test_held_markers_are_retried_with_not_enough_replicas(cluster, exporter):
     assert process.value("txn_exporter_broker_log_skipped_lines_total", reason="unrecognized") == 0
 
 
-def _commit_while_state_log_fails(first: KafkaBroker, second: KafkaBroker, process: ExporterProcess,
-                                  tid: str, error: str) -> None:
+def _commit_while_state_log_fails(
+    first: KafkaBroker, second: KafkaBroker, process: ExporterProcess, tid: str, error: str
+) -> None:
     producer = _producer(first, tid)
     producer.begin_transaction()
     producer.produce("plain", b"x", partition=0)
@@ -130,7 +149,7 @@ def _commit_while_state_log_fails(first: KafkaBroker, second: KafkaBroker, proce
         try:
             producer.commit_transaction(90)  # retried by the client while appends fail
             outcome.append(None)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             outcome.append(e)
 
     committer = threading.Thread(target=commit)
@@ -138,7 +157,8 @@ def _commit_while_state_log_fails(first: KafkaBroker, second: KafkaBroker, proce
     try:
         process.wait_for(
             lambda: (process.value(APPEND_ERRORS, target_state="PREPARE_COMMIT", error=error) or 0) > before,
-            60, f"a failed PREPARE_COMMIT append counted as {error}",
+            60,
+            f"a failed PREPARE_COMMIT append counted as {error}",
         )
     finally:
         _set_state_log_min_isr(first, "1")
@@ -228,8 +248,11 @@ def test_copytruncate_of_the_real_broker_log_loses_and_repeats_nothing(cluster, 
     process.wait_for(lambda: process.value(PENDING) == 0, 60, "markers written after the release")
     process.wait_for(lambda: process.value("txn_exporter_broker_log_rotations_total") == 1, 30, "one rotation")
     written = _count(copy, "has failed with error", start) + _count(log, "has failed with error", 0)
-    process.wait_for(lambda: process.value(RETRIES, error="NOT_ENOUGH_REPLICAS") == written, 30,
-                     f"{written} retries, as many as lines")
+    process.wait_for(
+        lambda: process.value(RETRIES, error="NOT_ENOUGH_REPLICAS") == written,
+        30,
+        f"{written} retries, as many as lines",
+    )
 
 
 def _count(path, text: str, offset: int) -> int:

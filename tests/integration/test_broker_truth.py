@@ -30,15 +30,15 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from txn_workshop.harness import jmx
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.jars import KAFKA_VERSIONS
-from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
-from txn_workshop.harness.workload import hold_markers, run_mix
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger
 from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop.harness import jmx
+from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.jars import KAFKA_VERSIONS
+from txn_workshop.harness.workload import hold_markers, run_mix
 
 PARTITIONS = 8
 RETRIES = "kafka_transaction_marker_retries_total"
@@ -114,8 +114,9 @@ def _commit_while_appends_fail(cluster, prepare_commit_errors, tid: str, failure
     min.insync.replicas 2, its follower stopped) until the exporter counted ``failures`` of them;
     the client retries its EndTxn meanwhile, and commits once appends succeed again."""
     first, second = cluster
-    producer = Producer({"bootstrap.servers": first.bootstrap_servers, "transactional.id": tid,
-                         "transaction.timeout.ms": 120000})
+    producer = Producer(
+        {"bootstrap.servers": first.bootstrap_servers, "transactional.id": tid, "transaction.timeout.ms": 120000}
+    )
     producer.init_transactions(60)
     producer.begin_transaction()
     producer.produce("plain", b"x", partition=0)
@@ -128,7 +129,7 @@ def _commit_while_appends_fail(cluster, prepare_commit_errors, tid: str, failure
         try:
             producer.commit_transaction(90)
             outcome.append(None)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             outcome.append(e)
 
     committer = threading.Thread(target=commit)
@@ -151,8 +152,11 @@ def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluste
     process = following_the_log
 
     def prepare_commit_errors() -> dict[str, float]:
-        return {dict(k)["error"]: v for (n, k), v in process.samples().items()
-                if n == APPEND_ERRORS and dict(k)["target_state"] == "PREPARE_COMMIT"}
+        return {
+            dict(k)["error"]: v
+            for (n, k), v in process.samples().items()
+            if n == APPEND_ERRORS and dict(k)["target_state"] == "PREPARE_COMMIT"
+        }
 
     before = jmx.request_errors(first, "EndTxn")
     _commit_while_appends_fail(cluster, prepare_commit_errors, "truth-append-info", 3)
@@ -179,18 +183,23 @@ def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, fol
     process = following_the_log
     tid = "truth-mix"
     result = run_mix(first.bootstrap_servers, "plain", [tid], commits=3, aborts=2, timeouts=1)
-    process.wait_for(lambda: process.value(RECORDS, target_state="COMPLETE_ABORT") == result.aborts + 1, 60,
-                     "every complete record")
+    process.wait_for(
+        lambda: process.value(RECORDS, target_state="COMPLETE_ABORT") == result.aborts + 1, 60, "every complete record"
+    )
     process.wait_for(lambda: process.value(PENDING) == 0, 60, "no pending markers")
 
     # Every record of the id was written after the exporter started: live, so each one is counted.
-    dumped = Counter(r["value"]["state"] for r in _kafkas(first).values()
-                     if r["transactional_id"] == tid and r["value"] is not None)
+    dumped = Counter(
+        r["value"]["state"] for r in _kafkas(first).values() if r["transactional_id"] == tid and r["value"] is not None
+    )
     assert dumped["PREPARE_COMMIT"] == result.commits and dumped["PREPARE_ABORT"] == result.aborts + 1
     assert {s: process.value(RECORDS, target_state=s) for s in TARGET_STATES} == {s: dumped[s] for s in TARGET_STATES}
     assert process.value("kafka_transaction_timeouts_total") == 1
     assert {r: process.value(DURATION, result=r) for r in ("commit", "abort", "timeout")} == {
-        "commit": result.commits, "abort": result.aborts, "timeout": 1}
+        "commit": result.commits,
+        "abort": result.aborts,
+        "timeout": 1,
+    }
     assert _labelled(process, APPEND_ERRORS, "error") == {}
     assert process.value("txn_exporter_broker_log_skipped_lines_total", reason="unrecognized") == 0
     # Every transactional id's current state (replayed history included) as its last record says.
@@ -198,4 +207,5 @@ def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, fol
     last = {r.transactional_id: r.state for r in records}
     current = Counter(state for state in last.values() if state is not None)
     assert {s: process.value("kafka_transactions", state=s) or 0 for s in TARGET_STATES} == {
-        s: current[s] for s in TARGET_STATES}
+        s: current[s] for s in TARGET_STATES
+    }

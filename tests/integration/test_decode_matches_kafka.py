@@ -19,11 +19,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from exporter.codec import TransactionLogRecord, TransactionState, decode_record
 from exporter.commands.decode import format_record
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import run_mix
 from exporter.sources.segment_files import partition_of, read_segment
 from tests.conftest import BROKER_PARAMS
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import run_mix
 
 PARTITIONS = 4
 EXPIRATION = {
@@ -32,8 +32,13 @@ EXPIRATION = {
 }
 # 3.x prints the display names of states.
 _DISPLAY_NAMES = {
-    "Empty": "EMPTY", "Ongoing": "ONGOING", "PrepareCommit": "PREPARE_COMMIT", "PrepareAbort": "PREPARE_ABORT",
-    "CompleteCommit": "COMPLETE_COMMIT", "CompleteAbort": "COMPLETE_ABORT", "Dead": "DEAD",
+    "Empty": "EMPTY",
+    "Ongoing": "ONGOING",
+    "PrepareCommit": "PREPARE_COMMIT",
+    "PrepareAbort": "PREPARE_ABORT",
+    "CompleteCommit": "COMPLETE_COMMIT",
+    "CompleteAbort": "COMPLETE_ABORT",
+    "Dead": "DEAD",
     "PrepareEpochFence": "PREPARE_EPOCH_FENCE",
 }
 _RECORD_LINE = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) .* key: (.*?) payload: (.*)$")
@@ -49,7 +54,10 @@ def quiet_broker_log(request, kafka_broker_factory, tmp_path_factory):
     """A broker that ran the workload until every id expired, then stopped: its files are final."""
     version, tv = request.param
     broker = KafkaBroker(
-        version, tv, transaction_state_partitions=PARTITIONS, broker_properties=EXPIRATION,
+        version,
+        tv,
+        transaction_state_partitions=PARTITIONS,
+        broker_properties=EXPIRATION,
         workdir=tmp_path_factory.mktemp(f"decode-{version}-tv{tv}"),
     )
     kafka_broker_factory.make_room()
@@ -125,28 +133,41 @@ def _parse(key: str, payload: str) -> dict:
         if payload in ("<DELETE>", "null"):
             return {"transactional_id": tid, "value": None}
         pid, epoch, state, partitions, last_update, timeout = _V3_PAYLOAD.match(payload).groups()
-        return {"transactional_id": tid, "value": {
-            "producer_id": int(pid), "producer_epoch": int(epoch), "state": _DISPLAY_NAMES[state],
-            "topic_partitions": sorted(p for p in partitions.split(",") if p),
-            "last_update_timestamp_ms": int(last_update), "transaction_timeout_ms": int(timeout),
-        }}
+        return {
+            "transactional_id": tid,
+            "value": {
+                "producer_id": int(pid),
+                "producer_epoch": int(epoch),
+                "state": _DISPLAY_NAMES[state],
+                "topic_partitions": sorted(p for p in partitions.split(",") if p),
+                "last_update_timestamp_ms": int(last_update),
+                "transaction_timeout_ms": int(timeout),
+            },
+        }
     tid = json.loads(key)["data"]["transactionalId"]
     if payload in ("<DELETE>", "null"):
         return {"transactional_id": tid, "value": None}
     value = json.loads(payload)
     data = value["data"]
     partitions = data["transactionPartitions"]
-    return {"transactional_id": tid, "value": {
-        "version": int(value["version"]), "producer_id": data["producerId"], "producer_epoch": data["producerEpoch"],
-        "transaction_timeout_ms": data["transactionTimeoutMs"], "state": TransactionState(data["transactionStatus"]).name,
-        "partitions": None if partitions is None else {p["topic"]: p["partitionIds"] for p in partitions},
-        "last_update_timestamp_ms": data["transactionLastUpdateTimestampMs"],
-        "start_timestamp_ms": data["transactionStartTimestampMs"],
-        # Tagged fields are printed only when set; absent means the default.
-        "previous_producer_id": data.get("previousProducerId", -1), "next_producer_id": data.get("nextProducerId", -1),
-        "client_transaction_version": data.get("clientTransactionVersion", 0),
-        "next_producer_epoch": data.get("nextProducerEpoch", -1),
-    }}
+    return {
+        "transactional_id": tid,
+        "value": {
+            "version": int(value["version"]),
+            "producer_id": data["producerId"],
+            "producer_epoch": data["producerEpoch"],
+            "transaction_timeout_ms": data["transactionTimeoutMs"],
+            "state": TransactionState(data["transactionStatus"]).name,
+            "partitions": None if partitions is None else {p["topic"]: p["partitionIds"] for p in partitions},
+            "last_update_timestamp_ms": data["transactionLastUpdateTimestampMs"],
+            "start_timestamp_ms": data["transactionStartTimestampMs"],
+            # Tagged fields are printed only when set; absent means the default.
+            "previous_producer_id": data.get("previousProducerId", -1),
+            "next_producer_id": data.get("nextProducerId", -1),
+            "client_transaction_version": data.get("clientTransactionVersion", 0),
+            "next_producer_epoch": data.get("nextProducerEpoch", -1),
+        },
+    }
 
 
 def _as_kafka_prints(record: TransactionLogRecord, like: dict) -> dict:
@@ -180,7 +201,15 @@ def test_the_workload_wrote_every_state_and_tombstones_in_the_expected_version(q
     broker, result, _ = quiet_broker_log
     records = list(_ours(broker).values())
     states = Counter(r.value.state.name if r.value else "TOMBSTONE" for r in records)
-    assert {"EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT", "TOMBSTONE"} <= set(states)
+    assert {
+        "EMPTY",
+        "ONGOING",
+        "PREPARE_COMMIT",
+        "PREPARE_ABORT",
+        "COMPLETE_COMMIT",
+        "COMPLETE_ABORT",
+        "TOMBSTONE",
+    } <= set(states)
     assert states["PREPARE_COMMIT"] == states["COMPLETE_COMMIT"] == result.commits
     # Client aborts plus the coordinator's timeout aborts.
     assert states["PREPARE_ABORT"] == states["COMPLETE_ABORT"] == result.aborts + result.timeouts

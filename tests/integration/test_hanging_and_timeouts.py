@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer, unregistered_transaction
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
@@ -35,8 +35,9 @@ def cluster(request, kafka_broker_factory, tmp_path_factory):
 def test_timed_out_producer_counts_a_timeout_and_client_aborts_do_not(cluster, exporter):
     first, _ = cluster
     bootstrap = first.bootstrap_servers
-    process = exporter(bootstrap, "--all-partitions", "--hanging-scan-interval-seconds", "0",
-                       "--late-transaction-padding-seconds", "1")
+    process = exporter(
+        bootstrap, "--all-partitions", "--hanging-scan-interval-seconds", "0", "--late-transaction-padding-seconds", "1"
+    )
     run_mix(bootstrap, "plain", ["client-aborts"], commits=2, aborts=2)
     process.wait_for(lambda: process.value(DURATION, result="abort") == 2, 30, "two client aborts")
     assert process.value(DURATION, result="commit") == 2
@@ -57,7 +58,9 @@ def test_timed_out_producer_counts_a_timeout_and_client_aborts_do_not(cluster, e
 def _hanging_json(bootstrap: str, *args: str) -> list[dict]:
     proc = subprocess.run(
         [sys.executable, "-m", "exporter", "hanging", "--bootstrap-servers", bootstrap, "--json", *args],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()]
@@ -76,8 +79,17 @@ def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
     # transaction.max.timeout.ms is 15 min on the brokers; the exporter is told 0 s so that a
     # transaction held for 2 s (the padding) is already late.
     late_args = ("--max-transaction-timeout-seconds", "0", "--padding-seconds", "2")
-    process = exporter(bootstrap, "--broker-id", str(first.node_id), "--hanging-scan-interval-seconds", "1",
-                       "--hanging-max-transaction-timeout-seconds", "0", "--late-transaction-padding-seconds", "2")
+    process = exporter(
+        bootstrap,
+        "--broker-id",
+        str(first.node_id),
+        "--hanging-scan-interval-seconds",
+        "1",
+        "--hanging-max-transaction-timeout-seconds",
+        "0",
+        "--late-transaction-padding-seconds",
+        "2",
+    )
     process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 0, 30, "a first scan")
     with held_commit(bootstrap, second, "held", "held-late"):
         process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 1, 60, "a late partition")
@@ -85,8 +97,9 @@ def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
 
         ours = _hanging_json(bootstrap, "--broker-id", str(first.node_id), *late_args)
         (producers,) = [_tool_rows(first, "describe-producers", "--topic", "held", "--partition", "0")]
-        kafka_hanging = _tool_rows(first, "find-hanging", "--broker-id", str(first.node_id),
-                                   "--max-transaction-timeout", "0")
+        kafka_hanging = _tool_rows(
+            first, "find-hanging", "--broker-id", str(first.node_id), "--max-transaction-timeout", "0"
+        )
     process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 0, 60, "markers written")
 
     # One late transaction: PREPARE_COMMIT at its coordinator, which still holds the partition.
@@ -95,7 +108,9 @@ def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
     assert row["coordinator"] == first.node_id and row["age_seconds"] > 2
     # Kafka's describe-producers sees the same open transaction: producer id, epoch, start offset.
     open_rows = [r for r in producers if r[-1] != "None"]
-    assert [(int(r[0]), int(r[1]), int(r[-1])) for r in open_rows] == [(row["producer_id"], row["epoch"], row["start_offset"])]
+    assert [(int(r[0]), int(r[1]), int(r[-1])) for r in open_rows] == [
+        (row["producer_id"], row["epoch"], row["start_offset"])
+    ]
     # find-hanging (no padding, age > 0 min) says what we say: late, but not hanging.
     assert kafka_hanging == []
     assert not [r for r in ours if r["verdict"] == "hanging"]
@@ -109,19 +124,42 @@ def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, v
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "unregistered", partitions=1)
     create_internal_topics(bootstrap)
-    process = exporter(bootstrap, "--broker-id", str(broker.node_id), "--hanging-scan-interval-seconds", "1",
-                       "--hanging-max-transaction-timeout-seconds", "0", "--late-transaction-padding-seconds", "2")
+    process = exporter(
+        bootstrap,
+        "--broker-id",
+        str(broker.node_id),
+        "--hanging-scan-interval-seconds",
+        "1",
+        "--hanging-max-transaction-timeout-seconds",
+        "0",
+        "--late-transaction-padding-seconds",
+        "2",
+    )
     process.wait_for(lambda: process.value("kafka_hanging_transactions") == 0, 30, "a first scan")
 
     unregistered_transaction(bootstrap, "ghost", "unregistered")
     process.wait_for(lambda: process.value("kafka_hanging_transactions") == 1, 60, "a hanging transaction")
     assert process.value("kafka_partitions_with_late_transactions") == 1
 
-    (row,) = _hanging_json(bootstrap, "--broker-id", str(broker.node_id),
-                           "--max-transaction-timeout-seconds", "0", "--padding-seconds", "2")
-    assert (row["topic"], row["partition"], row["transactional_id"], row["verdict"]) == ("unregistered", 0, "ghost", "hanging")
+    (row,) = _hanging_json(
+        bootstrap,
+        "--broker-id",
+        str(broker.node_id),
+        "--max-transaction-timeout-seconds",
+        "0",
+        "--padding-seconds",
+        "2",
+    )
+    assert (row["topic"], row["partition"], row["transactional_id"], row["verdict"]) == (
+        "unregistered",
+        0,
+        "ghost",
+        "hanging",
+    )
     # Kafka's find-hanging reports the same one: topic, partition, producer id, epoch, start offset.
-    kafka_hanging = _tool_rows(broker, "find-hanging", "--broker-id", str(broker.node_id), "--max-transaction-timeout", "0")
+    kafka_hanging = _tool_rows(
+        broker, "find-hanging", "--broker-id", str(broker.node_id), "--max-transaction-timeout", "0"
+    )
     assert [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in kafka_hanging] == [
         ("unregistered", 0, row["producer_id"], row["epoch"])
     ]
@@ -130,6 +168,11 @@ def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, v
     assert status == 200, body
     (listed,) = json.loads(body)["hanging"]
     assert (listed["transactional_id"], listed["producer_id"], listed["start_offset"]) == (
-        "ghost", row["producer_id"], row["start_offset"])
-    assert listed["abort_command"] == (f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic unregistered"
-                                       f" --partition 0 --start-offset {row['start_offset']}")
+        "ghost",
+        row["producer_id"],
+        row["start_offset"],
+    )
+    assert listed["abort_command"] == (
+        f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic unregistered"
+        f" --partition 0 --start-offset {row['start_offset']}"
+    )

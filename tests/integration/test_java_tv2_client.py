@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.exporter_process import ExporterProcess
+from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.java_workload import java_transactions
 from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION
-from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.workload import run_mix
-from tests.integration.exporter_process import ExporterProcess
-from tests.integration.test_decode_matches_kafka import _kafkas
 
 JAVA_IDS = [f"java-tv2-{n}" for n in range(6)]
 TRANSACTIONS = 8
@@ -53,15 +53,20 @@ def workload(kafka_broker_factory, tmp_path_factory):
         create_internal_topics(broker.bootstrap_servers)
         exporter = ExporterProcess(broker.bootstrap_servers, "--all-partitions", log=root / "exporter.log")
         exporter.wait_ready(120)
-        exporter.wait_for(lambda: exporter.value("txn_exporter_partitions_followed", phase="live") == PARTITIONS,
-                          120, "every partition live")
-        java = java_transactions(broker, "orders", JAVA_IDS, transactions=TRANSACTIONS, abort_every=ABORT_EVERY,
-                                 messages_per_txn=2)
+        exporter.wait_for(
+            lambda: exporter.value("txn_exporter_partitions_followed", phase="live") == PARTITIONS,
+            120,
+            "every partition live",
+        )
+        java = java_transactions(
+            broker, "orders", JAVA_IDS, transactions=TRANSACTIONS, abort_every=ABORT_EVERY, messages_per_txn=2
+        )
         librdkafka = run_mix(broker.bootstrap_servers, "orders", [LIBRDKAFKA_ID], commits=2, aborts=1)
         # Every id's last record is a COMPLETE_*: once all are counted, so is everything before them.
         ends = {"COMPLETE_COMMIT": java.commits + librdkafka.commits, "COMPLETE_ABORT": java.aborts + librdkafka.aborts}
-        exporter.wait_for(lambda: {s: exporter.value(RECORDS, target_state=s) for s in ends} == ends, 120,
-                          f"complete records {ends}")
+        exporter.wait_for(
+            lambda: {s: exporter.value(RECORDS, target_state=s) for s in ends} == ends, 120, f"complete records {ends}"
+        )
         yield broker, exporter, java, _kafkas(broker)
     finally:
         if exporter is not None:
@@ -84,9 +89,12 @@ def test_the_java_client_writes_client_transaction_version_2_and_librdkafka_does
     ongoing = by_version.pop(("ONGOING", 2))
     assert java.commits + java.aborts <= ongoing <= 2 * (java.commits + java.aborts)
     assert by_version == {
-        ("EMPTY", 0): len(JAVA_IDS), ("PREPARE_COMMIT", 2): java.commits, ("COMPLETE_COMMIT", 2): java.commits,
-        ("PREPARE_ABORT", 2): java.aborts, ("COMPLETE_ABORT", 2): java.aborts,
-    }  # fmt: skip
+        ("EMPTY", 0): len(JAVA_IDS),
+        ("PREPARE_COMMIT", 2): java.commits,
+        ("COMPLETE_COMMIT", 2): java.commits,
+        ("PREPARE_ABORT", 2): java.aborts,
+        ("COMPLETE_ABORT", 2): java.aborts,
+    }
     assert java.commits == len(JAVA_IDS) * 6 and java.aborts == len(JAVA_IDS) * 2
     assert {r["value"]["client_transaction_version"] for r in _of(dumped, {LIBRDKAFKA_ID})} == {0}
 
@@ -115,14 +123,21 @@ def test_the_exporters_counts_equal_the_records_kafka_dumps(workload):
     # TV2 bumps the epoch on every PREPARE_ABORT, as a coordinator's timeout abort does: none is one.
     assert exporter.value("kafka_transaction_timeouts_total") == 0
     assert {r: exporter.value("kafka_transaction_duration_seconds_count", result=r) for r in ("commit", "abort")} == {
-        "commit": records["PREPARE_COMMIT"], "abort": records["PREPARE_ABORT"]}
+        "commit": records["PREPARE_COMMIT"],
+        "abort": records["PREPARE_ABORT"],
+    }
     assert exporter.value("kafka_transaction_producer_id_rotations_total") == 0
 
 
 def test_txn_exporter_decode_reads_the_client_transaction_version_kafka_dumps(workload):
     broker, _, _, dumped = workload
-    decode = subprocess.run([str(Path(sys.executable).with_name("txn-exporter")), "decode", str(broker.log_dirs)],
-                            capture_output=True, text=True, timeout=120, check=True)
+    decode = subprocess.run(
+        [str(Path(sys.executable).with_name("txn-exporter")), "decode", str(broker.log_dirs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     decoded = {}
     for line in decode.stdout.splitlines():
         record = json.loads(line)

@@ -23,41 +23,61 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tests.integration.exporter_process import ExporterProcess
+from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
-from txn_workshop.harness.admin import create_internal_topics, create_topic
 from txn_workshop.harness.workload import commit_transactions, timed_out_producer
-from tests.integration.exporter_process import ExporterProcess
 
 PASSWORD = "Scram-pw-4d1f9a"
 OTHER_PASSWORD = "Scram-pw-other-77c2"
 
 
-def _grant(bootstrap: str, user: str, *operations: AclOperation, resource: ResourceType = ResourceType.TOPIC,
-           name: str = "__transaction_state") -> None:
+def _grant(
+    bootstrap: str,
+    user: str,
+    *operations: AclOperation,
+    resource: ResourceType = ResourceType.TOPIC,
+    name: str = "__transaction_state",
+) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    bindings = [AclBinding(resource, name, ResourcePatternType.LITERAL,
-                           f"User:{user}", "*", operation, AclPermissionType.ALLOW) for operation in operations]
+    bindings = [
+        AclBinding(resource, name, ResourcePatternType.LITERAL, f"User:{user}", "*", operation, AclPermissionType.ALLOW)
+        for operation in operations
+    ]
     for future in admin.create_acls(bindings).values():
         future.result(30)
 
 
 def _config(tmp_path: Path, user: str, password: str) -> Path:
     path = tmp_path / f"{user}.yml"
-    path.write_text(f"log_format: json\nkafka:\n  security.protocol: SASL_PLAINTEXT\n"
-                    f"  sasl.mechanism: SCRAM-SHA-512\n  sasl.username: {user}\n  sasl.password: {password}\n")
+    path.write_text(
+        f"log_format: json\nkafka:\n  security.protocol: SASL_PLAINTEXT\n"
+        f"  sasl.mechanism: SCRAM-SHA-512\n  sasl.username: {user}\n  sasl.password: {password}\n"
+    )
     return path
 
 
-@pytest.fixture(scope="module", params=[(v, kafka_version(v).newest_transaction_version) for v in FULL_SUITE_VERSIONS],
-                ids=FULL_SUITE_VERSIONS)
+@pytest.fixture(
+    scope="module",
+    params=[(v, kafka_version(v).newest_transaction_version) for v in FULL_SUITE_VERSIONS],
+    ids=FULL_SUITE_VERSIONS,
+)
 def secured(request, kafka_broker_factory, tmp_path_factory):
     # One broker per version for the module (as conftest's own_broker does, but shared by the tests).
     version, transaction_version = request.param
-    broker = KafkaBroker(version=version, transaction_version=transaction_version, transaction_state_partitions=3,
-                         sasl_users={"txn-exporter": PASSWORD, "describe-only": OTHER_PASSWORD,
-                                     "hanging-scan": OTHER_PASSWORD, "no-read": OTHER_PASSWORD},
-                         workdir=tmp_path_factory.mktemp("kafka-sasl"))
+    broker = KafkaBroker(
+        version=version,
+        transaction_version=transaction_version,
+        transaction_state_partitions=3,
+        sasl_users={
+            "txn-exporter": PASSWORD,
+            "describe-only": OTHER_PASSWORD,
+            "hanging-scan": OTHER_PASSWORD,
+            "no-read": OTHER_PASSWORD,
+        },
+        workdir=tmp_path_factory.mktemp("kafka-sasl"),
+    )
     kafka_broker_factory.make_room()
     kafka_broker_factory.own.append(broker)
     try:
@@ -69,7 +89,9 @@ def secured(request, kafka_broker_factory, tmp_path_factory):
         for user, topic_right in (("hanging-scan", AclOperation.READ), ("no-read", AclOperation.DESCRIBE)):
             _grant(broker.bootstrap_servers, user, AclOperation.DESCRIBE, AclOperation.READ)
             _grant(broker.bootstrap_servers, user, topic_right, name="*")
-            _grant(broker.bootstrap_servers, user, AclOperation.DESCRIBE, resource=ResourceType.TRANSACTIONAL_ID, name="*")
+            _grant(
+                broker.bootstrap_servers, user, AclOperation.DESCRIBE, resource=ResourceType.TRANSACTIONAL_ID, name="*"
+            )
         yield broker
     finally:
         broker.stop()
@@ -83,8 +105,15 @@ def _stop(process: ExporterProcess) -> None:
 @contextmanager
 def _least_privilege_exporter(secured, tmp_path: Path, *args: str) -> Iterator[ExporterProcess]:
     """The exporter as the least-privilege user, its hanging scan (no rights) every 0.5 s; stopped on exit."""
-    process = ExporterProcess(secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "txn-exporter", PASSWORD)),
-                              "--hanging-scan-interval-seconds", "0.5", *args, log=tmp_path / "exporter.log")
+    process = ExporterProcess(
+        secured.sasl_bootstrap_servers,
+        "--config",
+        str(_config(tmp_path, "txn-exporter", PASSWORD)),
+        "--hanging-scan-interval-seconds",
+        "0.5",
+        *args,
+        log=tmp_path / "exporter.log",
+    )
     try:
         process.wait_ready(90)
         yield process
@@ -93,16 +122,20 @@ def _least_privilege_exporter(secured, tmp_path: Path, *args: str) -> Iterator[E
 
 
 def _failed_scan_rounds(process: ExporterProcess, rounds: int) -> None:
-    process.wait_for(lambda: (process.value("txn_exporter_hanging_scan_errors_total") or 0) >= rounds, 60,
-                     "failed hanging-scan rounds")
+    process.wait_for(
+        lambda: (process.value("txn_exporter_hanging_scan_errors_total") or 0) >= rounds,
+        60,
+        "failed hanging-scan rounds",
+    )
 
 
 def test_least_privilege_user_reads_the_log_and_no_secret_is_logged(secured, tmp_path: Path) -> None:
     with _least_privilege_exporter(secured, tmp_path) as process:
         create_topic(secured.bootstrap_servers, "auth-orders", partitions=2)
         commit_transactions(secured.bootstrap_servers, "auth-1", "auth-orders", count=20)
-        process.wait_for(lambda: process.value("kafka_transactions", state="COMPLETE_COMMIT") == 1, 60,
-                         "the committed transaction")
+        process.wait_for(
+            lambda: process.value("kafka_transactions", state="COMPLETE_COMMIT") == 1, 60, "the committed transaction"
+        )
         assert process.value("kafka_transaction_marker_completion_seconds_count", result="commit") == 20
         # The hanging scan (on by default) lacks its rights: every round fails and is counted.
         _failed_scan_rounds(process, 3)
@@ -134,8 +167,9 @@ def test_missing_read_right_keeps_the_process_up_and_not_ready(secured, tmp_path
     create_topic(secured.bootstrap_servers, "auth-more", partitions=1)
     commit_transactions(secured.bootstrap_servers, "auth-2", "auth-more", count=2)
     log = tmp_path / "exporter.log"
-    process = ExporterProcess(secured.sasl_bootstrap_servers,
-                              "--config", str(_config(tmp_path, "describe-only", OTHER_PASSWORD)), log=log)
+    process = ExporterProcess(
+        secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "describe-only", OTHER_PASSWORD)), log=log
+    )
     try:
         process.wait_for(lambda: process.get("/healthz")[0] == 200, 60, "the HTTP server")
         time.sleep(8)  # several polls and metadata refreshes: no crash, no restart loop
@@ -155,8 +189,9 @@ def test_missing_read_right_keeps_the_process_up_and_not_ready(secured, tmp_path
 
 def test_wrong_password_keeps_the_process_up_and_not_ready(secured, tmp_path: Path) -> None:
     log = tmp_path / "exporter.log"
-    process = ExporterProcess(secured.sasl_bootstrap_servers,
-                              "--config", str(_config(tmp_path, "txn-exporter", "not-" + PASSWORD)), log=log)
+    process = ExporterProcess(
+        secured.sasl_bootstrap_servers, "--config", str(_config(tmp_path, "txn-exporter", "not-" + PASSWORD)), log=log
+    )
     try:
         process.wait_for(lambda: process.get("/healthz")[0] == 200, 60, "the HTTP server")
         time.sleep(6)
@@ -171,21 +206,41 @@ def test_wrong_password_keeps_the_process_up_and_not_ready(secured, tmp_path: Pa
 
 
 def _hanging(secured, user: str, password: str) -> subprocess.CompletedProcess[str]:
-    settings = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=SCRAM-SHA-512", f"sasl.username={user}",
-                f"sasl.password={password}"]
+    settings = [
+        "security.protocol=SASL_PLAINTEXT",
+        "sasl.mechanism=SCRAM-SHA-512",
+        f"sasl.username={user}",
+        f"sasl.password={password}",
+    ]
     return subprocess.run(
-        [sys.executable, "-m", "exporter", "hanging", "--bootstrap-servers", secured.sasl_bootstrap_servers,
-         "--topic", "auth-open", "--max-transaction-timeout-seconds", "0", "--padding-seconds", "0", "--json",
-         *(arg for setting in settings for arg in ("--kafka-config", setting))],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "hanging",
+            "--bootstrap-servers",
+            secured.sasl_bootstrap_servers,
+            "--topic",
+            "auth-open",
+            "--max-transaction-timeout-seconds",
+            "0",
+            "--padding-seconds",
+            "0",
+            "--json",
+            *(arg for setting in settings for arg in ("--kafka-config", setting)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def test_hanging_scan_works_with_the_documented_rights_and_names_a_missing_one(secured) -> None:
     create_topic(secured.bootstrap_servers, "auth-open", partitions=1)
     # An open transaction (its producer killed mid-transaction, the timeout far off): late, not hanging.
-    timed_out_producer(secured.bootstrap_servers, "auth-open-1", "auth-open", transaction_timeout_ms=600_000,
-                       messages=1, wait=False)
+    timed_out_producer(
+        secured.bootstrap_servers, "auth-open-1", "auth-open", transaction_timeout_ms=600_000, messages=1, wait=False
+    )
     documented = _hanging(secured, "hanging-scan", OTHER_PASSWORD)
     assert documented.returncode == 0, documented.stderr
     [row] = [json.loads(line) for line in documented.stdout.splitlines()]

@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import create_internal_topics, create_topic
-from txn_workshop.harness.workload import run_mix, transaction_state_partition
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
+from txn_workshop.harness.admin import create_internal_topics, create_topic
+from txn_workshop.harness.versions import DEFAULT_KAFKA_VERSION, FULL_SUITE_VERSIONS
+from txn_workshop.harness.workload import run_mix, transaction_state_partition
 
 LATENCY = "kafka_transaction_state_log_append_latency_seconds_count"
 RECORDS = "kafka_transaction_state_log_records_total"
@@ -42,7 +42,9 @@ def test_known_workload_gives_exact_counts_per_target_state(broker, exporter, re
 
     def settled() -> bool:
         counts = _by_state(process, RECORDS)
-        return counts["COMPLETE_COMMIT"] >= result.commits and counts["COMPLETE_ABORT"] >= result.aborts + result.timeouts
+        return (
+            counts["COMPLETE_COMMIT"] >= result.commits and counts["COMPLETE_ABORT"] >= result.aborts + result.timeouts
+        )
 
     process.wait_for(settled, 60, "every complete record")
     records, observed = _by_state(process, RECORDS), _by_state(process, LATENCY)
@@ -100,8 +102,9 @@ def test_a_new_clusters_first_transactions_are_counted(own_broker, exporter):
     result = run_mix(broker.bootstrap_servers, "orders", ["first-0", "first-1"], commits=2, aborts=1)
     process.wait_for(
         lambda: process.value(RECORDS, target_state="COMPLETE_ABORT") == result.aborts and process.value(PENDING) == 0,
-        60, "the last transactions completed",
-    )  # fmt: skip
+        60,
+        "the last transactions completed",
+    )
     dumped = Counter(record.state for record in broker.transaction_log_records())
     assert dumped["COMPLETE_COMMIT"] == result.commits and dumped["EMPTY"] == 2
     process.wait_for(lambda: _by_state(process, RECORDS) == {s: dumped[s] for s in TARGET_STATES}, 30, "every record")
@@ -127,7 +130,7 @@ def test_pending_markers_while_markers_are_held_back(cluster, exporter):
 
 
 def test_a_partition_moving_away_drops_its_series(cluster, exporter, tmp_path):
-    first, second = cluster
+    first, _second = cluster
     moving = next(tid for tid in (f"mover-{i}" for i in range(100)) if transaction_state_partition(tid, 8) == 3)
     run_mix(first.bootstrap_servers, "held", [moving], commits=1, aborts=0)
     process = exporter(first.bootstrap_servers, "--broker-id", "1")
@@ -137,11 +140,16 @@ def test_a_partition_moving_away_drops_its_series(cluster, exporter, tmp_path):
     before = process.value("kafka_transactions", state="COMPLETE_COMMIT")
 
     plan = tmp_path / "move.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "__transaction_state", "partition": 3, "replicas": [2]}]}))
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "__transaction_state", "partition": 3, "replicas": [2]}]})
+    )
     result = first.run_tool(
         first.kafka.reassign_partitions_class,
-        "--bootstrap-server", first.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
+        "--bootstrap-server",
+        first.bootstrap_servers,
+        "--reassignment-json-file",
+        str(plan),
+        "--execute",
     )
     assert result.returncode == 0, result.stdout + result.stderr
     process.wait_for(lambda: lag_series not in process.samples(), 60, "partition 3 revoked")

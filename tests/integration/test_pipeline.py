@@ -24,15 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from txn_workshop.harness.spark_cluster import SparkStandalone, spark_class
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import hold_markers, run_mix, _producer
 from exporter.contracts.lifecycle import pending_at
 from exporter.pipeline import tables
 from exporter.pipeline.sources import segment_input
 from exporter.pipeline.stream import run_stream
 from tests.integration.exporter_process import ExporterProcess
 from tests.pipeline.spark import spark_session_for_tests
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.spark_cluster import SparkStandalone, spark_class
+from txn_workshop.harness.workload import _producer, hold_markers, run_mix
 
 pytestmark = pytest.mark.spark
 IDS = ["life-0", "life-1"]
@@ -97,11 +97,28 @@ def built_on_cluster(built, workload, standalone):
     out = Path(built).parent / "out-cluster"
     env = dict(os.environ, TXN_EXPORTER_SPARK_DRIVER_MEMORY="1g", SPARK_LOCAL_IP="127.0.0.1")
     done = subprocess.run(
-        [sys.executable, "-m", "exporter", "pipeline", "build", "--quiet", "--master", standalone.url,
-         "--out", str(out), "--kafka", f"k={broker.bootstrap_servers}",
-         "--segments", f"s={Path(built).parent / 'segments'}"],
-        capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "pipeline",
+            "build",
+            "--quiet",
+            "--master",
+            standalone.url,
+            "--out",
+            str(out),
+            "--kafka",
+            f"k={broker.bootstrap_servers}",
+            "--segments",
+            f"s={Path(built).parent / 'segments'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return str(out)
 
@@ -113,8 +130,11 @@ def _rows(spark, out, table, cluster, order):
 
 def test_lifecycles_equal_what_the_workload_did(spark, built, workload):
     _, result = workload
-    lcs = [r for r in _rows(spark, built, "lifecycles", "k", ["transactional_id", "begin_ms"])
-           if r["transactional_id"] in IDS]
+    lcs = [
+        r
+        for r in _rows(spark, built, "lifecycles", "k", ["transactional_id", "begin_ms"])
+        if r["transactional_id"] in IDS
+    ]
     for tid in IDS:
         mine = [r for r in lcs if r["transactional_id"] == tid]
         counts = result.per_id[tid]
@@ -134,21 +154,28 @@ def test_lifecycles_equal_what_the_workload_did(spark, built, workload):
     assert all(summary[t]["timeouts"] == TIMEOUTS and summary[t]["commits"] == COMMITS for t in IDS)
 
 
-@pytest.mark.parametrize("table, order", [
-    ("transitions", ["partition", "offset"]),
-    ("lifecycles", ["transactional_id", "begin_ms"]),
-    ("pending_history", ["time_ms"]),
-    ("transactional_ids", ["transactional_id"]),
-])
+@pytest.mark.parametrize(
+    "table, order",
+    [
+        ("transitions", ["partition", "offset"]),
+        ("lifecycles", ["transactional_id", "begin_ms"]),
+        ("pending_history", ["time_ms"]),
+        ("transactional_ids", ["transactional_id"]),
+    ],
+)
 def test_segment_files_and_kafka_give_the_same_tables(spark, built, table, order):
     kafka, segments = _rows(spark, built, table, "k", order), _rows(spark, built, table, "s", order)
     assert kafka and kafka == segments
 
 
 def test_a_standalone_cluster_gives_the_local_tables(spark, built, built_on_cluster, standalone):
-    for table, order in [("transitions", ["partition", "offset"]), ("lifecycles", ["transactional_id", "begin_ms"]),
-                         ("pending_history", ["time_ms"]), ("transactional_ids", ["transactional_id"]),
-                         ("candidates", ["transactional_id", "begin_ms"])]:
+    for table, order in [
+        ("transitions", ["partition", "offset"]),
+        ("lifecycles", ["transactional_id", "begin_ms"]),
+        ("pending_history", ["time_ms"]),
+        ("transactional_ids", ["transactional_id"]),
+        ("candidates", ["transactional_id", "begin_ms"]),
+    ]:
         for cluster in ("k", "s"):
             local = _rows(spark, built, table, cluster, order)
             assert _rows(spark, built_on_cluster, table, cluster, order) == local, (table, cluster)
@@ -169,12 +196,31 @@ def test_spark_submit_without_the_connector_says_what_to_add(workload, tmp_path)
 
     main = Path(exporter.__file__).with_name("__main__.py")
     done = subprocess.run(
-        [str(spark_class().with_name("spark-submit")), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-         "--driver-memory", "512m", str(main), "pipeline", "build", "--quiet", "--out", str(tmp_path / "out"),
-         "--kafka", f"k={broker.bootstrap_servers}"],
-        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"),
-    )  # fmt: skip
+        [
+            str(spark_class().with_name("spark-submit")),
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--driver-memory",
+            "512m",
+            str(main),
+            "pipeline",
+            "build",
+            "--quiet",
+            "--out",
+            str(tmp_path / "out"),
+            "--kafka",
+            f"k={broker.bootstrap_servers}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        env=dict(
+            os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"
+        ),
+    )
     output = done.stdout + done.stderr  # spark-submit passes the Python driver's stderr to its stdout
     assert done.returncode == 2, output[-3000:]
     assert "Spark's Kafka connector is not on this spark-submit's classpath: add --jars" in output
@@ -185,8 +231,9 @@ def test_stream_keeps_open_transactions_across_micro_batches(spark, built, workl
     broker, _ = workload
     out = str(tmp_path / "stream")
     # 7 records per micro-batch: nearly every transaction spans two or more.
-    run_stream(spark, [_kafka(broker)], out, checkpoint=f"{out}/checkpoint", trigger="available-now",
-               max_offsets_per_trigger=7)
+    run_stream(
+        spark, [_kafka(broker)], out, checkpoint=f"{out}/checkpoint", trigger="available-now", max_offsets_per_trigger=7
+    )
     batches = len(list(Path(out, "checkpoint", "commits").glob("[0-9]*")))
     assert batches > 5
 

@@ -25,11 +25,11 @@ import pytest
 from confluent_kafka import Consumer, ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
-from txn_workshop.harness.workload import transaction_state_partition, transactions_running
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import transaction_state_partition, transactions_running
 
 # Where each upgrade starts, then the newest patch of each minor on the way with the metadata.version
 # that step finalizes. 4.1 -> 4.2 is KAFKA-20322's window (a 4.2 coordinator's WriteTxnMarkers v2
@@ -55,11 +55,24 @@ def cluster(request, kafka_broker_factory, tmp_path_factory):
         first, _ = pair
         create_topic(first.bootstrap_servers, "orders", partitions=2, replication_factor=2)
         plan = root / "plan.json"
-        plan.write_text(json.dumps({"version": 1, "partitions": [
-            {"topic": TRANSACTION_STATE_TOPIC, "partition": p, "replicas": _preferred(p)} for p in range(PARTITIONS)]}))
+        plan.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "partitions": [
+                        {"topic": TRANSACTION_STATE_TOPIC, "partition": p, "replicas": _preferred(p)}
+                        for p in range(PARTITIONS)
+                    ],
+                }
+            )
+        )
         result = first.run_tool(
             "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-            "--bootstrap-server", first.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
+            "--bootstrap-server",
+            first.bootstrap_servers,
+            "--reassignment-json-file",
+            str(plan),
+            "--execute",
         )
         assert result.returncode == 0, result.stdout + result.stderr
         _wait_settled(first)
@@ -71,8 +84,11 @@ def _preferred(partition: int) -> list[int]:
 
 
 def _leaders(broker: KafkaBroker) -> dict[int, tuple[int, list[int]]]:
-    topic = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
-        TRANSACTION_STATE_TOPIC, timeout=30).topics[TRANSACTION_STATE_TOPIC]
+    topic = (
+        AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        .list_topics(TRANSACTION_STATE_TOPIC, timeout=30)
+        .topics[TRANSACTION_STATE_TOPIC]
+    )
     return {p: (m.leader, sorted(m.isrs)) for p, m in topic.partitions.items()}
 
 
@@ -86,9 +102,10 @@ def _wait_settled(first: KafkaBroker, *exporters: tuple[int, ExporterProcess]) -
         assert time.monotonic() < deadline, f"not settled: {_leaders(first)}"
         if all(isr == [1, 2] for _, isr in _leaders(first).values()):
             try:
-                admin.elect_leaders(ElectionType.PREFERRED, [
-                    TopicPartition(TRANSACTION_STATE_TOPIC, p) for p in range(PARTITIONS)]).result(30)
-            except Exception:  # noqa: BLE001 - ELECTION_NOT_NEEDED for some, or a broker still starting
+                admin.elect_leaders(
+                    ElectionType.PREFERRED, [TopicPartition(TRANSACTION_STATE_TOPIC, p) for p in range(PARTITIONS)]
+                ).result(30)
+            except Exception:
                 pass
         time.sleep(1)
     for node, process in exporters:
@@ -97,9 +114,15 @@ def _wait_settled(first: KafkaBroker, *exporters: tuple[int, ExporterProcess]) -
 
 def _wait_following(process: ExporterProcess, node: int, partitions: set[int]) -> None:
     led = {str(p) for p in partitions}
-    process.wait_for(lambda: _followed(process) == led and process.value("txn_exporter_source_up") == 1
-                     and process.value("txn_exporter_partitions_followed", phase="live") == len(led),
-                     120, f"exporter {node} following {sorted(led)}")
+    process.wait_for(
+        lambda: (
+            _followed(process) == led
+            and process.value("txn_exporter_source_up") == 1
+            and process.value("txn_exporter_partitions_followed", phase="live") == len(led)
+        ),
+        120,
+        f"exporter {node} following {sorted(led)}",
+    )
 
 
 def _wait_all_led_by(broker: KafkaBroker, process: ExporterProcess) -> None:
@@ -123,8 +146,10 @@ def _lags(process: ExporterProcess) -> dict[int, int]:
 def _high_watermarks(broker: KafkaBroker) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "rolling"})
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(TRANSACTION_STATE_TOPIC, p), timeout=30)[1]
-                for p in range(PARTITIONS)}
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(TRANSACTION_STATE_TOPIC, p), timeout=30)[1]
+            for p in range(PARTITIONS)
+        }
     finally:
         consumer.close()
 
@@ -139,17 +164,35 @@ def _sum_by_label(exporters, name: str, label: str) -> Counter[str]:
 
 
 def _finalize(first: KafkaBroker, metadata_version: str) -> None:
-    result = first.run_tool("org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", first.bootstrap_servers,
-                            "upgrade", "--metadata", metadata_version)
+    result = first.run_tool(
+        "org.apache.kafka.tools.FeatureCommand",
+        "--bootstrap-server",
+        first.bootstrap_servers,
+        "upgrade",
+        "--metadata",
+        metadata_version,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys):
     (first, second), steps = cluster
     brokers = {1: first, 2: second}
-    exporters = [(node, exporter(broker.bootstrap_servers, "--broker-id", str(node),
-                                 "--broker-log", str(broker.server_log), "--hanging-scan-interval-seconds", "0"))
-                 for node, broker in brokers.items()]
+    exporters = [
+        (
+            node,
+            exporter(
+                broker.bootstrap_servers,
+                "--broker-id",
+                str(node),
+                "--broker-log",
+                str(broker.server_log),
+                "--hanging-scan-interval-seconds",
+                "0",
+            ),
+        )
+        for node, broker in brokers.items()
+    ]
     _wait_settled(first, *exporters)
     start = _high_watermarks(first)
     ids = _ids_per_partition(2)  # every coordinator has transactions in flight
@@ -174,24 +217,32 @@ def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys):
                 after = _high_watermarks(first)
                 in_windows += sum(after[p] - before[p] + lags.get(p, 0) for p in moving)
             _finalize(first, metadata_version)
-            marker_errors[version] = _sum_by_label(exporters, "kafka_transaction_marker_retries_total", "error") + \
-                _sum_by_label(exporters, "kafka_transaction_marker_failures_total", "error")
+            marker_errors[version] = _sum_by_label(
+                exporters, "kafka_transaction_marker_retries_total", "error"
+            ) + _sum_by_label(exporters, "kafka_transaction_marker_failures_total", "error")
         time.sleep(2)  # transactions on the upgraded cluster
     assert clients.commits > 0 and clients.aborts > 0
     for _, process in exporters:
         process.wait_for(lambda p=process: p.value("kafka_transactions_with_pending_markers") == 0, 60, "settled")
 
     # Each partition as its leader has it (the follower's copy may trail by a fetch).
-    dumped = {(p, offset): record for node, broker in brokers.items()
-              for (p, offset), record in _kafkas(broker).items() if _preferred(p)[0] == node}
+    dumped = {
+        (p, offset): record
+        for node, broker in brokers.items()
+        for (p, offset), record in _kafkas(broker).items()
+        if _preferred(p)[0] == node
+    }
     last: dict[str, str | None] = {}
     for _, record in sorted(dumped.items()):
         last[record["transactional_id"]] = record["value"] and record["value"]["state"]
     # Gauges are exact: each id counted once, by the exporter of its partition's leader, in the
     # state of its last record (a partition that moved away and back left nothing stale behind).
     expected_ids = Counter(state for state in last.values() if state)  # expired ids are not counted
-    exporters[0][1].wait_for(lambda: _sum_by_label(exporters, "kafka_transactions", "state") ==
-                             {s: expected_ids[s] for s in STATES}, 60, "transactions by state")
+    exporters[0][1].wait_for(
+        lambda: _sum_by_label(exporters, "kafka_transactions", "state") == {s: expected_ids[s] for s in STATES},
+        60,
+        "transactions by state",
+    )
 
     # Counters count live records only. A partition an exporter takes over is first replayed to its
     # high watermark without counting (README: "Replay, then live"), so the records its new leader
@@ -211,13 +262,16 @@ def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys):
         assert process.value("txn_exporter_broker_log_skipped_lines_total", reason="unrecognized") == 0
     assert "UNKNOWN" not in marker_errors[steps[-1][0]]
     with capsys.disabled():
-        print(f"\nrolling upgrade: clients {clients}; marker errors after each step {marker_errors}; "
-              f"records {dict(live)}, counted {dict(counted)}, written in restart windows {in_windows}")
+        print(
+            f"\nrolling upgrade: clients {clients}; marker errors after each step {marker_errors}; "
+            f"records {dict(live)}, counted {dict(counted)}, written in restart windows {in_windows}"
+        )
 
 
 def _ids_per_partition(per_partition: int) -> list[str]:
     ids: list[str] = []
     for p in range(PARTITIONS):
-        ids += [t for t in (f"rolling-{i}" for i in range(1000))
-                if transaction_state_partition(t, PARTITIONS) == p][:per_partition]
+        ids += [t for t in (f"rolling-{i}" for i in range(1000)) if transaction_state_partition(t, PARTITIONS) == p][
+            :per_partition
+        ]
     return ids

@@ -13,11 +13,11 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
-from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.workload import held_commit
 from tests.integration.exporter_process import ExporterProcess
 from tests.view import chromium
+from txn_workshop.harness.admin import create_topic
+from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.workload import held_commit
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 OPEN = [f"view-open-{n}" for n in range(3)]
@@ -66,13 +66,15 @@ def open_transactions(bootstrap: str) -> list[Producer]:
 def test_a_held_commit_in_the_view(cluster, exporter):
     first, second = cluster
     bootstrap = first.bootstrap_servers
-    process = exporter(bootstrap, "--all-partitions", "--broker-log", str(first.server_log),
-                       "--hanging-scan-interval-seconds", "0")
+    process = exporter(
+        bootstrap, "--all-partitions", "--broker-log", str(first.server_log), "--hanging-scan-interval-seconds", "0"
+    )
     assert view(process)["transactions"] == []
     producers = open_transactions(bootstrap)
     process.wait_for(lambda: ids(view(process)) == OPEN, 60, "three ONGOING transactions, oldest first")
 
     with held_commit(bootstrap, second, "held", "view-held"):
+
         def held_with_error() -> bool:
             rows = [r for r in view(process)["transactions"] if r["transactional_id"] == "view-held"]
             return bool(rows and rows[0]["state"] == "PREPARE_COMMIT" and rows[0]["marker_errors"])
@@ -88,8 +90,11 @@ def test_a_held_commit_in_the_view(cluster, exporter):
         (error,) = held["marker_errors"]
         assert (error["partition"], error["error"]) == ("held-0", "NOT_ENOUGH_REPLICAS") and error["count"] >= 1
         age = held["age_seconds"]
-        process.wait_for(lambda: view(process, "state=PREPARE_COMMIT")["transactions"][0]["age_seconds"] > age + 1,
-                         30, "its age growing")
+        process.wait_for(
+            lambda: view(process, "state=PREPARE_COMMIT")["transactions"][0]["age_seconds"] > age + 1,
+            30,
+            "its age growing",
+        )
 
         # Filters and the limit, on what the exporter holds now: three ONGOING, one PREPARE_COMMIT.
         everything = view(process)
@@ -100,8 +105,12 @@ def test_a_held_commit_in_the_view(cluster, exporter):
         assert ids(view(process, "min_age=1h")) == []
         assert process.get("/transactions?state=DONE")[0] == 400
 
-        cli = subprocess.run([sys.executable, "-m", "exporter", "transactions", "--url", process.url,
-                              "--state", "PREPARE_COMMIT"], capture_output=True, text=True, timeout=60)
+        cli = subprocess.run(
+            [sys.executable, "-m", "exporter", "transactions", "--url", process.url, "--state", "PREPARE_COMMIT"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert cli.returncode == 0, cli.stderr
         assert cli.stdout.splitlines()[1].split()[:2] == ["view-held", "PREPARE_COMMIT"]
 

@@ -12,13 +12,13 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.registry import Collector
 
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.metrics import LatencyRecorders, TransactionCollector
 from exporter.metrics.catalogue import DURATION_BUCKETS, QUANTILES
 from exporter.metrics.hdr_layout import HIGHEST_TRACKABLE_MS, HdrLayout
 from exporter.metrics.latency import LatencyRecorder, Observation
 from exporter.metrics.prometheus import EXEMPLAR_LABELS_MAX, REPLACED, TRUNCATED, exemplar, fit
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from tests.metrics.test_prometheus import NOW_MS, feed
 from tests.model.builders import S, log_event
 
@@ -84,8 +84,10 @@ def test_out_of_range_values_keep_their_observed_value_in_the_edge_buckets():
 VALUES_MS = [-3, 0, 1, 4, 6, 9, 10, 11, 2_501, 2_502, 2_503, 60_001, 61_000, 5_000_000]
 
 
-@given(st.lists(st.tuples(st.sampled_from(VALUES_MS), st.integers(0, 130_000)), min_size=1, max_size=60),
-       st.integers(0, 400_000))
+@given(
+    st.lists(st.tuples(st.sampled_from(VALUES_MS), st.integers(0, 130_000)), min_size=1, max_size=60),
+    st.integers(0, 400_000),
+)
 @settings(max_examples=300, deadline=None)
 def test_each_bucket_reports_the_slowest_of_the_slices_in_the_window(steps, idle_ms):
     r = recorder()
@@ -102,8 +104,9 @@ def test_each_bucket_reports_the_slowest_of_the_slices_in_the_window(steps, idle
         return LAYOUT.key(min(o.value_ms, HIGHEST_TRACKABLE_MS))
 
     for bucket, kept in enumerate(got):
-        recent = [o for o in seen
-                  if LAYOUT.bucket_index(key(o)) == bucket and o.observed_at_ms // SLICE_MS >= oldest_slice]
+        recent = [
+            o for o in seen if LAYOUT.bucket_index(key(o)) == bucket and o.observed_at_ms // SLICE_MS >= oldest_slice
+        ]
         if not recent:
             assert kept is None
             continue
@@ -163,8 +166,8 @@ def bucket_exemplars(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 UNTRUSTED_IDS = ['quote"back\\slash\nnewline', "nul\x00tab\tcr\rdel\x7f", "订单-7 🦀", "x" * 300]
 SHOWN_AS = [
-    "quote{0}back{0}slash{0}newline".format(REPLACED),
-    "nul{0}tab{0}cr{0}del{0}".format(REPLACED),
+    f"quote{REPLACED}back{REPLACED}slash{REPLACED}newline",
+    f"nul{REPLACED}tab{REPLACED}cr{REPLACED}del{REPLACED}",
     "订单-7 🦀",
     "x" * 96 + TRUNCATED,  # 128 - len("transactional_id" "producer_id" "4000") = 97
 ]
@@ -184,8 +187,9 @@ def test_openmetrics_exemplars_parse_back_with_the_transaction_value_and_time():
     assert slowest.labels == {"transactional_id": SHOWN_AS[3], "producer_id": "4000"}
     assert slowest.value == 0.01 and float(slowest.timestamp) == (t + 10) / 1000
     # Four COMPLETE_COMMITs of 1 ms: the first is the exemplar.
-    assert got[(latency, (("le", "0.001"), ("target_state", "COMPLETE_COMMIT")))].labels["transactional_id"] == (
-        SHOWN_AS[0]
+    assert (
+        got[(latency, (("le", "0.001"), ("target_state", "COMPLETE_COMMIT")))].labels["transactional_id"]
+        == (SHOWN_AS[0])
     )
     completion = got[("kafka_transaction_marker_completion_seconds_bucket", (("le", "5.0"), ("result", "commit")))]
     assert completion.labels == {"transactional_id": SHOWN_AS[0], "producer_id": "4000"}

@@ -38,9 +38,7 @@ def record_all(values_ms: list[int], now_ms: int = 0) -> LatencyRecorder:
 
 # Values around every bucket bound (where an unsplit HdrHistogram would misfile them), plus spread.
 BOUNDARY_VALUES = [max(0, int(b * 1000) + d) for b in DURATION_BUCKETS for d in (-2, -1, 0, 1, 2)]
-durations_ms = st.lists(
-    st.one_of(st.sampled_from(BOUNDARY_VALUES), st.integers(0, 120_000)), min_size=1, max_size=300
-)
+durations_ms = st.lists(st.one_of(st.sampled_from(BOUNDARY_VALUES), st.integers(0, 120_000)), min_size=1, max_size=300)
 
 
 @given(durations_ms)

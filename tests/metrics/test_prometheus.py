@@ -12,12 +12,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
 from exporter.codec import DecodeError
-from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
-from exporter.model import CoordinatorModel
 from exporter.contracts.events import (
-    HangingScanCompleted,
     BrokerLogStats,
     CompleteAppendRetried,
+    HangingScanCompleted,
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,
@@ -28,6 +26,8 @@ from exporter.contracts.events import (
     TransactionLogAppendFailed,
     UndecodableRecord,
 )
+from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
+from exporter.model import CoordinatorModel
 from tests.model.builders import S, log_event
 
 NOW_MS = 1_000_000
@@ -35,11 +35,7 @@ NOW_MS = 1_000_000
 
 def samples(text: str, openmetrics: bool) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     parse = parse_openmetrics if openmetrics else parse_prometheus
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in parse(text)
-        for s in family.samples
-    }
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for family in parse(text) for s in family.samples}
 
 
 def scrape(collector: TransactionCollector, openmetrics: bool):

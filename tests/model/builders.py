@@ -26,15 +26,18 @@ def log_event(
     if state is not None:
         value = encode_value(
             TransactionLogValue(
-                version, 4000, 2, 60_000, state,
+                version,
+                4000,
+                2,
+                60_000,
+                state,
                 {"orders": [0, 1]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {},
-                timestamp_ms, timestamp_ms - 50,
+                timestamp_ms,
+                timestamp_ms - 50,
             )
-        )  # fmt: skip
+        )
     record = decode_record(encode_key(tid), value, offset, timestamp_ms)
-    return TransactionLogRecords(
-        partition, [record], timestamp_ms + 5 if received_ms is None else received_ms, replay
-    )
+    return TransactionLogRecords(partition, [record], timestamp_ms + 5 if received_ms is None else received_ms, replay)
 
 
 def snapshot(model: CoordinatorModel, now_ms: int = 0, late_padding_ms: int = 0) -> ModelSnapshot:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from exporter.codec import DecodeError
-from exporter.model import CoordinatorModel, ObservationSinks
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -12,6 +11,7 @@ from exporter.contracts.events import (
     SourceStatus,
     UndecodableRecord,
 )
+from exporter.model import CoordinatorModel, ObservationSinks
 from tests.model.builders import S, log_event, pending_markers, snapshot
 
 

@@ -5,8 +5,6 @@ per partition."""
 from __future__ import annotations
 
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
-from exporter.metrics import LatencyRecorders
-from exporter.model import CoordinatorModel, MarkerErrorRow
 from exporter.contracts.events import (
     MarkerWriteFailed,
     MarkerWriteRetried,
@@ -15,6 +13,8 @@ from exporter.contracts.events import (
     PartitionRevoked,
     TransactionLogRecords,
 )
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel, MarkerErrorRow
 from tests.model.builders import S, in_flight, log_event, snapshot
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
-from exporter.model import CoordinatorModel, ObservationSinks
-from exporter.model import TrackedId
 from exporter.contracts.events import PartitionAssigned, PartitionReplayed, TransactionLogRecords
+from exporter.model import CoordinatorModel, ObservationSinks, TrackedId
 from tests.model.builders import S, snapshot
 from tests.model.test_coordinator import ListSink, live_partition
 
@@ -29,9 +28,16 @@ def event(
 ) -> TransactionLogRecords:
     partitions = {"orders": [0]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {}
     value = TransactionLogValue(
-        1, pid, epoch, timeout_ms, state, partitions, at_ms, start_ms if partitions else -1,
+        1,
+        pid,
+        epoch,
+        timeout_ms,
+        state,
+        partitions,
+        at_ms,
+        start_ms if partitions else -1,
         client_transaction_version=tv,
-    )  # fmt: skip
+    )
     record = decode_record(encode_key(tid), encode_value(value), 0, at_ms)
     return TransactionLogRecords(0, [record], at_ms + 2, replay)
 
@@ -47,7 +53,12 @@ def test_packing_round_trips_negative_ids_and_unsigned_epochs():
     """The record path packs each id's state, producer id and epoch into one int; what it packs is
     what the model's query reads back (the epoch as the unsigned 16 bits written)."""
     model, _ = new_model()
-    cases = ((S.EMPTY, 0, 0), (S.COMPLETE_ABORT, -1, -1), (S.ONGOING, 2**53, 32767), (S.PREPARE_COMMIT, 123456789, -32768))
+    cases = (
+        (S.EMPTY, 0, 0),
+        (S.COMPLETE_ABORT, -1, -1),
+        (S.ONGOING, 2**53, 32767),
+        (S.PREPARE_COMMIT, 123456789, -32768),
+    )
     for n, (state, pid, epoch) in enumerate(cases):
         model.apply(event(f"t{n}", state, pid=pid, epoch=epoch))
         assert model.tracked_id(f"t{n}") == TrackedId(state, pid, epoch & 0xFFFF)

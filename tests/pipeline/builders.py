@@ -17,17 +17,47 @@ class Log:
         self.partition = partition
         self.records: list[tuple[bytes, bytes | None, int]] = []
 
-    def add(self, tid: str, ts: int, state: S | None, pid: int = 1, epoch: int = 0, timeout: int = 60000,
-            partitions: dict | None = None, start: int = -1, version: int = 1, ctv: int = 0) -> None:
+    def add(
+        self,
+        tid: str,
+        ts: int,
+        state: S | None,
+        pid: int = 1,
+        epoch: int = 0,
+        timeout: int = 60000,
+        partitions: dict | None = None,
+        start: int = -1,
+        version: int = 1,
+        ctv: int = 0,
+    ) -> None:
         if state is None:
             self.records.append((encode_key(tid), None, ts))
             return
-        value = TransactionLogValue(version, pid, epoch, timeout, state, partitions if partitions is not None else {},
-                                    ts, start, client_transaction_version=ctv)
+        value = TransactionLogValue(
+            version,
+            pid,
+            epoch,
+            timeout,
+            state,
+            partitions if partitions is not None else {},
+            ts,
+            start,
+            client_transaction_version=ctv,
+        )
         self.records.append((encode_key(tid), encode_value(value), ts))
 
-    def transaction(self, tid: str, begin: int, prepare: int, complete: int, commit: bool = True, pid: int = 1,
-                    epoch: int = 0, timeout: int = 60000, abort_epoch: int | None = None) -> None:
+    def transaction(
+        self,
+        tid: str,
+        begin: int,
+        prepare: int,
+        complete: int,
+        commit: bool = True,
+        pid: int = 1,
+        epoch: int = 0,
+        timeout: int = 60000,
+        abort_epoch: int | None = None,
+    ) -> None:
         parts = {"orders": [0, 1]}
         self.add(tid, begin, S.ONGOING, pid, epoch, timeout, parts, begin)
         ep = epoch if abort_epoch is None else abort_epoch

@@ -18,7 +18,11 @@ def spark_session_for_tests():
         pytest.importorskip("pyspark")
         from exporter.pipeline.session import spark_session
 
-        _session = spark_session("local[2]", shuffle_partitions=2, progress=False,
-                                 extra_conf={"spark.sql.execution.arrow.maxRecordsPerBatch": "5000"})
+        _session = spark_session(
+            "local[2]",
+            shuffle_partitions=2,
+            progress=False,
+            extra_conf={"spark.sql.execution.arrow.maxRecordsPerBatch": "5000"},
+        )
         atexit.register(_session.stop)
     return _session

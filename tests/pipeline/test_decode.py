@@ -7,11 +7,24 @@ from exporter.codec.record_batch import encode_batch
 from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, decode_segment, decode_segment_files
 from tests.codec.crafted import fake_headers
 
-V = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], "b": [1]}, 1010, 1000,
-                        previous_producer_id=41, client_transaction_version=2)
+V = TransactionLogValue(
+    1,
+    42,
+    3,
+    60000,
+    TransactionState.ONGOING,
+    {"orders": [0, 2], "b": [1]},
+    1010,
+    1000,
+    previous_producer_id=41,
+    client_transaction_version=2,
+)
 V0 = TransactionLogValue(0, 43, 1, 1000, TransactionState.COMPLETE_ABORT, {}, 1020, 1001)
-RECORDS = [(encode_key("tx-1"), encode_value(V), 1011), (encode_key("tx-2"), None, 1012),
-           (encode_key("tx-3"), encode_value(V0), 1013)]
+RECORDS = [
+    (encode_key("tx-1"), encode_value(V), 1011),
+    (encode_key("tx-2"), None, 1012),
+    (encode_key("tx-3"), encode_value(V0), 1013),
+]
 
 
 def rows(batches):
@@ -24,11 +37,24 @@ def test_segment_rows_carry_every_codec_field():
     assert [r["offset"] for r in got] == [7, 8, 9]
     first = got[0]
     assert first == {
-        "cluster": "c1", "partition": 5, "offset": 7, "timestamp_ms": 1011, "transactional_id": "tx-1",
-        "state": "ONGOING", "producer_id": 42, "producer_epoch": 3, "transaction_timeout_ms": 60000,
-        "partitions": ["orders-0", "orders-2", "b-1"], "last_update_timestamp_ms": 1010, "start_timestamp_ms": 1000,
-        "value_version": 1, "previous_producer_id": 41, "next_producer_id": -1, "client_transaction_version": 2,
-        "next_producer_epoch": -1, "error": None,
+        "cluster": "c1",
+        "partition": 5,
+        "offset": 7,
+        "timestamp_ms": 1011,
+        "transactional_id": "tx-1",
+        "state": "ONGOING",
+        "producer_id": 42,
+        "producer_epoch": 3,
+        "transaction_timeout_ms": 60000,
+        "partitions": ["orders-0", "orders-2", "b-1"],
+        "last_update_timestamp_ms": 1010,
+        "start_timestamp_ms": 1000,
+        "value_version": 1,
+        "previous_producer_id": 41,
+        "next_producer_id": -1,
+        "client_transaction_version": 2,
+        "next_producer_epoch": -1,
+        "error": None,
     }
     assert got[1]["state"] is None and got[1]["producer_id"] is None  # tombstone
     assert got[2]["value_version"] == 0 and got[2]["partitions"] == []
@@ -37,13 +63,26 @@ def test_segment_rows_carry_every_codec_field():
 def test_kafka_rows_equal_segment_rows_and_errors_are_rows():
     data = b"".join(encode_batch(7 + i, [r]) for i, r in enumerate(RECORDS))
     bad_key = b"\x00\x01\x00\x02ab"  # key version 1
-    batch = pa.RecordBatch.from_pydict({
-        "cluster": ["c1"] * 5, "partition": [5] * 5, "offset": [7, 8, 9, 10, 11],
-        "timestamp_ms": [1011, 1012, 1013, 1014, 1015],
-        "key": [k for k, _, _ in RECORDS] + [bad_key, encode_key("tx-4")],
-        "value": [v for _, v, _ in RECORDS] + [encode_value(V), b"\x00\x09xx"],
-    }, schema=pa.schema([("cluster", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-                         ("timestamp_ms", pa.int64()), ("key", pa.binary()), ("value", pa.binary())]))
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "cluster": ["c1"] * 5,
+            "partition": [5] * 5,
+            "offset": [7, 8, 9, 10, 11],
+            "timestamp_ms": [1011, 1012, 1013, 1014, 1015],
+            "key": [k for k, _, _ in RECORDS] + [bad_key, encode_key("tx-4")],
+            "value": [v for _, v, _ in RECORDS] + [encode_value(V), b"\x00\x09xx"],
+        },
+        schema=pa.schema(
+            [
+                ("cluster", pa.string()),
+                ("partition", pa.int32()),
+                ("offset", pa.int64()),
+                ("timestamp_ms", pa.int64()),
+                ("key", pa.binary()),
+                ("value", pa.binary()),
+            ]
+        ),
+    )
     got = rows(decode_kafka_rows([batch]))
     assert got[:3] == rows(decode_segment("c1", 5, data))
     errors = {r["offset"]: r["error"] for r in got[3:]}
@@ -59,7 +98,7 @@ def test_corrupt_batch_is_an_error_row_and_decoding_goes_on():
     bad[-1] ^= 0xFF
     got = rows(decode_segment("c", 0, bytes(bad) + encode_batch(2, [RECORDS[0]]) + good))
     assert [r["offset"] for r in got if r["error"] is None] == [2, 0]
-    assert [r["error"] for r in got if r["error"]][0].startswith("batch at byte 0")
+    assert next(r["error"] for r in got if r["error"]).startswith("batch at byte 0")
 
 
 def test_segment_files_are_mapped_and_read_as_their_bytes(tmp_path):
@@ -68,8 +107,9 @@ def test_segment_files_are_mapped_and_read_as_their_bytes(tmp_path):
     path.parent.mkdir()
     path.write_bytes(data)
     (tmp_path / "empty.log").write_bytes(b"")
-    inputs = pa.RecordBatch.from_pydict({"cluster": ["c1", "c1"], "path": [str(path), str(tmp_path / "empty.log")],
-                                         "partition": [5, 6]})
+    inputs = pa.RecordBatch.from_pydict(
+        {"cluster": ["c1", "c1"], "path": [str(path), str(tmp_path / "empty.log")], "partition": [5, 6]}
+    )
     assert rows(decode_segment_files([inputs])) == rows(decode_segment("c1", 5, data))
 
 

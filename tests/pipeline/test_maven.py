@@ -18,7 +18,9 @@ def cache(tmp_path, monkeypatch):
 
 def test_resolves_once_then_works_offline(cache, monkeypatch):
     jars = connector_jars("4.3.0")
-    assert sorted(a for a in CONNECTOR_ARTIFACTS if any(j.name.startswith(a + "-") for j in jars)) == sorted(CONNECTOR_ARTIFACTS)
+    assert sorted(a for a in CONNECTOR_ARTIFACTS if any(j.name.startswith(a + "-") for j in jars)) == sorted(
+        CONNECTOR_ARTIFACTS
+    )
     assert maven.cached(cache / "spark-kafka" / "4.3.0")
     monkeypatch.setenv("PATH", "/nonexistent")  # no mvn: the cache alone answers
     assert connector_jars("4.3.0") == jars
@@ -28,7 +30,10 @@ def test_without_mvn_a_one_line_error(cache, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(SparkJarsError) as e:
         connector_jars("4.3.0")
-    assert str(e.value) == f"Spark's Kafka connector 4.3.0 is not cached in {cache / 'spark-kafka' / '4.3.0'} and `mvn` is not on PATH"
+    assert (
+        str(e.value)
+        == f"Spark's Kafka connector 4.3.0 is not cached in {cache / 'spark-kafka' / '4.3.0'} and `mvn` is not on PATH"
+    )
 
 
 def test_a_rejected_result_leaves_no_cache_entry(cache, monkeypatch):

@@ -44,8 +44,8 @@ from confluent_kafka.admin import AdminClient
 
 from exporter.broker_log import BrokerLogParser
 from exporter.codec.states import TransactionState
-from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.admin import alter_topic_config, create_topic
+from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.workload import commit_transactions, held_commit, reassign_partitions, set_logger_level
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
@@ -74,8 +74,9 @@ def _wait_for_log(broker: KafkaBroker, pattern: str, start: int, timeout: float 
 
 
 def _producer(broker: KafkaBroker, tid: str) -> Producer:
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid,
-                         "transaction.timeout.ms": 120000})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid, "transaction.timeout.ms": 120000}
+    )
     producer.init_transactions(60)
     return producer
 
@@ -212,8 +213,7 @@ def expected(path: Path) -> dict:
     parser = BrokerLogParser()
     lines = path.read_bytes().split(b"\n")[:-1]
     events = [as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
-    return {"lines": parser.lines, "malformed": parser.malformed, "unrecognized": parser.unrecognized,
-            "events": events}
+    return {"lines": parser.lines, "malformed": parser.malformed, "unrecognized": parser.unrecognized, "events": events}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from exporter.broker_log import BrokerLogParser
-from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from tests.sources.make_broker_log_corpus import as_json
+from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
 VERSIONS = KAFKA_VERSIONS
@@ -38,7 +38,10 @@ def test_each_line_parses_as_expected(version):
     expected = _expected(version)
     assert got == expected["events"]
     assert (parser.lines, parser.malformed, parser.unrecognized) == (
-        expected["lines"], expected["malformed"], expected["unrecognized"])
+        expected["lines"],
+        expected["malformed"],
+        expected["unrecognized"],
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -49,7 +52,8 @@ def test_the_follower_reads_the_same_events_in_one_go(version):
     stats = events.pop()
     expected = _expected(version)
     assert [{k: v for k, v in as_json(e, 0).items() if k != "line"} for e in events] == [
-        {k: v for k, v in e.items() if k != "line"} for e in expected["events"]]
+        {k: v for k, v in e.items() if k != "line"} for e in expected["events"]
+    ]
     assert stats.lines == expected["lines"]
 
 
@@ -83,15 +87,22 @@ def test_events_agree_with_plain_counts_of_their_lines(version):
     def events_of(kind: str, **fields) -> int:
         return sum(e["event"] == kind and all(e.get(k) == v for k, v in fields.items()) for e in events)
 
-    assert events_of("MarkerWriteRetried") == lines_with("'s transaction marker for partition ", "has failed with error ", ", retrying")
+    assert events_of("MarkerWriteRetried") == lines_with(
+        "'s transaction marker for partition ", "has failed with error ", ", retrying"
+    )
     assert events_of("MarkerWriteFailed") == (
         lines_with("'s transaction marker for partition ", "has permanently failed with error ")
-        + lines_with("'s transaction marker from partition ", "This partition will be removed"))
+        + lines_with("'s transaction marker from partition ", "This partition will be removed")
+    )
     # One event per failed append: its INFO line (a DEBUG line before it gives the raw error).
-    assert events_of("TransactionLogAppendFailed") == lines_with(" append transaction log for ", " transition failed due to ")
+    assert events_of("TransactionLogAppendFailed") == lines_with(
+        " append transaction log for ", " transition failed due to "
+    )
     assert events_of("CompleteAppendRetried") == lines_with("Not available to append PendingCompleteTxn")
     assert events_of("CoordinatorChanged", elected=True) == lines_with("Elected as the txn coordinator for partition ")
-    assert events_of("CoordinatorChanged", elected=False) == lines_with("Resigned as the txn coordinator for partition ")
+    assert events_of("CoordinatorChanged", elected=False) == lines_with(
+        "Resigned as the txn coordinator for partition "
+    )
     debug = lines_with("DEBUG ", "'s new metadata ", " failed due to ")
     assert debug > 0 and events_of("TransactionLogAppendFailed", error="NOT_ENOUGH_REPLICAS") == debug
 

@@ -7,13 +7,13 @@ import logging
 import os
 import random
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from exporter.sources.broker_log_tail import _FINGERPRINT_BYTES, BrokerLogFollower
 from exporter.contracts.events import BrokerLogStats, CompleteAppendRetried
+from exporter.sources.broker_log_tail import _FINGERPRINT_BYTES, BrokerLogFollower
 
 # A real 4.4.0 line (tests/sources/broker_log_corpus/4.4.0.log) with the transactional id as a hole,
 # and the time: every line a writer writes has its own, as in a real log.
@@ -37,7 +37,7 @@ _clock = [0]
 
 def line(tid: object) -> str:
     _clock[0] += 1
-    return LINE.format(tid, tid).format(datetime.fromtimestamp(_clock[0] / 1000, tz=timezone.utc))
+    return LINE.format(tid, tid).format(datetime.fromtimestamp(_clock[0] / 1000, tz=UTC))
 
 
 def lines(*ids: object) -> str:
@@ -172,7 +172,7 @@ def test_long_lines_keep_head_and_tail_within_bounded_memory(log):
     text = line("big").replace("topicPartitions=[]", "topicPartitions=[" + "orders-1, " * 2000 + "orders-2]")
     assert len(text) > 10 * limit
     for start in range(0, len(text), 1000):  # arriving in pieces, as a writer flushes it
-        append(log, text[start:start + 1000])
+        append(log, text[start : start + 1000])
         events = follower.poll()
         assert len(follower._partial) <= limit and len(follower._cut_tail or b"") <= limit
     assert ids(events) == ["big"]  # the transactional id is in the head, the logger in the tail
@@ -218,10 +218,13 @@ def test_copytruncate_of_a_file_nothing_was_read_from(log):
     assert ids(follower.poll()) == ["5"]
 
 
-@pytest.mark.parametrize("names", [
-    ["server.log.2026-11-21-07", "server.log.2026-11-21-08", "server.log.2026-11-21-09"],  # Kafka 3.x and 4.x
-    ["server.log.1", "server.log.1", "server.log.1"],  # size-based, the newest .1 (older ones move on)
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["server.log.2026-11-21-07", "server.log.2026-11-21-08", "server.log.2026-11-21-09"],  # Kafka 3.x and 4.x
+        ["server.log.1", "server.log.1", "server.log.1"],  # size-based, the newest .1 (older ones move on)
+    ],
+)
 def test_renames_between_two_polls_lose_no_file(log, names):
     follower = BrokerLogFollower(log)
     append(log, lines(0))
@@ -314,13 +317,19 @@ def test_rotations_both_ways_under_any_poll_schedule_lose_and_repeat_nothing(log
             if op == "rename":
                 if numbered_renames:
                     shift_numbered(log)
-                log.rename(log.with_name("server.log.1" if numbered_renames else f"server.log.2026-11-21-{rotations_so_far:02d}"))
+                log.rename(
+                    log.with_name(
+                        "server.log.1" if numbered_renames else f"server.log.2026-11-21-{rotations_so_far:02d}"
+                    )
+                )
                 if rng.random() < 0.7:
                     log.touch()  # the appender's new file (else created by the next write)
             else:
                 if not numbered_renames:
                     shift_numbered(log)
-                shutil.copy(log, log.with_name(f"server.log-2026112{rotations_so_far}" if numbered_renames else "server.log.1"))
+                shutil.copy(
+                    log, log.with_name(f"server.log-2026112{rotations_so_far}" if numbered_renames else "server.log.1")
+                )
                 os.truncate(log, 0)
             expected_rotations += 1
             unrotated = False

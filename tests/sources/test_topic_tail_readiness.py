@@ -19,10 +19,10 @@ class ScriptedConsumer:
     """Answers metadata and watermark queries as the test sets them; delivers no records."""
 
     def __init__(self, settings: dict) -> None:
-        self.leaders = {p: 1 for p in range(PARTITIONS)}
+        self.leaders = dict.fromkeys(range(PARTITIONS), 1)
         self.topic_error: KafkaError | None = None
         self.not_leader: set[int] = set()
-        self.high = {p: 0 for p in range(PARTITIONS)}
+        self.high = dict.fromkeys(range(PARTITIONS), 0)
         self.assigned: set[int] = set()
 
     def list_topics(self, topic, timeout):
@@ -82,10 +82,10 @@ def test_not_ready_before_the_first_poll(scripted):
 
 def test_leaders_unknown_at_start_is_not_ready_and_follows_nothing(scripted):
     tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
-    consumer.leaders = {p: -1 for p in range(PARTITIONS)}
+    consumer.leaders = dict.fromkeys(range(PARTITIONS), -1)
     assert not [e for e in step() if isinstance(e, PartitionAssigned)]
     assert "waiting for the leaders" in tail.not_ready
-    consumer.leaders = {p: 1 for p in range(PARTITIONS)}
+    consumer.leaders = dict.fromkeys(range(PARTITIONS), 1)
     step()
     assert tail.not_ready is None and consumer.assigned == set(range(PARTITIONS))
 

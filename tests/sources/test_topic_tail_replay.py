@@ -13,9 +13,9 @@ from confluent_kafka import KafkaError
 
 import exporter.sources.topic_tail as topic_tail
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
+from exporter.contracts.events import PartitionReplayed, PartitionRevoked, SourceStatus, TransactionLogRecords
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionReplayed, PartitionRevoked, SourceStatus, TransactionLogRecords
 from tests.model.builders import snapshot
 from tests.sources.test_topic_tail_readiness import scripted_tail
 from tests.sources.test_topic_tail_runs import DeliveringConsumer, Message, shape
@@ -39,7 +39,7 @@ def tail_replaying(records: int):
 
 
 def test_only_the_last_record_of_each_id_is_decoded_and_handed_over_in_offset_order(monkeypatch):
-    tail, consumer, clock = tail_replaying(5)
+    tail, consumer, _clock = tail_replaying(5)
     a, b, c = (encode_key(t) for t in "abc")
     consumer.queued = [
         Message(0, 0, CORRUPT, key=a),  # superseded by offset 3: never decoded, so not an error
@@ -54,7 +54,7 @@ def test_only_the_last_record_of_each_id_is_decoded_and_handed_over_in_offset_or
 
 def test_a_replay_of_many_ids_is_handed_over_in_bounded_windows(monkeypatch):
     monkeypatch.setattr(topic_tail, "_REPLAY_WINDOW_IDS", 2)
-    tail, consumer, clock = tail_replaying(5)
+    tail, consumer, _clock = tail_replaying(5)
     consumer.queued = [Message(0, offset) for offset in range(5)]  # five ids
     events = tail.poll(timeout=0)
     assert shape(events) == [
@@ -102,7 +102,7 @@ def test_replaying_last_records_leaves_the_model_as_replaying_every_record_does(
     records = [decode_record(encode_key(tid), raw, offset, 1000 + offset, False) for offset, tid, raw in history]
     every.apply(TransactionLogRecords(0, records, 0, True))
 
-    tail, consumer, clock = tail_replaying(len(history))
+    tail, consumer, _clock = tail_replaying(len(history))
     consumer.queued = [TombstoneAware(0, offset, raw, key=encode_key(tid)) for offset, tid, raw in history]
     last = CoordinatorModel(LatencyRecorders().sinks())
     last.apply_batch(e for e in tail.poll(timeout=0) if isinstance(e, TransactionLogRecords))

@@ -18,8 +18,10 @@ class Message:
     def __init__(self, partition: int, offset: int, value: bytes | None = None, key: bytes | None = None) -> None:
         self._partition, self._offset = partition, offset
         self._key = encode_key(f"tid-{partition}-{offset}") if key is None else key
-        self._value = value if value is not None else encode_value(
-            TransactionLogValue(1, 7, 0, 60_000, TransactionState.ONGOING, {"orders": [0, 1]}, 5, 4)
+        self._value = (
+            value
+            if value is not None
+            else encode_value(TransactionLogValue(1, 7, 0, 60_000, TransactionState.ONGOING, {"orders": [0, 1]}, 5, 4))
         )
 
     def error(self):
@@ -80,11 +82,16 @@ def shape(events):
 def test_runs_are_cut_by_partition_undecodable_records_and_the_end_of_replay(tail_and_consumer):
     tail, consumer = tail_and_consumer
     consumer.queued = [
-        Message(1, 0), Message(1, 1),
-        Message(0, 0), Message(0, 1), Message(0, 2),  # offset 2 is partition 0's last replayed
-        Message(0, 3), Message(0, 4, value=b"\x00\x09"),  # an unknown value version
-        Message(0, 5), Message(1, 2),
-    ]  # fmt: skip
+        Message(1, 0),
+        Message(1, 1),
+        Message(0, 0),
+        Message(0, 1),
+        Message(0, 2),  # offset 2 is partition 0's last replayed
+        Message(0, 3),
+        Message(0, 4, value=b"\x00\x09"),  # an unknown value version
+        Message(0, 5),
+        Message(1, 2),
+    ]
     events = tail.poll(timeout=0)
     assert shape(events) == [
         ("records", 1, [0, 1], False),

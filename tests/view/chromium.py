@@ -6,8 +6,16 @@ import shutil
 import subprocess
 import tempfile
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync")  # fmt: skip
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 def chromium() -> str:
@@ -18,8 +26,12 @@ def chromium() -> str:
 
 def run(url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory(prefix="txn-chromium-") as profile:
-        return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args, url],
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", *args, url],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 def dump_dom(url: str, *args: str) -> str:

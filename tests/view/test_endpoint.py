@@ -15,10 +15,10 @@ import bcrypt
 import pytest
 from prometheus_client import CollectorRegistry
 
+from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.view import chromium
@@ -41,8 +41,15 @@ def model() -> CoordinatorModel:
 
 def _serve(model: CoordinatorModel, web_config: Path | None = None) -> MetricsServer:
     routes = {PATH: TransactionsEndpoint(model, 300, "kafka:9092", broker_log=False)}
-    server = MetricsServer("127.0.0.1", 0, CollectorRegistry(), healthy=lambda: True, ready=lambda: True,
-                           web_config_file=str(web_config) if web_config else None, routes=routes)
+    server = MetricsServer(
+        "127.0.0.1",
+        0,
+        CollectorRegistry(),
+        healthy=lambda: True,
+        ready=lambda: True,
+        web_config_file=str(web_config) if web_config else None,
+        routes=routes,
+    )
     server.start()
     return server
 
@@ -63,8 +70,9 @@ def auth_server(model: CoordinatorModel, tmp_path_factory: pytest.TempPathFactor
     server.stop()
 
 
-def get(server: MetricsServer, query: str = "", accept: str | None = None,
-        user: str | None = None) -> tuple[int, dict[str, str], str]:
+def get(
+    server: MetricsServer, query: str = "", accept: str | None = None, user: str | None = None
+) -> tuple[int, dict[str, str], str]:
     request = urllib.request.Request(f"http://127.0.0.1:{server.port}{PATH}{query}")
     if accept:
         request.add_header("Accept", accept)
@@ -95,8 +103,11 @@ def test_json_unless_a_browser_asks_and_format_forces_either(server):
 
 def test_bad_filter_is_a_400_with_one_line(server):
     status, headers, body = get(server, "?limit=5000", accept="text/html")
-    assert (status, headers["Content-Type"], body) == (400, "text/plain; charset=utf-8",
-                                                      "limit: '5000' is not a number from 1 to 1000\n")
+    assert (status, headers["Content-Type"], body) == (
+        400,
+        "text/plain; charset=utf-8",
+        "limit: '5000' is not a number from 1 to 1000\n",
+    )
 
 
 def test_basic_auth_as_every_other_path(auth_server):

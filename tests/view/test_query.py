@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 
 from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
-from exporter.metrics import LatencyRecorders
-from exporter.model import CoordinatorModel
-from exporter.contracts.hanging_rules import HANGING, LATE, Finding, OpenTransaction
 from exporter.contracts.events import (
     HangingScanCompleted,
     MarkerWriteRetried,
@@ -15,6 +12,9 @@ from exporter.contracts.events import (
     PartitionReplayed,
     TransactionLogRecords,
 )
+from exporter.contracts.hanging_rules import HANGING, LATE, Finding, OpenTransaction
+from exporter.metrics import LatencyRecorders
+from exporter.model import CoordinatorModel
 from exporter.view.query import MAX_LIMIT, Query, QueryError, document, parse_query
 from tests.model.builders import S
 
@@ -39,29 +39,43 @@ def doc(model: CoordinatorModel, query: str = "") -> dict:
     return document(model, parse_query(query), NOW, PADDING, "kafka:9092", broker_log=True)
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("", Query()),
-    ("state=ongoing", Query(frozenset({S.ONGOING}), hanging=False)),
-    ("state=PREPARE_COMMIT,prepare_abort&state=hanging",
-     Query(frozenset({S.PREPARE_COMMIT, S.PREPARE_ABORT}), hanging=True)),
-    ("min_age=90", Query(min_age_ms=90_000)), ("min_age=1.5m", Query(min_age_ms=90_000)),
-    ("min_age=250ms", Query(min_age_ms=250)), ("min_age=2h", Query(min_age_ms=7_200_000)),
-    ("min_age=1.2e%2B02", Query(min_age_ms=120_000)), ("min_age=1.2e+02", Query(min_age_ms=120_000)),
-    ("limit=1000&format=html", Query(limit=1000, format="html")),
-    ("state=&min_age=&limit=", Query()),  # the page's form with its fields left empty
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("", Query()),
+        ("state=ongoing", Query(frozenset({S.ONGOING}), hanging=False)),
+        (
+            "state=PREPARE_COMMIT,prepare_abort&state=hanging",
+            Query(frozenset({S.PREPARE_COMMIT, S.PREPARE_ABORT}), hanging=True),
+        ),
+        ("min_age=90", Query(min_age_ms=90_000)),
+        ("min_age=1.5m", Query(min_age_ms=90_000)),
+        ("min_age=250ms", Query(min_age_ms=250)),
+        ("min_age=2h", Query(min_age_ms=7_200_000)),
+        ("min_age=1.2e%2B02", Query(min_age_ms=120_000)),
+        ("min_age=1.2e+02", Query(min_age_ms=120_000)),
+        ("limit=1000&format=html", Query(limit=1000, format="html")),
+        ("state=&min_age=&limit=", Query()),  # the page's form with its fields left empty
+    ],
+)
 def test_parse_query(query, expected):
     assert parse_query(query) == expected
 
 
-@pytest.mark.parametrize("query, message", [
-    ("state=DONE", "state: 'DONE' is none of ONGOING, PREPARE_COMMIT, PREPARE_ABORT, HANGING"),
-    ("min_age=-1", "min_age: '-1' is not an age"), ("min_age=1d", "min_age: '1d' is not an age"),
-    ("limit=0", "limit: '0' is not a number from 1 to 1000"), ("limit=1001", "from 1 to 1000"),
-    ("limit=ten", "limit: 'ten'"), ("format=xml", "format: 'xml' is neither json nor html"),
-    ("minage=5", "unknown parameter 'minage'; known: state, min_age, limit, format"),
-    ("limit=5&&x", "bad query string"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("state=DONE", "state: 'DONE' is none of ONGOING, PREPARE_COMMIT, PREPARE_ABORT, HANGING"),
+        ("min_age=-1", "min_age: '-1' is not an age"),
+        ("min_age=1d", "min_age: '1d' is not an age"),
+        ("limit=0", "limit: '0' is not a number from 1 to 1000"),
+        ("limit=1001", "from 1 to 1000"),
+        ("limit=ten", "limit: 'ten'"),
+        ("format=xml", "format: 'xml' is neither json nor html"),
+        ("minage=5", "unknown parameter 'minage'; known: state, min_age, limit, format"),
+        ("limit=5&&x", "bad query string"),
+    ],
+)
 def test_bad_filters_have_a_one_line_message(query, message):
     with pytest.raises(QueryError, match=message.replace("(", r"\(")) as e:
         parse_query(query)
@@ -80,20 +94,30 @@ def test_oldest_first_with_everything_a_row_says():
     assert [r["transactional_id"] for r in d["transactions"]] == ["late", "held", "young"]
     late, held, young = d["transactions"]
     assert late == {
-        "transactional_id": "late", "state": "ONGOING", "producer_id": 101, "producer_epoch": 5,
-        "state_entered_ms": NOW - 400_000, "age_seconds": 400.0, "transaction_start_ms": NOW - 400_000,
-        "transaction_timeout_ms": 60_000, "late": True, "coordinator_partition": 1,
-        "partitions": ["orders-1", "ledger-0"], "marker_errors": [],
-    }  # fmt: skip
+        "transactional_id": "late",
+        "state": "ONGOING",
+        "producer_id": 101,
+        "producer_epoch": 5,
+        "state_entered_ms": NOW - 400_000,
+        "age_seconds": 400.0,
+        "transaction_start_ms": NOW - 400_000,
+        "transaction_timeout_ms": 60_000,
+        "late": True,
+        "coordinator_partition": 1,
+        "partitions": ["orders-1", "ledger-0"],
+        "marker_errors": [],
+    }
     assert not young["late"] and not held["late"]  # PREPARE_* is pending, never late
     assert held["marker_errors"] == [
-        {"partition": "orders-2", "error": "NOT_ENOUGH_REPLICAS", "count": 2, "last_seen_ms": NOW - 200}]
+        {"partition": "orders-2", "error": "NOT_ENOUGH_REPLICAS", "count": 2, "last_seen_ms": NOW - 200}
+    ]
     assert d["in_flight_matching"] == 3 and d["broker_log"] and d["late_padding_seconds"] == 300
 
 
 def test_filters_apply_before_the_limit():
-    model = model_with(*[(f"t{n:03d}", S.ONGOING if n % 2 else S.PREPARE_ABORT, NOW - n * 1_000, 60_000)
-                         for n in range(200)])  # fmt: skip
+    model = model_with(
+        *[(f"t{n:03d}", S.ONGOING if n % 2 else S.PREPARE_ABORT, NOW - n * 1_000, 60_000) for n in range(200)]
+    )
     d = doc(model)
     assert len(d["transactions"]) == 100 and d["in_flight_matching"] == 200
     assert d["transactions"][0]["transactional_id"] == "t199"
@@ -111,15 +135,25 @@ def test_hanging_findings_with_kafkas_abort_command():
     old = OpenTransaction("orders", 3, 77, 1, -1, 1234, NOW - 3_600_000)
     recent = OpenTransaction("orders", 4, 78, 1, -1, 99, NOW - 60_000)
     late = OpenTransaction("orders", 5, 79, 1, 3, 5, NOW - 7_200_000)
-    model.apply(HangingScanCompleted(10, 3, 2, findings=(
-        Finding(recent, 0, HANGING, None, None, "no coordinator lists the producer id"),
-        Finding(old, 0, HANGING, "ghost", None, "transactional id unknown to its coordinator"),
-        Finding(late, 0, LATE, "slow", 1, "the coordinator's PrepareCommit transaction still holds the partition"),
-    )))  # fmt: skip
+    model.apply(
+        HangingScanCompleted(
+            10,
+            3,
+            2,
+            findings=(
+                Finding(recent, 0, HANGING, None, None, "no coordinator lists the producer id"),
+                Finding(old, 0, HANGING, "ghost", None, "transactional id unknown to its coordinator"),
+                Finding(
+                    late, 0, LATE, "slow", 1, "the coordinator's PrepareCommit transaction still holds the partition"
+                ),
+            ),
+        )
+    )
     d = doc(model)
     assert [(h["partition"], h["age_seconds"]) for h in d["hanging"]] == [(3, 3600.0), (4, 60.0)]
     assert d["hanging"][0]["abort_command"] == (
-        "kafka-transactions.sh --bootstrap-server kafka:9092 abort --topic orders --partition 3 --start-offset 1234")
+        "kafka-transactions.sh --bootstrap-server kafka:9092 abort --topic orders --partition 3 --start-offset 1234"
+    )
     assert d["hanging"][0]["transactional_id"] == "ghost" and d["hanging_scan"]
     assert [h["partition"] for h in doc(model, "min_age=10m")["hanging"]] == [3]
     assert doc(model, "state=ONGOING")["hanging"] == []

@@ -19,8 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _demo(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "exporter", "demo", *args], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "TMPDIR": str(tmp_path)}, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "exporter", "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -31,8 +35,10 @@ def test_a_port_in_use_stops_the_demo_before_anything_starts(tmp_path: Path) -> 
         port = taken.getsockname()[1]
         proc = _demo(tmp_path, "--listen", f"127.0.0.1:{port}")
     assert proc.returncode == 2
-    assert proc.stderr == (f"txn-exporter demo: cannot listen on 127.0.0.1:{port}: address already in use "
-                           "(--listen HOST:PORT picks another)\n")
+    assert proc.stderr == (
+        f"txn-exporter demo: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(--listen HOST:PORT picks another)\n"
+    )
     assert proc.stdout == ""  # no "Starting two Kafka brokers"
     assert list(tmp_path.iterdir()) == []  # no work dir, so no broker either
 
@@ -41,8 +47,15 @@ def test_a_port_in_use_stops_the_demo_before_anything_starts(tmp_path: Path) -> 
 @pytest.mark.parametrize("keep", [False, True], ids=["removed", "kept"])
 def test_the_work_dir_is_removed_on_exit_unless_kept(tmp_path: Path, kafka_broker_factory, keep: bool) -> None:
     kafka_broker_factory.make_room()  # the demo's two JVMs, beside at most one of the session's
-    proc = _demo(tmp_path, "--duration", "1", "--listen", f"127.0.0.1:{free_port()}",
-                 *(["--keep-work-dir"] if keep else []), timeout=300)  # fmt: skip
+    proc = _demo(
+        tmp_path,
+        "--duration",
+        "1",
+        "--listen",
+        f"127.0.0.1:{free_port()}",
+        *(["--keep-work-dir"] if keep else []),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     work_dirs = list(tmp_path.glob("txn-exporter-demo-*"))
     if keep:

@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry
 
 from exporter import config, logs
 from exporter.app import Exporter
+from exporter.http_server import ListenError, MetricsServer
+from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
 from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, KafkaJarsError, kafka_libs
-from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
-from exporter.http_server import ListenError, MetricsServer
 
 TOPIC = "demo-orders"
 HOLD_SECONDS = 20
@@ -45,17 +45,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(commits, aborts, timed-out producers, and markers held back now and then), and the exporter; "
         "print where to look and what the numbers mean. Stops everything on Ctrl-C or after --duration.",
     )
-    parser.add_argument("--listen", default="127.0.0.1:9464", type=_listen, metavar="HOST:PORT",
-                        help="where /metrics is served (default: %(default)s)")
+    parser.add_argument(
+        "--listen",
+        default="127.0.0.1:9464",
+        type=_listen,
+        metavar="HOST:PORT",
+        help="where /metrics is served (default: %(default)s)",
+    )
     parser.add_argument(
         "--duration", type=float, default=None, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
     )
     parser.add_argument(
-        "--kafka-version", choices=KAFKA_VERSIONS, default=DEFAULT_KAFKA_VERSION,
+        "--kafka-version",
+        choices=KAFKA_VERSIONS,
+        default=DEFAULT_KAFKA_VERSION,
         help="the Kafka version of the brokers (default: %(default)s)",
     )
     parser.add_argument(
-        "--keep-work-dir", action="store_true",
+        "--keep-work-dir",
+        action="store_true",
         help="keep the brokers' data and logs (a temporary directory) after the demo; by default it is removed",
     )
     parser.set_defaults(func=run)
@@ -122,15 +130,19 @@ def _preflight(args: argparse.Namespace) -> str | None:
 
 
 def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int:
-    with KafkaBroker(args.kafka_version, workdir=workdir / "broker-1") as first, KafkaBroker(
-        args.kafka_version, workdir=workdir / "broker-2", join=first, node_id=2
-    ) as second:
+    with (
+        KafkaBroker(args.kafka_version, workdir=workdir / "broker-1") as first,
+        KafkaBroker(args.kafka_version, workdir=workdir / "broker-2", join=first, node_id=2) as second,
+    ):
         create_topic(first.bootstrap_servers, TOPIC, partitions=3, replication_factor=2)
         settings = config.Settings(
-            bootstrap_servers=first.bootstrap_servers, all_partitions=True, listen=args.listen,
+            bootstrap_servers=first.bootstrap_servers,
+            all_partitions=True,
+            listen=args.listen,
             metadata_refresh_seconds=5,
             # The coordinator's own log: marker retries while markers are held back, append errors.
-            broker_log=[str(first.server_log)], broker_log_from_start=True,
+            broker_log=[str(first.server_log)],
+            broker_log_from_start=True,
         )
         exporter = Exporter(settings)
         try:
@@ -141,7 +153,9 @@ def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int
         _explain(exporter.server.url, first.bootstrap_servers)
         threads = [
             threading.Thread(target=exporter.serve, args=(stop,), name="exporter", daemon=True),
-            threading.Thread(target=_workload, args=(first.bootstrap_servers, second, stop), name="workload", daemon=True),
+            threading.Thread(
+                target=_workload, args=(first.bootstrap_servers, second, stop), name="workload", daemon=True
+            ),
         ]
         for thread in threads:
             thread.start()
@@ -188,8 +202,8 @@ def _explain(url: str, bootstrap: str) -> None:
     print(
         f"""
 kafka-txn-exporter demo
-  metrics:  {url}   (readiness: {url.removesuffix('/metrics')}/readyz)
-  transactions: {url.removesuffix('/metrics')}/transactions   (which ones are in flight or stuck; a page in a browser)
+  metrics:  {url}   (readiness: {url.removesuffix("/metrics")}/readyz)
+  transactions: {url.removesuffix("/metrics")}/transactions   (which ones are in flight or stuck; a page in a browser)
   kafka:    {bootstrap}
 
 What to look at:

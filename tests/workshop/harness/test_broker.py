@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
-from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.workload import commit_transactions, count_messages, hold_markers, run_mix
 
 pytestmark = pytest.mark.kafka
@@ -86,7 +86,10 @@ def test_workload_counts(broker: KafkaBroker) -> None:
     for t in tids:
         counts = result.per_id[t]
         states = _states(broker, t)
-        assert (states["COMPLETE_COMMIT"], states["COMPLETE_ABORT"]) == (counts.commits, counts.aborts + counts.timeouts)
+        assert (states["COMPLETE_COMMIT"], states["COMPLETE_ABORT"]) == (
+            counts.commits,
+            counts.aborts + counts.timeouts,
+        )
     assert f"Completed rollback of ongoing transaction for transactionalId {tids[0]} due to timeout" in (
         broker.server_log.read_text()
     )

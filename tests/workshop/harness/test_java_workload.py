@@ -34,8 +34,10 @@ def test_without_javac_a_one_line_error(cache, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(JavaWorkloadError) as e:
         compiled_classes(DEFAULT_KAFKA_VERSION)
-    assert str(e.value) == ("`javac` is not on PATH: the Java transactional workload needs a JDK 17+ "
-                            "(apt-get install openjdk-17-jdk-headless)")
+    assert str(e.value) == (
+        "`javac` is not on PATH: the Java transactional workload needs a JDK 17+ "
+        "(apt-get install openjdk-17-jdk-headless)"
+    )
 
 
 def test_a_failed_compile_leaves_no_cache_entry(cache, monkeypatch, tmp_path):

@@ -31,12 +31,12 @@ def _classes(libs: Path) -> set[str]:
 def test_one_version_per_minor_newest_first():
     assert [v.rsplit(".", 1)[0] for v in KAFKA_VERSIONS] == MINORS
     assert list(KAFKA_VERSIONS) == sorted(KAFKA_VERSIONS, key=_key, reverse=True)
-    assert jars.KAFKA_VERSIONS == KAFKA_VERSIONS and jars.DEFAULT_KAFKA_VERSION == KAFKA_VERSIONS[0]
+    assert jars.KAFKA_VERSIONS == KAFKA_VERSIONS and KAFKA_VERSIONS[0] == jars.DEFAULT_KAFKA_VERSION
 
 
 def test_the_full_suite_runs_on_the_newest_3x_and_4x():
     newest = {major: next(v for v in KAFKA_VERSIONS if v.startswith(major)) for major in ("4.", "3.")}
-    assert FULL_SUITE_VERSIONS == tuple(newest.values())
+    assert tuple(newest.values()) == FULL_SUITE_VERSIONS
 
 
 def test_tools_come_from_the_same_or_an_older_version_of_the_same_major():
@@ -59,8 +59,13 @@ def test_the_row_names_classes_and_logging_its_jars_have(version):
     assert jars.tools_version(version) == row.tools_version
     assert row.storage_tool_class in _classes(broker_libs)  # the harness formats with the broker's jars
     tools = _classes(tools_libs)
-    for name in ("dump_log_segments_class", "reassign_partitions_class", "config_command_class", "jmx_tool_class",
-                 "transactions_command_class"):
+    for name in (
+        "dump_log_segments_class",
+        "reassign_partitions_class",
+        "config_command_class",
+        "jmx_tool_class",
+        "transactions_command_class",
+    ):
         assert getattr(row, name) in tools, name
     binding = {1: "slf4j-reload4j-", 2: "log4j-slf4j-impl-"}[row.log4j]
     assert any(p.name.startswith(binding) for p in broker_libs.glob("*.jar"))
@@ -68,13 +73,17 @@ def test_the_row_names_classes_and_logging_its_jars_have(version):
 
 
 def test_the_jars_command_lists_every_version():
-    out = subprocess.run([sys.executable, "-m", "txn_workshop.harness.jars"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "txn_workshop.harness.jars"], capture_output=True, text=True, check=True
+    )
     listed = [line.split("\t")[0] for line in out.stdout.splitlines() if " tools" not in line.split("\t")[0]]
     assert listed == list(KAFKA_VERSIONS)
 
 
 def test_the_demo_takes_every_version():
-    out = subprocess.run([sys.executable, "-m", "exporter", "demo", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "exporter", "demo", "--help"], capture_output=True, text=True, check=True
+    )
     assert all(v in out.stdout for v in KAFKA_VERSIONS)
 
 

@@ -17,12 +17,12 @@ from types import TracebackType
 
 from confluent_kafka.admin import AdminClient
 
-from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
-from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
-from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
-from txn_workshop.harness.versions import KafkaVersion, kafka_version
-from txn_workshop.harness.admin import alter_topic_config, create_internal_topics
 from exporter.logs import kafka_client_logger
+from txn_workshop.harness.admin import alter_topic_config, create_internal_topics
+from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
+from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
+from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
+from txn_workshop.harness.versions import KafkaVersion, kafka_version
 
 _START_TIMEOUT_S = 60.0
 # server.log rolls over at this size, keeping this many older files (server.log.1, .2...): a
@@ -41,7 +41,10 @@ _live: set[KafkaBroker] = set()
 def _run_java(libs: Path, main_class: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["java", "-Xmx256m", "-cp", f"{libs}/*", main_class, *args],
-        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -52,7 +55,6 @@ def _random_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cluster_id.startswith("-"):
             return cluster_id
-
 
 
 class KafkaBrokerError(RuntimeError):
@@ -93,7 +95,8 @@ class KafkaBroker:
         levels = kafka_version(version).transaction_versions
         if transaction_version is not None and transaction_version not in levels:
             raise ValueError(
-                f"Kafka {version} has no transaction.version {transaction_version} (levels: {levels or 'none'})")
+                f"Kafka {version} has no transaction.version {transaction_version} (levels: {levels or 'none'})"
+            )
         if join is not None and node_id == join.node_id:
             raise ValueError("a joining broker needs its own node_id")
         if sasl_users and join is not None:
@@ -203,8 +206,11 @@ class KafkaBroker:
         with self.stdout_log.open("ab") as out:
             self._proc = subprocess.Popen(
                 ["java", *_JVM_OPTS, *logging_opts, *self._jmx_opts(), "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, preexec_fn=die_with_parent,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.workdir,
+                preexec_fn=die_with_parent,
                 # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
                 # its brokers in order, instead of also killing each JVM under its clients' feet.
                 process_group=0,
@@ -272,7 +278,8 @@ class KafkaBroker:
             props["listener.security.protocol.map"] += ",SASL:SASL_PLAINTEXT"
             props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
             props["listener.name.sasl.scram-sha-512.sasl.jaas.config"] = (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
             props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
             props["super.users"] = "User:ANONYMOUS"
         if self.kafka.share_group_state_topic:

@@ -23,7 +23,6 @@ class KafkaJarsError(RuntimeError):
     pass
 
 
-
 def tools_version(version: str) -> str:
     """The version whose classpath runs the tools against a ``version`` broker (see versions.py)."""
     return BY_VERSION[version].tools_version if version in BY_VERSION else version
@@ -40,11 +39,14 @@ def kafka_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
     if not maven.cached(home):
         profiles = _profiles(version)
         maven.resolve(
-            home, resources.files(__package__) / "kafka-pom.xml", [f"-Dkafka.version={version}", *(["-P" + ",".join(profiles)] if profiles else [])],
+            home,
+            resources.files(__package__) / "kafka-pom.xml",
+            [f"-Dkafka.version={version}", *(["-P" + ",".join(profiles)] if profiles else [])],
             f"Kafka {version} jars",
             lambda jars: None if any(j.startswith("kafka_2.13-") for j in jars) else "no kafka_2.13 jar",
-            {"kafka": version, "profiles": profiles}, KafkaJarsError,
-        )  # fmt: skip
+            {"kafka": version, "profiles": profiles},
+            KafkaJarsError,
+        )
     return home / "libs"
 
 
@@ -52,7 +54,9 @@ def _profiles(version: str) -> list[str]:
     """kafka-pom.xml's profiles for a pinned version, or for the tools classpath of one (4.2.1)."""
     row = BY_VERSION.get(version) or next((v for v in VERSIONS if v.tools_version == version), None)
     if row is None:
-        raise KafkaJarsError(f"Kafka {version} is not pinned (workshop/txn_workshop/harness/versions.py): {', '.join(KAFKA_VERSIONS)}")
+        raise KafkaJarsError(
+            f"Kafka {version} is not pinned (workshop/txn_workshop/harness/versions.py): {', '.join(KAFKA_VERSIONS)}"
+        )
     return (["tools"] if row.tools_version == version else []) + (["log4j2"] if row.log4j == 2 else [])
 
 

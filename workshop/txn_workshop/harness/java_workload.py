@@ -48,16 +48,20 @@ def compiled_classes(version: str) -> Path:
         return home / "classes"
     javac = shutil.which("javac")
     if javac is None:
-        raise JavaWorkloadError("`javac` is not on PATH: the Java transactional workload needs a JDK 17+ "
-                                "(apt-get install openjdk-17-jdk-headless)")
+        raise JavaWorkloadError(
+            "`javac` is not on PATH: the Java transactional workload needs a JDK 17+ "
+            "(apt-get install openjdk-17-jdk-headless)"
+        )
     libs = kafka_libs(version)
     home.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{home.name}-", dir=home.parent))
     try:
         proc = subprocess.run(
             [javac, "-nowarn", "-cp", f"{libs}/*", "-d", str(tmp / "classes"), str(source)],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
         if proc.returncode != 0:
             raise JavaWorkloadError(f"javac failed on {source} against Kafka {version}:\n{proc.stderr[-4000:]}")
         (tmp / maven.MARKER).write_text(f"{version} {digest}\n")
@@ -92,12 +96,24 @@ def java_transactions(
         raise ValueError(f"transactional ids must be non-empty and without commas: {list(ids)}")
     classes = compiled_classes(broker.version)
     cmd = [
-        "java", "-Xmx256m", "-cp", f"{classes}:{kafka_libs(broker.version)}/*", MAIN_CLASS,
-        "--bootstrap", broker.bootstrap_servers, "--topic", topic, "--ids", ",".join(ids),
-        "--abort-every", str(abort_every), "--messages", str(messages_per_txn),
+        "java",
+        "-Xmx256m",
+        "-cp",
+        f"{classes}:{kafka_libs(broker.version)}/*",
+        MAIN_CLASS,
+        "--bootstrap",
+        broker.bootstrap_servers,
+        "--topic",
+        topic,
+        "--ids",
+        ",".join(ids),
+        "--abort-every",
+        str(abort_every),
+        "--messages",
+        str(messages_per_txn),
         *(["--transactions", str(transactions)] if transactions is not None else []),
         *(["--duration-ms", str(round(duration_s * 1000))] if duration_s is not None else []),
-    ]  # fmt: skip
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise JavaWorkloadError(f"Java transactional producers failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")

@@ -22,8 +22,18 @@ def read(broker: KafkaBroker, object_name: str, attribute: str = "Count") -> dic
     """``attribute`` of every MBean matching ``object_name`` (a JMX pattern: ``error=*``), by object
     name, read once. Empty when none matches: Kafka registers a meter on its first mark."""
     proc = broker.run_tool(
-        broker.kafka.jmx_tool_class, "--jmx-url", broker.jmx_url, "--object-name", object_name, "--attributes", attribute,
-        "--one-time", "true", "--report-format", "properties", timeout=60,
+        broker.kafka.jmx_tool_class,
+        "--jmx-url",
+        broker.jmx_url,
+        "--object-name",
+        object_name,
+        "--attributes",
+        attribute,
+        "--one-time",
+        "true",
+        "--report-format",
+        "properties",
+        timeout=60,
     )
     if proc.returncode != 0:
         if _NO_MATCH in proc.stdout + proc.stderr:

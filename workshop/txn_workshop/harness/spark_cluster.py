@@ -64,14 +64,33 @@ class SparkStandalone:
         self.workdir.mkdir(parents=True, exist_ok=True)
         _live.add(self)
         try:
-            self._spawn("master", "org.apache.spark.deploy.master.Master",
-                        "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui_port))
+            self._spawn(
+                "master",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.ui_port),
+            )
             for i in range(self.workers):
                 self.worker_dir(i).mkdir(exist_ok=True)
-                self._spawn(f"worker-{i}", "org.apache.spark.deploy.worker.Worker",
-                            "--host", "127.0.0.1", "--webui-port", str(free_port()),
-                            "--cores", str(self.cores), "--memory", self.memory,
-                            "--work-dir", str(self.worker_dir(i)), self.url)  # fmt: skip
+                self._spawn(
+                    f"worker-{i}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--webui-port",
+                    str(free_port()),
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--work-dir",
+                    str(self.worker_dir(i)),
+                    self.url,
+                )
             self._wait_workers()
         except BaseException:
             self.stop()
@@ -89,13 +108,22 @@ class SparkStandalone:
         _live.discard(self)
 
     def _spawn(self, name: str, main_class: str, *args: str) -> None:
-        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="256m",
-                   PYSPARK_PYTHON=sys.executable, SPARK_NO_DAEMONIZE="1")  # fmt: skip
+        env = dict(
+            os.environ,
+            SPARK_LOCAL_IP="127.0.0.1",
+            SPARK_DAEMON_MEMORY="256m",
+            PYSPARK_PYTHON=sys.executable,
+            SPARK_NO_DAEMONIZE="1",
+        )
         log = self.workdir / f"{name}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [str(spark_class()), main_class, *args], stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=env, preexec_fn=die_with_parent,
+                [str(spark_class()), main_class, *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=die_with_parent,
             )
         self._processes.append((process, log))
 

@@ -19,13 +19,26 @@ from typing import Literal, NamedTuple
 
 # Kafka's TransactionState ids and names (coordinator/transaction/TransactionState), by hand: not
 # the exporter's own table, which these records check.
-_BY_ID = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT", "DEAD",
-          "PREPARE_EPOCH_FENCE")
+_BY_ID = (
+    "EMPTY",
+    "ONGOING",
+    "PREPARE_COMMIT",
+    "PREPARE_ABORT",
+    "COMPLETE_COMMIT",
+    "COMPLETE_ABORT",
+    "DEAD",
+    "PREPARE_EPOCH_FENCE",
+)
 _BY_DISPLAY_NAME = {
-    "Empty": "EMPTY", "Ongoing": "ONGOING", "PrepareCommit": "PREPARE_COMMIT", "PrepareAbort": "PREPARE_ABORT",
-    "CompleteCommit": "COMPLETE_COMMIT", "CompleteAbort": "COMPLETE_ABORT", "Dead": "DEAD",
+    "Empty": "EMPTY",
+    "Ongoing": "ONGOING",
+    "PrepareCommit": "PREPARE_COMMIT",
+    "PrepareAbort": "PREPARE_ABORT",
+    "CompleteCommit": "COMPLETE_COMMIT",
+    "CompleteAbort": "COMPLETE_ABORT",
+    "Dead": "DEAD",
     "PrepareEpochFence": "PREPARE_EPOCH_FENCE",
-}  # fmt: skip
+}
 _RECORD = re.compile(r"^\| offset: (\d+) .* key: (.*?) payload: (.*)$")
 _TEXT_KEY = re.compile(r"^transaction_metadata::transactionalId=(.*)$")
 _TEXT_STATE = re.compile(r",state=(\w+),")

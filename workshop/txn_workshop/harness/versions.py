@@ -57,8 +57,8 @@ class KafkaVersion:
         return "log4j2.properties" if self.log4j == 2 else "log4j.properties"
 
 
-_3X = dict(log4j=1)
-_4X = dict(log4j=2, transaction_versions=(0, 1, 2), share_group_state_topic=True)
+_3X = {"log4j": 1}
+_4X = {"log4j": 2, "transaction_versions": (0, 1, 2), "share_group_state_topic": True}
 _4_1 = dict(_4X, log_state_names="enum", transaction_log_dump="json")
 
 # Newest first. The newest patch of each minor that Maven Central serves (2026-11).
@@ -67,8 +67,14 @@ VERSIONS: tuple[KafkaVersion, ...] = (
     # kafka-tools-api 4.4.0 as a dependency, so it does not even resolve as published; the pom
     # excludes it). kafka-tools 4.3.1 on 4.4.0's kafka-clients fails with NoSuchMethodError: tools
     # run from the complete 4.3.1 classpath, whose decoders know every record version 4.4 writes.
-    KafkaVersion("4.4.0", "4.3.1", dump_log_segments_class="org.apache.kafka.tools.DumpLogSegments",
-                 pending_complete_txn_bracket="[", full_suite=True, **_4_1),
+    KafkaVersion(
+        "4.4.0",
+        "4.3.1",
+        dump_log_segments_class="org.apache.kafka.tools.DumpLogSegments",
+        pending_complete_txn_bracket="[",
+        full_suite=True,
+        **_4_1,
+    ),
     # DumpLogSegments moved from core (Scala) to the tools module in 4.3.
     KafkaVersion("4.3.1", "4.3.1", dump_log_segments_class="org.apache.kafka.tools.DumpLogSegments", **_4_1),
     # kafka_2.13 4.2.2 is served, kafka-tools 4.2.2 is not: tools from 4.2.1, as for 4.4.0.

@@ -353,9 +353,21 @@ def timed_out_producer(
         finally:
             consumer.close()
     _run_child_until_ready(
-        ["hang", "--bootstrap", bootstrap, "--transactional-id", transactional_id, "--topic", topic,
-         "--transaction-timeout-ms", str(transaction_timeout_ms), "--messages", str(messages)],
-        f"hanging producer for {transactional_id}", timeout,
+        [
+            "hang",
+            "--bootstrap",
+            bootstrap,
+            "--transactional-id",
+            transactional_id,
+            "--topic",
+            topic,
+            "--transaction-timeout-ms",
+            str(transaction_timeout_ms),
+            "--messages",
+            str(messages),
+        ],
+        f"hanging producer for {transactional_id}",
+        timeout,
     )
     if wait:
         _wait_complete_abort(bootstrap, transactional_id, start, timeout)
@@ -380,7 +392,8 @@ def unregistered_transaction(bootstrap: str, transactional_id: str, topic: str, 
     check: the broker needs `transaction.partition.verification.enable=false`."""
     _run_child_until_ready(
         ["unregistered", "--bootstrap", bootstrap, "--transactional-id", transactional_id, "--topic", topic],
-        f"unregistered transaction of {transactional_id}", timeout,
+        f"unregistered transaction of {transactional_id}",
+        timeout,
     )
 
 
@@ -453,19 +466,31 @@ def held_commit(bootstrap: str, follower: KafkaBroker, topic: str, transactional
         yield
 
 
-
 # -- cluster changes through Kafka's own tools (their class names differ between versions) -------
 
 
 def reassign_partitions(broker: KafkaBroker, replicas: Mapping[tuple[str, int], Sequence[int]], plan: Path) -> None:
     """Starts moving each (topic, partition) onto ``replicas`` (the first is the preferred leader)
     with Kafka's ReassignPartitionsCommand; ``plan`` is where its JSON plan is written."""
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": partition, "replicas": list(ids)} for (topic, partition), ids in replicas.items()]}))
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": partition, "replicas": list(ids)}
+                    for (topic, partition), ids in replicas.items()
+                ],
+            }
+        )
+    )
     result = broker.run_tool(
         broker.kafka.reassign_partitions_class,
-        "--bootstrap-server", broker.bootstrap_servers, "--reassignment-json-file", str(plan), "--execute",
-    )  # fmt: skip
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--reassignment-json-file",
+        str(plan),
+        "--execute",
+    )
     if result.returncode != 0:
         raise RuntimeError(f"ReassignPartitionsCommand failed: {result.stdout}{result.stderr}")
 
@@ -475,11 +500,19 @@ def set_logger_level(broker: KafkaBroker, logger: str, level: str | None) -> Non
     None restores the configured level."""
     change = ["--add-config", f"{logger}={level}"] if level else ["--delete-config", logger]
     result = broker.run_tool(
-        broker.kafka.config_command_class, "--bootstrap-server", broker.bootstrap_servers,
-        "--entity-type", "broker-loggers", "--entity-name", str(broker.node_id), "--alter", *change,
-    )  # fmt: skip
+        broker.kafka.config_command_class,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--entity-type",
+        "broker-loggers",
+        "--entity-name",
+        str(broker.node_id),
+        "--alter",
+        *change,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"ConfigCommand failed: {result.stdout}{result.stderr}")
+
 
 if __name__ == "__main__":
     main()
