@@ -1,7 +1,8 @@
 """The one catalogue of metrics: names, types, units, labels, help, KIP-1344 mapping, buckets.
 
-Every sink (the Prometheus collector now; dashboards, alerts and docs later) reads names from here
-so nothing drifts. `name` is the exposed sample name exactly as users query it (counters with their
+Every sink (the Prometheus collector and, through it, OTLP) and every generated artifact (dashboards,
+alerts, the mixin, the docs) reads names from here so nothing drifts. A counter or gauge the model
+counts names its snapshot field (`reads`) and is rendered from it with no code of its own. `name` is the exposed sample name exactly as users query it (counters with their
 `_total`, info with `_info`); units are OpenMetrics units and always the name's suffix.
 """
 
@@ -32,6 +33,10 @@ class MetricSpec:
     # The KIP-1344 (KAFKA-20407) metric this one implements from the outside, if any.
     kip1344: str | None = None
     buckets: tuple[float, ...] = ()
+    # A counter or gauge the model counts: the field of its snapshot (exporter.model.ModelSnapshot)
+    # that the sinks render as it is: a number, or for a labelled metric a mapping from the label's
+    # value to a number. Metrics without it are rendered by code of their own (histograms, ...).
+    reads: str = ""
 
     @property
     def family_name(self) -> str:
@@ -124,6 +129,7 @@ PENDING_MARKERS = MetricSpec(
     " waiting for their markers. With --broker-log, those whose final COMPLETE_* append is in the"
     " coordinator's retry queue are excluded, as KIP-1344 does; without it they are included.",
     kip1344="TransactionsWithPendingMarkersCount",
+    reads="pending_markers",
 )
 PENDING_MARKERS_OLDEST_AGE = MetricSpec(
     "kafka_transaction_pending_markers_oldest_age_seconds",
@@ -159,12 +165,14 @@ TOMBSTONES = MetricSpec(
     "kafka_transaction_state_log_tombstones_total",
     MetricType.COUNTER,
     "Live __transaction_state tombstones: transactional ids the coordinator expired.",
+    reads="tombstones",
 )
 DECODE_ERRORS = MetricSpec(
     "kafka_transaction_state_log_decode_errors_total",
     MetricType.COUNTER,
     "__transaction_state records the exporter could not decode and skipped, by reason.",
     labels=("reason",),
+    reads="decode_errors",
 )
 
 _BROKER_LOG = " From the broker's log file (--broker-log)."
@@ -185,6 +193,7 @@ MARKER_RETRIES = MetricSpec(
     " partition per response, by Kafka error name; disconnects are not counted." + _BROKER_LOG,
     labels=("error",),
     kip1344="TransactionMarkerRetriesPerSec",
+    reads="marker_retries",
 )
 MARKER_FAILURES = MetricSpec(
     "kafka_transaction_marker_failures_total",
@@ -192,12 +201,14 @@ MARKER_FAILURES = MetricSpec(
     "Partition-level permanent errors in WriteTxnMarkers responses (sending cancelled, or the"
     " partition dropped from the transaction) and fatal ones, by Kafka error name." + _BROKER_LOG,
     labels=("error",),
+    reads="marker_failures",
 )
 COMPLETE_APPEND_RETRIES = MetricSpec(
     "kafka_transaction_state_log_complete_append_retries_total",
     MetricType.COUNTER,
     "Final COMPLETE_COMMIT/COMPLETE_ABORT appends that failed after every marker was written and"
     " went to the coordinator's retry queue (LogAppendRetryQueueSize), one per attempt." + _BROKER_LOG,
+    reads="complete_append_retries",
 )
 
 TRANSACTIONS_LATE = MetricSpec(
@@ -207,18 +218,21 @@ TRANSACTIONS_LATE = MetricSpec(
     " --late-transaction-padding-seconds): KIP-664's lateness rule applied at the coordinator, with"
     " each transaction's timeout instead of transaction.max.timeout.ms. The coordinator should have"
     " aborted them (KIP-588).",
+    reads="late_transactions",
 )
 TIMEOUTS = MetricSpec(
     "kafka_transaction_timeouts_total",
     MetricType.COUNTER,
     "Transactions the coordinator aborted on timeout (KIP-588): a PREPARE_ABORT after ONGOING with"
     " the same producer id, the epoch bumped by one, written after start + timeout; live records only.",
+    reads="timeouts",
 )
 PRODUCER_ID_ROTATIONS = MetricSpec(
     "kafka_transaction_producer_id_rotations_total",
     MetricType.COUNTER,
     "Records of a transactional id carrying another producer id than its previous record (epoch"
     " exhaustion, KIP-890 / KIP-360); live records only, expired-and-reused ids not counted.",
+    reads="producer_id_rotations",
 )
 TRANSACTION_DURATION = MetricSpec(
     "kafka_transaction_duration_seconds",
@@ -253,12 +267,14 @@ HANGING_SCAN_ERRORS = MetricSpec(
     "txn_exporter_hanging_scan_errors_total",
     MetricType.COUNTER,
     "Hanging-transaction scans that failed (the gauges keep the last completed scan's values).",
+    reads="hanging_scan_errors",
 )
 
 SOURCE_UP = MetricSpec(
     "txn_exporter_source_up",
     MetricType.GAUGE,
     "1 when the exporter's __transaction_state consumer can read from Kafka, else 0.",
+    reads="source_up",
 )
 PARTITIONS_FOLLOWED = MetricSpec(
     "txn_exporter_partitions_followed",

@@ -19,7 +19,6 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 
-SIGNIFICANT_DIGITS = 3
 # Values below this are recorded exactly (HdrHistogram's first bucket: 2048 sub-buckets of 1 ms).
 EXACT_BELOW_MS = 2048
 _SUB_BUCKET_MAGNITUDE = 11  # log2(EXACT_BELOW_MS)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
@@ -123,33 +123,21 @@ class TransactionCollector(Collector):
 
     @staticmethod
     def _model_families(model: ModelSnapshot, now_ms: int) -> list[Metric]:
-        families: list[Metric] = []
-        families.append(_single(c.TRANSACTIONS_LATE, model.late_transactions))
-        families.append(_single(c.TIMEOUTS, model.timeouts))
-        families.append(_single(c.PRODUCER_ID_ROTATIONS, model.producer_id_rotations))
+        # Counters and gauges read straight from the snapshot, in the catalogue's order.
+        families = [_read(spec, getattr(model, spec.reads)) for spec in c.CATALOGUE if spec.reads]
         scan = model.hanging_scan
         if scan is not None:
             families.append(_single(c.PARTITIONS_WITH_LATE_TRANSACTIONS, scan.partitions_with_late_transactions))
             families.append(_single(c.HANGING_TRANSACTIONS, scan.hanging_transactions))
-        families.append(_single(c.HANGING_SCAN_ERRORS, model.hanging_scan_errors))
-
-        families.append(_single(c.PENDING_MARKERS, model.pending_markers))
         oldest_prepare_ms = model.oldest_prepare_ms
         oldest_age = 0.0 if oldest_prepare_ms is None else max(0, now_ms - oldest_prepare_ms) / 1000
         families.append(_single(c.PENDING_MARKERS_OLDEST_AGE, oldest_age))
-
         families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state)))
-        families.append(_single(c.TOMBSTONES, model.tombstones))
-        families.append(_labelled(c.DECODE_ERRORS, model.decode_errors.items()))
         families.append(_labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items())))
-
         append_errors = _family(c.APPEND_ERRORS)
         for (state, error), count in sorted(model.append_errors.items()):
             append_errors.add_metric((c.TARGET_STATES[state], error), count)  # type: ignore[attr-defined]
         families.append(append_errors)
-        families.append(_labelled(c.MARKER_RETRIES, sorted(model.marker_retries.items())))
-        families.append(_labelled(c.MARKER_FAILURES, sorted(model.marker_failures.items())))
-        families.append(_single(c.COMPLETE_APPEND_RETRIES, model.complete_append_retries))
         broker_log = model.broker_log
         families.append(_single(c.BROKER_LOG_LINES, broker_log.lines))
         skipped = {"malformed": broker_log.malformed, "unrecognized": broker_log.unrecognized}
@@ -157,7 +145,6 @@ class TransactionCollector(Collector):
         families.append(_single(c.BROKER_LOG_TRUNCATED_LINES, broker_log.truncated))
         families.append(_single(c.BROKER_LOG_ROTATIONS, broker_log.rotations))
 
-        families.append(_single(c.SOURCE_UP, 1 if model.source_up else 0))
         phases = dict.fromkeys(c.PARTITION_PHASES, 0)
         lag = _family(c.PARTITION_CONSUMER_LAG)
         last_record = _family(c.PARTITION_LAST_RECORD_TIMESTAMP)
@@ -217,6 +204,13 @@ def _single(spec: c.MetricSpec, value: float) -> Metric:
     family = _family(spec)
     family.add_metric((), value)  # type: ignore[attr-defined]
     return family
+
+
+def _read(spec: c.MetricSpec, value: float | Mapping[str, float]) -> Metric:
+    """A counter or gauge from its snapshot field: a number, or label value -> number."""
+    if isinstance(value, Mapping):
+        return _labelled(spec, sorted(value.items()))
+    return _single(spec, int(value) if isinstance(value, bool) else value)  # a flag is 0 or 1
 
 
 def _labelled(spec: c.MetricSpec, values: Iterable[tuple[str, float]]) -> Metric:

@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
-from exporter.codec.states import TransactionState
+from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
+from exporter.codec.transaction_log import TransactionLogValue
 from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
@@ -65,10 +66,10 @@ from exporter.model.partition import (
     EFFECTIVE_STATE_OF_UNWRITTEN,
     EPOCH_MASK,
     EPOCH_SHIFT,
-    IN_FLIGHT_STATES,
     PRODUCER_ID_SHIFT,
     STATE_MASK,
     TRACKED_STATES,
+    InFlightEntry,
     PartitionState,
     unpack,
 )
@@ -199,7 +200,9 @@ class CoordinatorModel:
         for record in records:
             tid = record.transactional_id
             live = not replay
-            value = record.value
+            # None (a tombstone) turns `new` into ABSENT below, before any field is read.
+            value: TransactionLogValue = record.value  # type: ignore[assignment]
+            new: int
             if value is None:
                 new = ABSENT
             else:
@@ -394,7 +397,7 @@ class CoordinatorModel:
         """The oldest `limit` transactions in `states` (of ONGOING and PREPARE_*; None: all three) of
         the live partitions that entered their state at least `min_age_ms` before `now_ms`."""
         with self._lock:  # only references are copied under it (no allocation per transaction)
-            entries: list[tuple] = []
+            entries: list[InFlightEntry] = []
             for part in self._partitions.values():
                 if part.live:
                     for state in IN_FLIGHT_STATES if states is None else states:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
+from exporter.codec.states import TransactionState
 from exporter.codec.transaction_log import TransactionLogRecord
 
 # Per-state tallies are lists indexed by state id; only ids the model stores are counted.
@@ -34,7 +34,7 @@ class PartitionState:
     `start_timestamp_ms + transaction_timeout_ms`, for the late-transactions gauge.
 
     `inflight` holds the ids in ONGOING or PREPARE_* (the only ones whose data partitions are kept),
-    as InFlight tuples, for the transactions view: one dict per state, indexed by state id (None for
+    as InFlight tuples, for the transactions view: one dict per state, indexed by state id (empty for
     the others), so the view's usual question (which PREPARE_COMMITs are old?) reads only that
     state's tuples. A tuple is replaced, never changed, so a reader can copy references under the
     model's lock and read them after releasing it.
@@ -58,10 +58,9 @@ class PartitionState:
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
         self.ongoing: dict[str, int] = {}
-        # InFlight fields as a plain tuple: cheaper to build.
-        self.inflight: list[dict[str, tuple] | None] = [
-            {} if state in IN_FLIGHT_STATES else None for state in range(ABSENT + 1)
-        ]
+        # InFlight fields as a plain tuple: cheaper to build. One dict per state id (only the
+        # in-flight states' are ever filled), so a state id indexes it without a branch.
+        self.inflight: list[dict[str, InFlightEntry]] = [{} for _ in range(ABSENT + 1)]
         # By state id; the extra ABSENT slot is scratch (ids coming and going), never read.
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.
@@ -90,6 +89,10 @@ class PartitionState:
         if not self.pending:
             return None
         return min(self.pending.values()) >> 1
+
+
+# An in-flight transaction as the model keeps it: InFlight's fields in a plain tuple.
+InFlightEntry = tuple[int, str, int, int, TransactionLogRecord, "dict[str, tuple[str, int, int]] | None"]
 
 
 class InFlight(NamedTuple):

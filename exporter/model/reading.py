@@ -12,11 +12,11 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from exporter.codec import DecodeError, TransactionState, decode_value
+from exporter.codec import PARTITIONS_SKIPPED, DecodeError, TransactionState, decode_value
 from exporter.contracts.events import BrokerLogStats, HangingScanCompleted
-from exporter.model.partition import STATE_MASK, InFlight
+from exporter.model.partition import STATE_MASK, InFlight, InFlightEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ class InFlightSelection:
     matching: int  # how many are in the states asked for and old enough
 
 
-def select_in_flight(entries: Sequence[tuple], limit: int, min_age_ms: int, now_ms: int) -> InFlightSelection:
+def select_in_flight(entries: Sequence[InFlightEntry], limit: int, min_age_ms: int, now_ms: int) -> InFlightSelection:
     """The oldest `limit` of `entries` (InFlight tuples) in their state for at least `min_age_ms`."""
     # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
     oldest = heapq.nsmallest(limit, entries)
@@ -103,7 +103,8 @@ def select_in_flight(entries: Sequence[tuple], limit: int, min_age_ms: int, now_
     if min_age_ms:
         # Old enough is a prefix of that order, so the oldest `limit` of them are among the oldest of
         # all. A tuple is old enough when it sorts before (cutoff + 1,): compared in C, no Python per entry.
-        old_enough = (now_ms - min_age_ms + 1,).__gt__
+        cutoff: tuple[Any, ...] = (now_ms - min_age_ms + 1,)
+        old_enough = cutoff.__gt__
         oldest = [e for e in oldest if old_enough(e)]
         matching = sum(map(old_enough, entries))
     return InFlightSelection([in_flight_row(InFlight._make(e)) for e in oldest], matching)
@@ -111,14 +112,17 @@ def select_in_flight(entries: Sequence[tuple], limit: int, min_age_ms: int, now_
 
 def in_flight_row(entry: InFlight) -> InFlightTransaction:
     value = entry.record.value
+    if value is None:  # never: a tombstone ends a transaction
+        raise ValueError(f"in-flight entry of {entry.transactional_id!r} without a value")
     partitions = value.partitions
     error = None
-    if not isinstance(partitions, dict) and partitions is not None:  # decoded without them: now
+    if partitions is PARTITIONS_SKIPPED:  # decoded without them on the record path: now
         raw = entry.record.raw_value
         try:
             partitions = decode_value(raw).partitions if raw is not None else None
         except DecodeError as e:
             partitions, error = None, str(e)
+    listed = partitions if isinstance(partitions, dict) else {}
     return InFlightTransaction(
         transactional_id=entry.transactional_id,
         state=TransactionState(entry.packed & STATE_MASK),
@@ -128,7 +132,7 @@ def in_flight_row(entry: InFlight) -> InFlightTransaction:
         start_ms=value.start_timestamp_ms,
         timeout_ms=value.transaction_timeout_ms,
         coordinator_partition=entry.partition,
-        partitions=tuple(f"{topic}-{p}" for topic, ids in (partitions or {}).items() for p in ids),
+        partitions=tuple(f"{topic}-{p}" for topic, ids in listed.items() for p in ids),
         partitions_error=error,
         marker_errors=tuple(
             MarkerErrorRow(p, e, count, seen) for p, (e, count, seen) in sorted((entry.marker_errors or {}).items())

@@ -21,7 +21,7 @@ COMPLETE_* record's (exclusive), or to the end of the data if there is none.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +31,6 @@ from exporter.pipeline.decode import SEGMENTS_INPUT_DDL, TRANSITIONS_DDL, decode
 from exporter.pipeline.lifecycles import INPUT_COLUMNS, LIFECYCLES_DDL, lifecycles_of_sorted
 
 TOPIC = "__transaction_state"
-TABLES = ("transitions", "lifecycles", "pending_history", "candidates", "transactional_ids")
 DEFAULT_RESOLUTION_S = 60
 DEFAULT_LATE_MARKERS_MS = 60_000
 
@@ -389,11 +388,3 @@ def _in_clusters(clusters: Sequence[str]):
     from pyspark.sql import functions as F
 
     return F.col("cluster").isin(list(clusters))
-
-
-def read_table(spark, out: str, name: str):
-    return spark.read.parquet(f"{out}/{name}")
-
-
-def iter_rows(df) -> Iterator:
-    return df.toLocalIterator()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import time
+from typing import Any
 
 from exporter.view.query import HANGING_STATE, STATES, Query
 
@@ -70,7 +71,7 @@ def utc(ms: int, now_ms: int | None = None) -> str:
     return time.strftime(layout, time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
-def render(doc: dict, query: Query) -> str:
+def render(doc: dict[str, Any], query: Query) -> str:
     now_ms = doc["now_ms"]
     rows = doc["transactions"]
     parts = [
@@ -128,7 +129,7 @@ _COLUMNS = (
 )
 
 
-def _transactions(rows: list[dict], now_ms: int) -> str:
+def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
     if not rows:
         return '<p class="none">No in-flight transaction matches.</p>'
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
@@ -177,7 +178,7 @@ _HANGING_COLUMNS = (
 )
 
 
-def _hanging(doc: dict) -> str:
+def _hanging(doc: dict[str, Any]) -> str:
     title = "<h2>Hanging transactions (data partitions)</h2>"
     if not doc["hanging_scan"]:
         return title + '<p class="none">No hanging-transaction scan has completed yet.</p>'

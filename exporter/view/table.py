@@ -7,6 +7,7 @@ sequences among them) are shown as Python escapes, never written as they are.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from exporter.view import page
 
@@ -41,12 +42,12 @@ def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _marker_error(error: dict, now_ms: int) -> str:
+def _marker_error(error: dict[str, Any], now_ms: int) -> str:
     last = age(max(0, now_ms - error["last_seen_ms"]) / 1000)
     return f"{error['partition']}:{error['error']}(x{error['count']},last:{last}ago)"
 
 
-def render(doc: dict) -> str:
+def render(doc: dict[str, Any]) -> str:
     now_ms = doc["now_ms"]
     rows = [
         [

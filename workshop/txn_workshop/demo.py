@@ -225,14 +225,13 @@ Ctrl-C stops everything.
 
 def _summary(exporter: Exporter) -> None:
     now_ms = int(time.time() * 1000)
-    model = exporter.model
-    with model.lock:
-        pending, oldest_ms = model.pending_markers()
-        retries = sum(model.marker_retries.values())
-        snapshots = {
-            state: recorder.snapshot(now_ms, (0.99,))
-            for state, recorder in zip(("PREPARE_COMMIT", "PREPARE_ABORT"), exporter.recorders.append_latency[2:4])
-        }
+    prepares = zip(("PREPARE_COMMIT", "PREPARE_ABORT"), exporter.recorders.append_latency[2:4])
+    model, snapshots = exporter.model.snapshot(
+        now_ms,
+        int(exporter.settings.late_transaction_padding_seconds * 1000),
+        lambda: {state: recorder.snapshot(now_ms, (0.99,)) for state, recorder in prepares},
+    )
+    pending, oldest_ms, retries = model.pending_markers, model.oldest_prepare_ms, sum(model.marker_retries.values())
     age = 0.0 if oldest_ms is None else max(0.0, (now_ms - oldest_ms) / 1000)
     appends = ", ".join(
         f"{state} {s.cumulative_buckets[-1]} (p99 {s.quantiles[0] * 1000:.0f} ms)" for state, s in snapshots.items()

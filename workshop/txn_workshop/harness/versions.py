@@ -8,7 +8,7 @@ tests/sources/broker_log_corpus/<version>.*).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,10 @@ class KafkaVersion:
         return "log4j2.properties" if self.log4j == 2 else "log4j.properties"
 
 
-_3X = {"log4j": 1}
-_4X = {"log4j": 2, "transaction_versions": (0, 1, 2), "share_group_state_topic": True}
-_4_1 = dict(_4X, log_state_names="enum", transaction_log_dump="json")
+# What whole lines of versions share (keyword arguments of KafkaVersion).
+_3X: dict[str, Any] = {"log4j": 1}
+_4X: dict[str, Any] = {"log4j": 2, "transaction_versions": (0, 1, 2), "share_group_state_topic": True}
+_4_1: dict[str, Any] = {**_4X, "log_state_names": "enum", "transaction_log_dump": "json"}
 
 # Newest first. The newest patch of each minor that Maven Central serves (2026-11).
 VERSIONS: tuple[KafkaVersion, ...] = (

@@ -150,12 +150,6 @@ def commit_transactions(
     _run_transactions(bootstrap, transactional_id, topic, [True] * count, messages_per_txn)
 
 
-def abort_transactions(
-    bootstrap: str, transactional_id: str, topic: str, count: int, messages_per_txn: int = 3
-) -> None:
-    _run_transactions(bootstrap, transactional_id, topic, [False] * count, messages_per_txn)
-
-
 def run_mix(
     bootstrap: str,
     topic: str,
