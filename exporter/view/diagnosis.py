@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
 from exporter.broker_log.errors import ERRORS, UNKNOWN
-from exporter.sources.cluster_state import (
+from exporter.contracts.cluster import (
     BROKER,
     DEFAULT,
     TOPIC,

@@ -12,7 +12,8 @@ import pytest
 from kafka import TopicPartition
 from kafka.errors import NotLeaderForPartitionError
 
-from exporter.sources.cluster_state import BROKER, TOPIC, ClusterStateSource, MinInsyncReplicas, PartitionMetadata
+from exporter.contracts.cluster import BROKER, TOPIC, MinInsyncReplicas, PartitionMetadata
+from exporter.sources.cluster_state import ClusterStateSource
 
 
 class FakeAdmin:

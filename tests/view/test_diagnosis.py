@@ -11,7 +11,7 @@ import pytest
 
 from alerts.generate import DEFAULT_RUNBOOK_URL
 from exporter.broker_log.errors import ERRORS, UNKNOWN
-from exporter.sources.cluster_state import (
+from exporter.contracts.cluster import (
     BROKER,
     DEFAULT,
     TOPIC,
