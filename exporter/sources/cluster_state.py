@@ -33,6 +33,7 @@ server.properties) or Kafka's default (1).
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -104,6 +105,22 @@ def _whole(result: Any) -> tuple[Any, str | None]:
     return result, None
 
 
+# What one answer says of one key: requests answer for several topics or partitions at once.
+Answer = tuple[Any, "str | None"]
+
+
+def _one_of(key: object, answers: Mapping[Any, Answer]) -> Answer:
+    return answers.get(key, (None, "not answered"))
+
+
+def _topic_of(topic: str, answer: tuple[Brokers, Mapping[str, Answer]]) -> Answer:
+    return _one_of(topic, answer[1])
+
+
+def _brokers_of(answer: tuple[Brokers, Mapping[str, Answer]]) -> Answer:
+    return answer[0], None
+
+
 def _error_name(exc: BaseException) -> str:
     """A Kafka error's name as Kafka 4.x spells it (kafka-python's errors carry the code, and some
     older names: NOT_LEADER_FOR_PARTITION), else the exception's class and text."""
@@ -113,9 +130,9 @@ def _error_name(exc: BaseException) -> str:
     for number, name, _ in ERRORS:
         if code == number:
             return name
-    name = getattr(exc, "message", None)
-    if isinstance(name, str) and name.isupper():
-        return name
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and message.isupper():
+        return message
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
@@ -269,18 +286,16 @@ class ClusterStateSource:
         due; every Metadata answer also brings the live brokers."""
         due = [t for t in topics if self._due(self._topics.setdefault(t, _Entry()))]
         if due:
-            future = self._submit(lambda due=due: self._metadata(due))
+            future = self._submit(functools.partial(self._metadata, due))
             if self._brokers.pending is None:
-                self._watch(self._brokers, future, lambda answer: (answer[0], None))
+                self._watch(self._brokers, future, _brokers_of)
             for topic in due:
-                self._watch(
-                    self._topics[topic], future, lambda answer, t=topic: answer[1].get(t, (None, "not answered"))
-                )
+                self._watch(self._topics[topic], future, functools.partial(_topic_of, topic))
         due = [t for t in topics if self._due(self._configs.setdefault(t, _Entry()))]
         if due:
-            future = self._submit(lambda due=due: self._min_isr(due))
+            future = self._submit(functools.partial(self._min_isr, due))
             for topic in due:
-                self._watch(self._configs[topic], future, lambda answer, t=topic: answer.get(t, (None, "not answered")))
+                self._watch(self._configs[topic], future, functools.partial(_one_of, topic))
 
     def _submit(self, call: Callable[[], Any]) -> Future:
         if self._workers is None:
@@ -389,9 +404,9 @@ class ClusterStateSource:
             if self._due(self._producers.setdefault(tp, _Entry())):
                 by_leader.setdefault(self._leader(tp), []).append(tp)
         for leader, tps in by_leader.items():
-            future = self._submit(lambda tps=tps, leader=leader: self._describe_producers(tps, leader))
+            future = self._submit(functools.partial(self._describe_producers, tps, leader))
             for tp in tps:
-                self._watch(self._producers[tp], future, lambda results, tp=tp: results.get(tp, (None, "not answered")))
+                self._watch(self._producers[tp], future, functools.partial(_one_of, tp))
 
     def _leader(self, tp: tuple[str, int]) -> int | None:
         entry = self._topics.get(tp[0])

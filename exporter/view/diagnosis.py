@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from exporter.broker_log.errors import ERRORS, UNKNOWN
 from exporter.contracts.cluster import (
@@ -133,7 +134,7 @@ def meaning(error: str) -> str:
 # --- what to look up ----------------------------------------------------------------------------
 
 
-def needs_diagnosis(row: Mapping) -> bool:
+def needs_diagnosis(row: Mapping[str, Any]) -> bool:
     return bool(row.get("marker_errors") or row.get("stuck") or row.get("late") or row.get("append_errors"))
 
 
@@ -143,7 +144,7 @@ def split_partition(name: str) -> tuple[str, int] | None:
     return (topic, int(index)) if topic and index.isdigit() else None
 
 
-def wanted(rows: Iterable[Mapping]) -> tuple[set[str], list[tuple[str, int]]]:
+def wanted(rows: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[tuple[str, int]]]:
     """(topics whose metadata and min.insync.replicas the rows' diagnoses need, partitions whose
     DescribeProducers they need): the coordinators' topic, the data partitions of the rows that need
     a diagnosis; producers for the late ONGOING ones only (at most MAX_PRODUCER_PARTITIONS_PER_ROW each)."""
@@ -160,7 +161,7 @@ def wanted(rows: Iterable[Mapping]) -> tuple[set[str], list[tuple[str, int]]]:
     return topics, producers
 
 
-def _data_partitions(row: Mapping) -> list[str]:
+def _data_partitions(row: Mapping[str, Any]) -> list[str]:
     """The row's data partitions, those with marker errors first (in case of a very wide one)."""
     errored = list(dict.fromkeys(e["partition"] for e in row.get("marker_errors") or ()))
     return errored + [p for p in row.get("partitions") or () if p not in errored]
@@ -179,13 +180,13 @@ def coordinator_broker(snapshot: ClusterSnapshot, partition: int, fallback: int 
 
 
 def diagnose(
-    row: Mapping, snapshot: ClusterSnapshot, now_ms: int, bootstrap_servers: str, broker_log: bool
+    row: Mapping[str, Any], snapshot: ClusterSnapshot, now_ms: int, bootstrap_servers: str, broker_log: bool
 ) -> dict[str, object]:
     """The diagnosis of one in-flight transaction's row (see the module docstring)."""
     state = row["state"]
     brokers = snapshot.brokers
     coordinator = _coordinator_part(row, snapshot, brokers, now_ms)
-    errors_by_partition: dict[str, list[Mapping]] = {}
+    errors_by_partition: dict[str, list[Mapping[str, Any]]] = {}
     for error in row.get("marker_errors") or ():
         errors_by_partition.setdefault(error["partition"], []).append(error)
     partitions = []
@@ -241,7 +242,7 @@ def runbook_link(section: str) -> dict[str, str]:
     return {"section": section, "url": f"{RUNBOOK_URL}#{section.lower()}"}
 
 
-def hanging_advice(row: Mapping, bootstrap_servers: str) -> dict[str, object]:
+def hanging_advice(row: Mapping[str, Any], bootstrap_servers: str) -> dict[str, object]:
     """For a hanging transaction of the data-partition scan: its runbook and the commands (the abort
     command is the row's own `abort_command`, exporter.contracts.hanging_rules)."""
     b = shlex.quote(bootstrap_servers)
@@ -505,7 +506,7 @@ def append_cause(error: str, facts: _PartitionFacts) -> str:
     return f"{error}: {meaning(error)}."
 
 
-def _producer(fact: Fact[tuple[ProducerState, ...]], row: Mapping, now_ms: int) -> dict[str, object]:
+def _producer(fact: Fact[tuple[ProducerState, ...]], row: Mapping[str, Any], now_ms: int) -> dict[str, object]:
     """What DescribeProducers on one of a late transaction's partitions says of its producer."""
     if fact.value is None:
         return {"unknown": fact.problem}
@@ -524,7 +525,7 @@ def _producer(fact: Fact[tuple[ProducerState, ...]], row: Mapping, now_ms: int) 
     }
 
 
-def client_verdict(partitions: Sequence[Mapping], row: Mapping) -> str:
+def client_verdict(partitions: Sequence[Mapping[str, Any]], row: Mapping[str, Any]) -> str:
     """Whether the client of a late ONGOING transaction stopped, from its partitions' producer state."""
     producers = [p["producer"] for p in partitions if "producer" in p]
     found = [p for p in producers if p.get("found")]
@@ -564,7 +565,7 @@ def _age(seconds: float) -> str:
 
 
 def _coordinator_part(
-    row: Mapping, snapshot: ClusterSnapshot, brokers: Fact[Brokers], now_ms: int
+    row: Mapping[str, Any], snapshot: ClusterSnapshot, brokers: Fact[Brokers], now_ms: int
 ) -> dict[str, object]:
     partition = row["coordinator_partition"]
     facts = _PartitionFacts.of(snapshot, (TRANSACTION_STATE_TOPIC, partition), brokers)
@@ -592,7 +593,9 @@ def _coordinator_part(
 # --- summary, runbook, commands -------------------------------------------------------------------
 
 
-def _summary(row: Mapping, partitions: list[dict], coordinator: dict, broker_log: bool) -> tuple[str, str]:
+def _summary(
+    row: Mapping[str, Any], partitions: list[dict[str, Any]], coordinator: dict[str, Any], broker_log: bool
+) -> tuple[str, str]:
     """(one line: the likeliest cause, the runbook section)."""
     state = row["state"]
     append_trouble = coordinator["append_errors"] or coordinator["cause"]
@@ -644,7 +647,7 @@ def _first_sentence(text: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
-def _coordinator_line(coordinator: Mapping) -> str:
+def _coordinator_line(coordinator: Mapping[str, Any]) -> str:
     if coordinator["append_errors"]:
         e = coordinator["append_errors"][0]
         return f"{coordinator['partition']}: {e['error']}: {e['cause']}"
@@ -655,7 +658,9 @@ def _command(purpose: str, command: str, why: str) -> dict[str, str]:
     return {"purpose": purpose, "command": command, "why": why}
 
 
-def _commands(row: Mapping, partitions: list[dict], coordinator: dict, bootstrap_servers: str) -> list[dict[str, str]]:
+def _commands(
+    row: Mapping[str, Any], partitions: list[dict[str, Any]], coordinator: dict[str, Any], bootstrap_servers: str
+) -> list[dict[str, str]]:
     b = shlex.quote(bootstrap_servers)
     commands = [
         _command(
@@ -729,7 +734,7 @@ def _commands(row: Mapping, partitions: list[dict], coordinator: dict, bootstrap
     return commands
 
 
-def _lower_min_isr(p: Mapping, b: str, topic: str) -> list[dict[str, str]]:
+def _lower_min_isr(p: Mapping[str, Any], b: str, topic: str) -> list[dict[str, str]]:
     """The last-resort fix of a partition whose ISR stays below min.insync.replicas: lower it to the
     ISR's size for the topic, and how to restore it."""
     isr, min_isr = p["isr"], p["min_insync_replicas"]
