@@ -179,6 +179,18 @@ def coordinator_broker(snapshot: ClusterSnapshot, partition: int, fallback: int 
 # --- the diagnosis ------------------------------------------------------------------------------
 
 
+def attach(
+    doc: dict[str, Any], snapshot: ClusterSnapshot, bootstrap_servers: str, own_broker: int | None = None
+) -> None:
+    """Fills in each transaction row of the view's document: its coordinator broker (the leader of
+    its `__transaction_state` partition, else `own_broker`: the broker whose partitions the exporter
+    follows) and, for the rows that need one, its diagnosis."""
+    for row in doc["transactions"]:
+        row["coordinator_broker"] = coordinator_broker(snapshot, row["coordinator_partition"], own_broker)
+        if needs_diagnosis(row):
+            row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])
+
+
 def diagnose(
     row: Mapping[str, Any], snapshot: ClusterSnapshot, now_ms: int, bootstrap_servers: str, broker_log: bool
 ) -> dict[str, object]:

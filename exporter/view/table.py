@@ -14,17 +14,28 @@ from exporter.view import page
 COLUMNS = (
     "TRANSACTIONAL_ID",
     "STATE",
+    "FLAG",
+    "IN_STATE",
+    "DURATION",
+    "TIMEOUT",
     "PRODUCER_ID",
     "EPOCH",
-    "AGE",
-    "TIMEOUT",
-    "LATE",
+    "COORDINATOR",
     "TXN_PARTITION",
     "PARTITIONS",
     "MARKER_ERRORS",
 )
 ABORT_INTRO = "To abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):"
-HANGING_COLUMNS = ("PARTITION", "PRODUCER_ID", "EPOCH", "START_OFFSET", "TRANSACTIONAL_ID", "AGE", "REASON")
+HANGING_COLUMNS = (
+    "PARTITION",
+    "PRODUCER_ID",
+    "EPOCH",
+    "START_OFFSET",
+    "TRANSACTIONAL_ID",
+    "COORDINATOR",
+    "AGE",
+    "REASON",
+)
 
 
 safe = page.printable
@@ -42,31 +53,39 @@ def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _marker_error(error: dict[str, Any], now_ms: int) -> str:
-    last = age(max(0, now_ms - error["last_seen_ms"]) / 1000)
-    return f"{error['partition']}:{error['error']}(x{error['count']},last:{last}ago)"
-
-
 def render(doc: dict[str, Any]) -> str:
     now_ms = doc["now_ms"]
     rows = [
         [
             safe(r["transactional_id"]),
             r["state"],
+            page.flag(r).upper() or "-",
+            age(r["age_seconds"]),
+            age(r["duration_seconds"]),
+            f"{r['transaction_timeout_ms'] / 1000:g}s",
             str(r["producer_id"]),
             str(r["producer_epoch"]),
-            age(r["age_seconds"]),
-            f"{r['transaction_timeout_ms'] / 1000:g}s",
-            "LATE" if r["late"] else "-",
+            "?" if r["coordinator_broker"] is None else str(r["coordinator_broker"]),
             str(r["coordinator_partition"]),
             safe(",".join(r["partitions"]) or "-"),
-            safe(",".join(_marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
+            # The last column: its spaces need no care.
+            safe("; ".join(page.marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
         ]
         for r in doc["transactions"]
     ]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
     lines = aligned(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
-    lines.append(f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC).")
+    padding = f"{doc['late_padding_seconds']:g}s"
+    lines.append(
+        f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC)."
+        f" LATE: ONGOING past its timeout + {padding}; STUCK: PREPARE_* in that state longer than its timeout +"
+        f" {padding}. IN_STATE: since it entered its state; DURATION: since the transaction began."
+    )
+    diagnosed = [r for r in doc["transactions"] if r.get("diagnosis")]
+    if diagnosed:
+        lines.append("\nDiagnosis:")
+        for r in diagnosed:
+            lines += diagnosis_lines(r, now_ms)
     if doc["hanging"]:
         hanging = [
             [
@@ -75,14 +94,52 @@ def render(doc: dict[str, Any]) -> str:
                 str(h["epoch"]),
                 str(h["start_offset"]),
                 safe(h["transactional_id"] or "-"),
+                "?" if h["coordinator_broker"] is None else str(h["coordinator_broker"]),
                 age(h["age_seconds"]),
                 safe(h["reason"]),
             ]
             for h in doc["hanging"]
         ]
-        lines += ["\nHanging transactions (last scan):", *aligned(HANGING_COLUMNS, hanging)]
+        lines += [f"\nHanging transactions (last scan {page.last_scan(doc)}):", *aligned(HANGING_COLUMNS, hanging)]
+        lines.append(f"Runbook: {doc['hanging'][0]['runbook']['url']}")
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
-    elif not doc["hanging_scan"]:
+    elif doc["hanging_scan"]:
+        lines.append(f"No hanging transaction in the last scan ({page.last_scan(doc)}).")
+    else:
         lines.append("No hanging-transaction scan has completed on this exporter.")
     return "\n".join(lines) + "\n"
+
+
+def diagnosis_lines(row: dict[str, Any], now_ms: int) -> list[str]:
+    """One diagnosed transaction, indented under its id (also `txn-exporter transactions`'s)."""
+    d = row["diagnosis"]
+    flagged = page.flag(row)
+    head = f"{row['state']}{', ' + flagged if flagged else ''}, coordinator {page.coordinator(row)}"
+    lines = [f"\n{safe(row['transactional_id'])} ({head}):", f"  why: {safe(d['summary'])}"]
+    for p in d["partitions"]:
+        lines.append(f"  {safe(p['partition'])}: {safe(page.text_facts(p))}")
+        lines += [
+            f"    {e['error']} x{e['count']}, last {page.age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago:"
+            f" {safe(e['cause'])}"
+            for e in p["errors"]
+        ]
+        if p["cause"] and not p["errors"]:
+            lines.append(f"    {safe(p['cause'])}")
+        if "producer" in p:
+            lines.append(f"    {safe(page.producer_text(p['producer']))}")
+    c = d["coordinator"]
+    if c["append_errors"] or c["cause"]:
+        lines.append(f"  coordinator {c['partition']}: {safe(page.text_facts(c))}")
+        lines += [
+            f"    {e['error']} x{e['count']} ({e.get('target_state', '?')}), last"
+            f" {page.age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {safe(e['cause'])}"
+            for e in c["append_errors"]
+        ]
+        if c["cause"] and not c["append_errors"]:
+            lines.append(f"    {safe(c['cause'])}")
+    lines.append(f"  runbook: {d['runbook']['section']} {d['runbook']['url']}")
+    lines += [f"  {c['purpose']}: {safe(c['command'])}" for c in d["commands"]]
+    if not d["abort"]["allowed"]:
+        lines.append(f"  do not abort it: {d['abort']['why']}.")
+    return lines
