@@ -94,6 +94,7 @@ class Exporter:
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
+        self.cluster.start()
         self.server.start()
         if self.pusher is not None:
             log.info(

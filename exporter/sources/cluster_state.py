@@ -221,6 +221,12 @@ class ClusterStateSource:
                 self._admin = self._admin_factory()
             return self._admin
 
+    def start(self) -> None:
+        """Connects the client in the background (bootstrap, version probe: a second or more), so the
+        first view that needs the cluster does not wait for that too."""
+        with self._lock:
+            self._submit(self._client)
+
     def close(self) -> None:
         self._closed = True
         if self._workers is not None:

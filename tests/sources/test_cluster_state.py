@@ -211,3 +211,18 @@ def test_at_most_max_producer_partitions_per_lookup(admin):
     snap = src.lookup(["orders"], [("orders", n) for n in range(10)])
     assert sorted(snap.producers) == [("orders", 0), ("orders", 1), ("orders", 2)]
     src.close()
+
+
+def test_start_connects_in_the_background_once(admin):
+    made = []
+
+    def factory():
+        made.append(1)
+        return admin
+
+    src = ClusterStateSource("kafka:9092", admin=factory, wait_seconds=2.0)
+    src.start()
+    eventually(lambda: made == [1])
+    src.lookup(["orders"])
+    assert made == [1]
+    src.close()
