@@ -48,7 +48,14 @@ HANGING = "KafkaHangingTransactions"
 RUNBOOK_SECTIONS = (MARKERS_PENDING, MARKER_FAILURES, APPEND_ERRORS, LATE, HANGING)
 
 PREPARES = ("PREPARE_COMMIT", "PREPARE_ABORT")
-# DescribeProducers is asked for at most this many partitions of one late transaction.
+# Bounds on a view's diagnosis, whatever is stuck: the oldest MAX_DIAGNOSED_ROWS rows needing one get
+# it; of each, the first MAX_EXAMINED_PARTITIONS data partitions (those with marker errors first) are
+# looked up, and at most MAX_SHOWN_PARTITIONS of those with something to say are detailed (the rest
+# counted). DescribeProducers is asked for at most MAX_PRODUCER_PARTITIONS_PER_ROW partitions of a
+# late transaction.
+MAX_DIAGNOSED_ROWS = 100
+MAX_EXAMINED_PARTITIONS = 50
+MAX_SHOWN_PARTITIONS = 10
 MAX_PRODUCER_PARTITIONS_PER_ROW = 10
 # Commands shown per row, at most (a transaction over many troubled partitions: the first ones).
 MAX_PARTITION_COMMANDS = 3
@@ -74,6 +81,7 @@ MARKER_PERMANENT = (
 MARKER_FATAL = ("CORRUPT_MESSAGE", "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_REQUIRED_ACKS")
 
 _CODES = {name: code for code, name, _ in ERRORS}
+_ISR_ERRORS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 
 # Kafka's meaning of each error, in an operator's words (Errors.java's table, paraphrased), for the
 # errors a marker write or a __transaction_state append can meet; any other name gets its code.
@@ -148,12 +156,10 @@ def wanted(rows: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[tuple[str,
     """(topics whose metadata and min.insync.replicas the rows' diagnoses need, partitions whose
     DescribeProducers they need): the coordinators' topic, the data partitions of the rows that need
     a diagnosis; producers for the late ONGOING ones only (at most MAX_PRODUCER_PARTITIONS_PER_ROW each)."""
-    topics: set[str] = set()
+    rows = list(rows)
+    topics: set[str] = {TRANSACTION_STATE_TOPIC} if rows else set()
     producers: list[tuple[str, int]] = []
-    for row in rows:
-        topics.add(TRANSACTION_STATE_TOPIC)
-        if not needs_diagnosis(row):
-            continue
+    for row in _diagnosed(rows):
         parsed = [p for p in map(split_partition, _data_partitions(row)) if p is not None]
         topics.update(t for t, _ in parsed)
         if row["state"] == "ONGOING" and row.get("late"):
@@ -161,10 +167,17 @@ def wanted(rows: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[tuple[str,
     return topics, producers
 
 
+def _diagnosed(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows that get a diagnosis: the first MAX_DIAGNOSED_ROWS that need one (the view lists
+    the oldest first)."""
+    return [row for row in rows if needs_diagnosis(row)][:MAX_DIAGNOSED_ROWS]
+
+
 def _data_partitions(row: Mapping[str, Any]) -> list[str]:
-    """The row's data partitions, those with marker errors first (in case of a very wide one)."""
+    """The row's data partitions examined: those with marker errors first, MAX_EXAMINED_PARTITIONS at most."""
     errored = list(dict.fromkeys(e["partition"] for e in row.get("marker_errors") or ()))
-    return errored + [p for p in row.get("partitions") or () if p not in errored]
+    listed = set(errored)
+    return (errored + [p for p in row.get("partitions") or () if p not in listed])[:MAX_EXAMINED_PARTITIONS]
 
 
 def coordinator_broker(snapshot: ClusterSnapshot, partition: int, fallback: int | None = None) -> int | None:
@@ -187,8 +200,11 @@ def attach(
     follows) and, for the rows that need one, its diagnosis."""
     for row in doc["transactions"]:
         row["coordinator_broker"] = coordinator_broker(snapshot, row["coordinator_partition"], own_broker)
-        if needs_diagnosis(row):
-            row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])
+    diagnosed = _diagnosed(doc["transactions"])
+    for row in diagnosed:
+        row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])  # type: ignore[index]
+    # Rows that need a diagnosis beyond MAX_DIAGNOSED_ROWS (their "diagnosis" stays None).
+    doc["diagnoses_omitted"] = sum(map(needs_diagnosis, doc["transactions"])) - len(diagnosed)
 
 
 def diagnose(
@@ -201,7 +217,8 @@ def diagnose(
     errors_by_partition: dict[str, list[Mapping[str, Any]]] = {}
     for error in row.get("marker_errors") or ():
         errors_by_partition.setdefault(error["partition"], []).append(error)
-    partitions = []
+    partitions: list[dict[str, Any]] = []
+    more = 0
     for name in _data_partitions(row):
         parsed = split_partition(name)
         errors = errors_by_partition.get(name, [])
@@ -212,6 +229,11 @@ def diagnose(
             producer = _producer(snapshot.producers[parsed], row, now_ms)  # type: ignore[index]
         if not errors and trouble is None and producer is None:
             continue  # a healthy partition with nothing to say: left out
+        if len(partitions) == MAX_SHOWN_PARTITIONS:
+            more += 1
+            continue
+        if errors and facts.under_min_isr() and all(e["error"] in _ISR_ERRORS for e in errors):
+            trouble = None  # each error's cause says it already
         partitions.append(
             {
                 "partition": name,
@@ -234,6 +256,8 @@ def diagnose(
         "summary": summary,
         "runbook": runbook_link(runbook),
         "partitions": partitions,
+        # Partitions with something to say beyond MAX_SHOWN_PARTITIONS (not detailed).
+        "partitions_not_shown": more,
         "coordinator": coordinator,
         "commands": _commands(row, partitions, coordinator, bootstrap_servers),
         "abort": {
