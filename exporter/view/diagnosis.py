@@ -57,8 +57,8 @@ MAX_DIAGNOSED_ROWS = 100
 MAX_EXAMINED_PARTITIONS = 50
 MAX_SHOWN_PARTITIONS = 10
 MAX_PRODUCER_PARTITIONS_PER_ROW = 10
-# Commands shown per row, at most (a transaction over many troubled partitions: the first ones).
-MAX_PARTITION_COMMANDS = 3
+# Topics whose commands a row shows, at most (a transaction over many troubled topics: the first ones).
+MAX_COMMAND_TOPICS = 3
 
 CONFIRM, FIX, LAST_RESORT = "confirm", "fix", "last resort"
 
@@ -389,7 +389,8 @@ class _PartitionFacts:
     def isr_text(self) -> str:
         m = self.metadata
         assert m is not None
-        return f"ISR {_ids(m.isr)} of replicas {_ids(m.replicas)}"
+        # Sorted: membership is what counts here (the facts keep Kafka's order, the preferred leader first).
+        return f"ISR {_ids(sorted(m.isr))} of replicas {_ids(sorted(m.replicas))}"
 
     def trouble(self) -> str | None:
         """What is wrong with the partition itself, whatever error was seen: None when nothing."""
@@ -706,10 +707,15 @@ def _commands(
             "the coordinator's view: state, start time, timeout, partitions (TransactionDurationMs: since start)",
         ),
     ]
-    for p in partitions[:MAX_PARTITION_COMMANDS]:
+    topics: list[str] = []
+    for p in partitions:
         parsed = split_partition(p["partition"])
         if parsed is None:
             continue
+        if parsed[0] not in topics:
+            if len(topics) == MAX_COMMAND_TOPICS:
+                continue
+            topics.append(parsed[0])
         topic, index = shlex.quote(parsed[0]), parsed[1]
         errors = {e["error"] for e in p["errors"]}
         if p["errors"] or p["cause"]:
@@ -717,7 +723,7 @@ def _commands(
                 _command(
                     CONFIRM,
                     f"kafka-topics.sh --bootstrap-server {b} --describe --topic {topic}",
-                    f"partition {index}: its leader, replicas and ISR",
+                    "the leader, replicas and ISR of each of the topic's partitions",
                 )
             )
         if errors & {"NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT"} or (
@@ -767,7 +773,9 @@ def _commands(
                 f"{coordinator['partition']} among the partitions short of ISR",
             )
         )
-    return commands
+    # One of each, in order: partitions of one topic share its commands.
+    seen: set[str] = set()
+    return [c for c in commands if not (c["command"] in seen or seen.add(c["command"]))]  # type: ignore[func-returns-value]
 
 
 def _lower_min_isr(p: Mapping[str, Any], b: str, topic: str) -> list[dict[str, str]]:

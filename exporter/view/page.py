@@ -145,9 +145,8 @@ _COLUMNS = (
     "Transactional id",
     "State",
     "Late / stuck",
-    "In state",
+    "In state (since, UTC)",
     "Duration",
-    "Entered state (UTC)",
     "Timeout",
     "Producer id / epoch",
     "Coordinator",
@@ -194,9 +193,8 @@ def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
             (f'<td class="id">{text(r["transactional_id"])}</td>'),
             f"<td>{r['state']}</td>",
             f'<td class="late">{flagged}</td>' if flagged else '<td><span class="none">-</span></td>',
-            f'<td class="n">{age(r["age_seconds"])}</td>',
+            f'<td class="n">{age(r["age_seconds"])}<br><span class="none">{utc(r["state_entered_ms"], now_ms)}</span></td>',
             f'<td class="n">{age(r["duration_seconds"])}</td>',
-            f'<td class="n">{utc(r["state_entered_ms"], now_ms)}</td>',
             f'<td class="n">{r["transaction_timeout_ms"] / 1000:g} s</td>',
             f"<td>{r['producer_id']} / {r['producer_epoch']}</td>",
             f"<td>{text(coordinator(r))}</td>",
@@ -236,11 +234,12 @@ def text_facts(p: dict[str, Any]) -> str:
 def _diagnosis(d: dict[str, Any], now_ms: int) -> str:
     parts = [f"<p><b>Why:</b> {text(d['summary'])}</p>"]
     items = []
+    said: set[str] = set()  # causes already shown: a topic's partitions often share one
     for p in d["partitions"]:
         lines = [f"<code>{text(p['partition'])}</code>: {text(text_facts(p))}"]
         lines += [
             f'<br><span class="error">{text(e["error"])}</span> x{e["count"]}, last '
-            f"{age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {text(e['cause'])}"
+            f"{age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {_once(e['cause'], said)}"
             for e in p["errors"]
         ]
         if p["cause"] and not p["errors"]:
@@ -260,6 +259,8 @@ def _diagnosis(d: dict[str, Any], now_ms: int) -> str:
         if c["cause"] and not c["append_errors"]:
             lines.append(f"<br>{text(c['cause'])}")
         items.append("<li>" + "".join(lines) + "</li>")
+    if d.get("partitions_not_shown"):
+        items.append(f'<li class="none">and {d["partitions_not_shown"]} more partitions (JSON: limited too)</li>')
     if items:
         parts.append("<ul>" + "".join(items) + "</ul>")
     runbook = d["runbook"]
@@ -268,6 +269,13 @@ def _diagnosis(d: dict[str, Any], now_ms: int) -> str:
     if not d["abort"]["allowed"]:
         parts.append(f'<p class="why"><b>Do not abort it:</b> {text(d["abort"]["why"])}.</p>')
     return "".join(parts)
+
+
+def _once(cause: str, said: set[str]) -> str:
+    if cause in said:
+        return '<span class="none">the same cause as above</span>'
+    said.add(cause)
+    return text(cause)
 
 
 _PURPOSE_CLASS = {"confirm": "purpose", "fix": "purpose fix", "last resort": "purpose resort"}

@@ -117,17 +117,20 @@ def diagnosis_lines(row: dict[str, Any], now_ms: int) -> list[str]:
     flagged = page.flag(row)
     head = f"{row['state']}{', ' + flagged if flagged else ''}, coordinator {page.coordinator(row)}"
     lines = [f"\n{safe(row['transactional_id'])} ({head}):", f"  why: {safe(d['summary'])}"]
+    said: set[str] = set()
     for p in d["partitions"]:
         lines.append(f"  {safe(p['partition'])}: {safe(page.text_facts(p))}")
-        lines += [
-            f"    {e['error']} x{e['count']}, last {page.age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago:"
-            f" {safe(e['cause'])}"
-            for e in p["errors"]
-        ]
+        for e in p["errors"]:
+            cause = "the same cause as above" if e["cause"] in said else safe(e["cause"])
+            said.add(e["cause"])
+            last = page.age(max(0, now_ms - e["last_seen_ms"]) / 1000)
+            lines.append(f"    {e['error']} x{e['count']}, last {last} ago: {cause}")
         if p["cause"] and not p["errors"]:
             lines.append(f"    {safe(p['cause'])}")
         if "producer" in p:
             lines.append(f"    {safe(page.producer_text(p['producer']))}")
+    if d.get("partitions_not_shown"):
+        lines.append(f"  and {d['partitions_not_shown']} more partitions")
     c = d["coordinator"]
     if c["append_errors"] or c["cause"]:
         lines.append(f"  coordinator {c['partition']}: {safe(page.text_facts(c))}")
