@@ -346,19 +346,23 @@ class ClusterStateSource:
     # --- requests (kafka-python, blocking: on the workers) ---
 
     def _metadata(self, topics: list[str]) -> tuple[Brokers, dict[str, tuple[TopicMetadata | None, str | None]]]:
-        """Metadata of `topics` (a topic Kafka does not know is a fact, TopicMetadata with the error,
-        not a problem) and DescribeCluster (the brokers, fenced ones told apart where the broker says)."""
+        """One Metadata request: `topics` (a topic Kafka does not know is a fact, TopicMetadata with the
+        error, not a problem) and the live brokers; then DescribeCluster for the fenced ones, where the
+        broker says (KRaft 4.0+ lists them; kafka-python 3.0's describe_cluster fails on the
+        DescribeCluster v0 of 3.6 brokers: no fenced brokers told apart there)."""
         import kafka.errors as errors
 
         admin = self._client()
-        described = admin.describe_topics(topics)
-        cluster = admin.describe_cluster()
-        brokers = Brokers(
-            frozenset(b["broker_id"] for b in cluster["brokers"] if not b.get("is_fenced")),
-            frozenset(b["broker_id"] for b in cluster["brokers"] if b.get("is_fenced")),
-        )
+        # kafka-python's describe_topics sends this very request and keeps only its topics.
+        metadata = admin._manager.run(admin._get_cluster_metadata, topics)
+        live = frozenset(b["node_id"] for b in metadata["brokers"])
+        try:
+            fenced = frozenset(b["broker_id"] for b in admin.describe_cluster()["brokers"] if b.get("is_fenced"))
+        except Exception:  # an old broker, or the request failed: fenced brokers are simply not live
+            fenced = frozenset()
+        brokers = Brokers(live - fenced, fenced)
         found: dict[str, tuple[TopicMetadata | None, str | None]] = {}
-        for topic in described:
+        for topic in metadata["topics"]:
             error = errors.for_code(topic["error_code"])
             if error is errors.UnknownTopicOrPartitionError:
                 found[topic["name"]] = (TopicMetadata({}, "UNKNOWN_TOPIC_OR_PARTITION"), None)

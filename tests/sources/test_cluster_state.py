@@ -36,6 +36,13 @@ class FakeAdmin:
         with self.lock:
             return sum(1 for n, _ in self.calls if n == name)
 
+    def _get_cluster_metadata(self, topics):  # what describe_topics sends; the brokers come with it
+        return {"brokers": [{"node_id": n} for n in (1, 2)], "topics": self.describe_topics(topics)}
+
+    @property
+    def _manager(self):
+        return SimpleNamespace(run=lambda call, *args: call(*args))
+
     def describe_topics(self, topics):
         self._call("describe_topics", tuple(topics))
         return [
@@ -225,4 +232,19 @@ def test_start_connects_in_the_background_once(admin):
     eventually(lambda: made == [1])
     src.lookup(["orders"])
     assert made == [1]
+    src.close()
+
+
+def test_brokers_come_with_the_metadata_when_describe_cluster_fails(admin):
+    """kafka-python 3.0's describe_cluster raises KeyError('endpoint_type') on a 3.6 broker's
+    DescribeCluster v0: the live brokers are the metadata's, none told fenced."""
+
+    def broken():
+        raise KeyError("endpoint_type")
+
+    admin.describe_cluster = broken
+    src = source(admin)
+    snap = src.lookup(["orders"])
+    assert snap.brokers.value.live == {1, 2} and snap.brokers.value.fenced == frozenset()
+    assert snap.partition("orders", 0).value is not None
     src.close()
