@@ -89,7 +89,7 @@ def get(url: str, accept: str) -> tuple[float, int]:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def run(url: str, seconds: float, interval: float, label: str) -> None:
