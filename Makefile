@@ -1,6 +1,6 @@
-# The two commands of the README. Each sets up what it needs first (idempotent, fast when done):
-# the demo only the package and one Kafka version, the tests everything.
-.PHONY: setup setup-demo demo test
+# The commands of the README. Each sets up what it needs first (idempotent, fast when done):
+# the demo only the package and one Kafka version, the tests and the generators everything.
+.PHONY: setup setup-demo demo test generate
 
 setup:
 	@scripts/setup
@@ -13,3 +13,8 @@ demo: setup-demo
 
 test: setup
 	.venv/bin/pytest
+
+# Every generated file (dashboards, rules, the Kubernetes component, the mixin, the README's metric
+# table, docs/architecture.md) from its one source, in order: generators/__init__.py lists them.
+generate: setup
+	.venv/bin/python -m generators

@@ -137,7 +137,9 @@ def main() -> None:
         model = load(args.stuck, args.in_flight, topics, per_topic, now_ms)
         source = ClusterStateSource(first.bootstrap_servers)
         source.start()
-        endpoint = TransactionsEndpoint(model, 300, first.bootstrap_servers, broker_log=True, cluster=source.lookup)
+        endpoint = TransactionsEndpoint(
+            model, 300, first.bootstrap_servers, broker_log=True, cluster_state=source.lookup
+        )
         server = MetricsServer(
             "127.0.0.1", 0, CollectorRegistry(), healthy=lambda: True, ready=lambda: True, routes={PATH: endpoint}
         )

@@ -13,12 +13,14 @@ shows.
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
 import threading
 import time
 
 from prometheus_client import CollectorRegistry
 
-from exporter import config
+from exporter import config, web_config
 from exporter.contracts.events import CoordinatorChanged, HangingScanCompleted
 from exporter.http_server import MetricsServer
 from exporter.metrics import otlp
@@ -28,7 +30,7 @@ from exporter.model import CoordinatorModel
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.topic_tail import TransactionLogTail
-from exporter.view import endpoint
+from exporter.view import cluster, endpoint
 
 log = logging.getLogger("txn_exporter")
 BROKER_LOG_POLL_SECONDS = 0.1
@@ -72,14 +74,30 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
-        self.cluster = ClusterStateSource(settings.bootstrap_servers, settings.kafka)
+        self.cluster_state = ClusterStateSource(settings.bootstrap_servers, settings.kafka)
+        peers = None
+        if settings.peers:
+            peers = cluster.Peers(
+                settings.peers,
+                endpoint.PATH,
+                settings.peer_timeout_seconds,
+                ssl.create_default_context(cafile=settings.peer_ca_file),
+                plain_http_listener=lambda: self.server.web is None or not self.server.web.tls,
+            )
+        name = _own_name(host, port)
+        scheme = "https" if settings.web_config_file and web_config.load(settings.web_config_file).tls else "http"
         transactions = endpoint.TransactionsEndpoint(
             self.model,
             settings.late_transaction_padding_seconds,
             settings.bootstrap_servers,
             bool(settings.broker_log),
-            cluster=self.cluster.lookup,
-            own_broker=lambda: None if settings.all_partitions else self.tail.broker_id,
+            broker_id=lambda: self.tail.broker_id,
+            peers=peers,
+            name=name,
+            url=f"{scheme}://{name}",
+            cluster_state=self.cluster_state.lookup,
+            # With --all-partitions the exporter's broker coordinates only some of its rows.
+            coordinator=lambda: None if settings.all_partitions else self.tail.broker_id,
         )
         self.server = MetricsServer(
             host,
@@ -94,7 +112,7 @@ class Exporter:
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
-        self.cluster.start()
+        self.cluster_state.start()
         self.server.start()
         if self.pusher is not None:
             log.info(
@@ -203,10 +221,17 @@ class Exporter:
             self.tail.close()
         for broker_log in self.broker_logs:
             broker_log.close()
-        self.cluster.close()
+        self.cluster_state.close()
 
     def ready(self) -> bool:
         return self.readiness() == "ready"
 
     def readiness(self) -> str:
         return self.tail.not_ready or "ready"
+
+
+def _own_name(host: str, port: int) -> str:
+    """How a merged view names this exporter: its listen address, the host's name for a wildcard."""
+    if host in ("0.0.0.0", "::"):
+        host = socket.gethostname()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

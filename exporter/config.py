@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,32 @@ def _check_listen(value: str) -> str:
 def _check_web_config(value: str | None) -> str | None:
     if value is not None:
         web_config.load(value)  # WebConfigError is a ValueError: reported with the key's source
+    return value
+
+
+MAX_PEERS = 64
+
+
+def _check_peer(value: str) -> str:
+    """A peer's base URL: http(s)://host[:port][/path], without credentials, query or fragment."""
+    parts = urllib.parse.urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected http(s)://HOST:PORT, got {value!r}")
+    if parts.username is not None or parts.password is not None:
+        # The page's own visitor's credentials are passed on (exporter.view.cluster): none in a URL.
+        raise ValueError("no credentials in a peer's URL")
+    if parts.query or parts.fragment:
+        raise ValueError(f"no query or fragment in a peer's URL, got {value!r}")
+    try:
+        parts.port  # noqa: B018 - a port out of range raises here
+    except ValueError as e:
+        raise ValueError(f"{value!r}: {e}") from None
+    return value.strip().rstrip("/")
+
+
+def _check_file(value: str | None) -> str | None:
+    if value is not None and not os.path.isfile(value):
+        raise ValueError(f"{value}: no such file")
     return value
 
 
@@ -260,6 +287,33 @@ class Settings(BaseModel):
             "transaction is late past it plus the padding",
         ),
     ] = 900.0
+    peers: Annotated[
+        list[Annotated[str, AfterValidator(_check_peer)]],
+        Cli("URL", flag="--peer"),
+        BeforeValidator(_one_or_many),
+        Field(
+            max_length=MAX_PEERS,
+            description="another exporter of the cluster (e.g. https://broker-2:9464), repeatable, at most "
+            f"{MAX_PEERS}: /transactions?scope=cluster merges this exporter's view with theirs; env: "
+            "comma-separated URLs; YAML: a list",
+        ),
+    ] = []
+    peer_timeout_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            gt=0,
+            le=30,
+            allow_inf_nan=False,
+            description="how long /transactions?scope=cluster waits for the peers, all asked at once",
+        ),
+    ] = 2.0
+    peer_ca_file: Annotated[
+        str | None,
+        Cli("FILE"),
+        AfterValidator(_check_file),
+        Field(description="CA certificates to check the https peers' certificates with; unset: the system's CAs"),
+    ] = None
     otlp_endpoint: Annotated[
         str | None,
         Cli("URL"),
@@ -356,7 +410,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )
 
 
-_REPEATABLE = ("kafka", "broker_log")
+_REPEATABLE = ("kafka", "broker_log", "peers")
 
 
 def _show(default: object) -> str:
@@ -470,7 +524,7 @@ def _from_env(environ: Mapping[str, str]) -> list[_Entry]:
         if name == "kafka":
             pairs = [pair.strip() for pair in text.split(",") if pair.strip()]
             entries += [(("kafka", k), v, var) for k, v in _parse_pairs(pairs, var)]
-        elif name == "broker_log":
+        elif name in ("broker_log", "peers"):
             entries.append(((name,), [path.strip() for path in text.split(",") if path.strip()], var))
         else:
             entries.append(((name,), text, var))
@@ -517,6 +571,7 @@ _MESSAGES = {
     "finite_number": "must be a finite number",
     "string_type": "expected a string",
     "string_too_short": "must not be empty",
+    "too_long": "at most {max_length} items, got {actual_length}",
     "literal_error": "expected one of {expected}, got {input!r}",
 }
 

@@ -52,8 +52,9 @@ _TEXT = "text/plain; charset=utf-8"
 _MAX_REQUEST_HEAD = 64 * 1024
 
 
-# A page: (query string, Accept header) -> (status, headers, body).
-Route = Callable[[str, str], tuple[int, dict[str, str], bytes]]
+# A page: (query string, Accept header, Authorization header or None) -> (status, headers, body). The
+# Authorization header has been checked already; a page may pass it on (exporter.view.cluster.Peers).
+Route = Callable[[str, str, str | None], tuple[int, dict[str, str], bytes]]
 
 
 class ListenError(OSError):
@@ -384,7 +385,9 @@ class _Handler(BaseHTTPRequestHandler):
                 status, body = HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: {detail}\n".encode()
         elif path in app.routes:
             try:
-                status, headers, body = app.routes[path](query, self.headers.get("Accept", ""))
+                status, headers, body = app.routes[path](
+                    query, self.headers.get("Accept", ""), self.headers.get("Authorization")
+                )
             except Exception:
                 log.exception("%s failed", path)
                 status, body = HTTPStatus.INTERNAL_SERVER_ERROR, f"{path} failed\n".encode()

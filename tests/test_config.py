@@ -268,6 +268,41 @@ def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
     assert _load(["--config", str(path)]).broker_log == ["/y/1.log", "/y/2.log"]
 
 
+def test_peers_from_flags_env_and_yaml(yaml_file, tmp_path: Path) -> None:
+    base = ["--bootstrap-servers", "k:9092"]
+    assert (_load(base).peers, _load(base).peer_timeout_seconds, _load(base).peer_ca_file) == ([], 2.0, None)
+    settings = _load(
+        [*base, "--peer", "https://b2:9464/", "--peer", "http://[::1]:9464", "--peer-timeout-seconds", "1"]
+    )
+    assert settings.peers == ["https://b2:9464", "http://[::1]:9464"] and settings.peer_timeout_seconds == 1
+    env = {"TXN_EXPORTER_PEERS": "https://b2:9464, https://b3:9464", "TXN_EXPORTER_PEER_CA_FILE": str(tmp_path)}
+    assert _error(base, env) == f"TXN_EXPORTER_PEER_CA_FILE: {tmp_path}: no such file"
+    (tmp_path / "ca.crt").write_text("x")
+    env["TXN_EXPORTER_PEER_CA_FILE"] = str(tmp_path / "ca.crt")
+    assert _load(base, env).peers == ["https://b2:9464", "https://b3:9464"]
+    path = yaml_file("bootstrap_servers: k:9092\npeers: [https://b2:9464, https://b3:9464/exporter]\n")
+    assert _load(["--config", path]).peers == ["https://b2:9464", "https://b3:9464/exporter"]
+
+
+@pytest.mark.parametrize(
+    ("peer", "message"),
+    [
+        ("b2:9464", "expected http(s)://HOST:PORT, got 'b2:9464'"),
+        ("ftp://b2:9464", "expected http(s)://HOST:PORT, got 'ftp://b2:9464'"),
+        ("https://ops:secret@b2:9464", "no credentials in a peer's URL"),  # the password is not echoed
+        ("https://b2:9464/?x=1", "no query or fragment in a peer's URL, got 'https://b2:9464/?x=1'"),
+        ("https://b2:99999", "'https://b2:99999': Port out of range 0-65535"),
+    ],
+)
+def test_bad_peers(peer: str, message: str) -> None:
+    assert _error(["--bootstrap-servers", "k:9092", "--peer", peer]) == f"--peer: {message}"
+
+
+def test_at_most_64_peers() -> None:
+    flags = [arg for n in range(65) for arg in ("--peer", f"http://b{n}:9464")]
+    assert _error(["--bootstrap-servers", "k:9092", *flags]) == "--peer: at most 64 items, got 65"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -26,7 +26,7 @@ def test_the_license_is_an_spdx_expression() -> None:
 def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md", "Makefile"):
         shutil.copy(ROOT / name, tmp_path / name)
-    for name in ("exporter", "scripts"):
+    for name in ("exporter", "workshop", "scripts"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV"))}
     env["PYTHON"] = sys.executable
@@ -46,7 +46,7 @@ def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path:
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert first.stdout.splitlines() == [
         "setup: creating .venv",
-        "setup: installing kafka-txn-exporter into .venv",
+        "setup: installing kafka-txn-exporter and its workshop (the demo) into .venv",
         "setup: ready for the demo",
     ]
     assert first.stderr == ""

@@ -193,6 +193,7 @@ class ClusterStateSource:
         self._admin_factory = admin or self._kafka_python_admin
         self._admin: Any = None
         self._admin_lock = threading.Lock()
+        self._creating = threading.Lock()
         self._workers: _Workers | None = None
         # The cache's own lock, held for dict work only; reentrant: a future that is already done runs
         # its callback at once, in the thread that adds it.
@@ -216,10 +217,21 @@ class ClusterStateSource:
         return KafkaAdminClient(**config)
 
     def _client(self) -> Any:
-        with self._admin_lock:  # created on a worker thread: it connects, and may block
-            if self._admin is None:
-                self._admin = self._admin_factory()
-            return self._admin
+        """The client, created by the first worker that needs it (it connects, and may block for the
+        client's own timeouts: under `_creating`, which close() never waits for)."""
+        with self._creating:
+            with self._admin_lock:
+                if self._admin is not None:
+                    return self._admin
+                if self._closed:
+                    raise RuntimeError("closed")
+            admin = self._admin_factory()
+            with self._admin_lock:
+                if not self._closed:
+                    self._admin = admin
+                    return admin
+            admin.close()  # closed while it connected
+            raise RuntimeError("closed")
 
     def start(self) -> None:
         """Connects the client in the background (bootstrap, version probe: a second or more), so the
@@ -228,11 +240,12 @@ class ClusterStateSource:
             self._submit(self._client)
 
     def close(self) -> None:
-        self._closed = True
+        """Never waits for a request or a client still connecting (the workers are daemons)."""
+        with self._admin_lock:
+            self._closed = True
+            admin, self._admin = self._admin, None
         if self._workers is not None:
             self._workers.stop()
-        with self._admin_lock:
-            admin, self._admin = self._admin, None
         if admin is not None:
             try:
                 admin.close()

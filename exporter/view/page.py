@@ -17,6 +17,7 @@ import html
 import time
 from typing import Any
 
+from exporter.view.cluster import broker_of, source_lines
 from exporter.view.query import HANGING_STATE, STATES, Query
 
 REFRESH_SECONDS = 10
@@ -97,13 +98,15 @@ def render(doc: dict[str, Any], query: Query) -> str:
         if refresh != REFRESH_SECONDS
         else f"every {refresh} s"
     )
+    merged = "sources" in doc  # exporter.view.cluster's merge (scope=cluster): rows name their broker
+    scope = "&amp;scope=cluster" if merged else ""
     parts = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta http-equiv="refresh" content="{refresh}">',
         "<title>In-flight transactions - kafka-txn-exporter</title>",
         f"<style>{_STYLE}</style></head><body>",
-        "<h1>In-flight transactions</h1>",
+        "<h1>In-flight transactions</h1>" if not merged else "<h1>In-flight transactions of the cluster</h1>",
         f'<p class="meta">{doc["in_flight_matching"]} in flight match, {len(rows)} shown, oldest first.'
         f" Updated {utc(now_ms)} UTC, {every}."
         f" <b>Late</b>: ONGOING past its own timeout + {padding}. <b>Stuck</b>: PREPARE_* in that state longer"
@@ -111,10 +114,13 @@ def render(doc: dict[str, Any], query: Query) -> str:
         " <b>In state</b>: since it entered its state; <b>duration</b>: since the transaction began"
         " (kafka-transactions.sh describe's)."
         f"{'' if doc['broker_log'] else ' Marker errors need --broker-log.'}"
-        f' <a href="?{text(query.parameters(format="json"))}">JSON</a></p>',
-        _form(query),
-        _transactions(rows, now_ms),
-        _hanging(doc),
+        f' <a href="?{text(query.parameters(format="json"))}{scope}">JSON</a>{_scope_link(doc, query)}</p>',
+        _sources(doc) if merged else "",
+        _form(query).replace("</form>", '<input type="hidden" name="scope" value="cluster"></form>')
+        if merged
+        else _form(query),
+        _with_broker(_transactions(rows, now_ms, merged), rows) if merged else _transactions(rows, now_ms),
+        _with_broker(_hanging(doc), doc["hanging"]) if merged else _hanging(doc),
         "</body></html>\n",
     ]
     return "".join(parts)
@@ -157,11 +163,11 @@ _COLUMNS = (
 
 def flag(row: dict[str, Any]) -> str:
     """ "late" (ONGOING), "stuck" (PREPARE_*) or "" (neither); the other state's flag never applies."""
-    return "late" if row["late"] else "stuck" if row["stuck"] else ""
+    return "late" if row.get("late") else "stuck" if row.get("stuck") else ""
 
 
 def coordinator(row: dict[str, Any]) -> str:
-    broker = row["coordinator_broker"]
+    broker = row.get("coordinator_broker")  # (a merged view's row from an older exporter has none)
     return f"broker {'?' if broker is None else broker}, __transaction_state-{row['coordinator_partition']}"
 
 
@@ -171,7 +177,8 @@ def marker_error(error: dict[str, Any], now_ms: int) -> str:
     return f"{error['partition']}: {error['error']} x{error['count']}, last {last} ago"
 
 
-def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
+def _transactions(rows: list[dict[str, Any]], now_ms: int, broker_column: bool = False) -> str:
+    """The table; `broker_column`: a merged view's, to which _with_broker adds a first column."""
     if not rows:
         return '<p class="none">No in-flight transaction matches.</p>'
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
@@ -194,7 +201,7 @@ def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
             f"<td>{r['state']}</td>",
             f'<td class="late">{flagged}</td>' if flagged else '<td><span class="none">-</span></td>',
             f'<td class="n">{age(r["age_seconds"])}<br><span class="none">{utc(r["state_entered_ms"], now_ms)}</span></td>',
-            f'<td class="n">{age(r["duration_seconds"])}</td>',
+            f'<td class="n">{"?" if r.get("duration_seconds") is None else age(r["duration_seconds"])}</td>',
             f'<td class="n">{r["transaction_timeout_ms"] / 1000:g} s</td>',
             f"<td>{r['producer_id']} / {r['producer_epoch']}</td>",
             f"<td>{text(coordinator(r))}</td>",
@@ -204,7 +211,7 @@ def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
         body.append("<tr>" + "".join(_labelled(cell, label) for cell, label in zip(cells, _COLUMNS)) + "</tr>")
         if r.get("diagnosis"):
             body.append(
-                f'<tr class="diagnosis"><td colspan="{len(_COLUMNS)}" data-label="Diagnosis">'
+                f'<tr class="diagnosis"><td colspan="{len(_COLUMNS) + broker_column}" data-label="Diagnosis">'
                 f"{_diagnosis(r['diagnosis'], now_ms)}</td></tr>"
             )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -324,10 +331,11 @@ _HANGING_COLUMNS = (
 
 
 def last_scan(doc: dict[str, Any]) -> str:
-    """When the last hanging-transaction scan completed: `at 12:00:01 UTC, 4.2 s ago`."""
+    """When the last hanging-transaction scan completed: `at 12:00:01 UTC, 4.2 s ago`; "" when the
+    document does not say (a merged view of exporters that do not)."""
     scan_ms = doc.get("hanging_scan_ms")
     if not scan_ms:
-        return "time unknown"
+        return ""
     now_ms = doc["now_ms"]
     return f"at {utc(scan_ms, now_ms)} UTC, {age(max(0, now_ms - scan_ms) / 1000)} ago"
 
@@ -339,9 +347,11 @@ def _hanging(doc: dict[str, Any]) -> str:
     rows = doc["hanging"]
     when = last_scan(doc)
     if not rows:
-        return title + f'<p class="none">None in the last scan ({when}; {doc["hanging_matching"]} match).</p>'
-    title += f'<p class="meta">Last scan {when}. Runbook: <a href="{text(rows[0]["runbook"]["url"])}">'
-    title += f"{text(rows[0]['runbook']['section'])}</a>.</p>"
+        at = f"{when}; " if when else ""
+        return title + f'<p class="none">None in the last scan ({at}{doc["hanging_matching"]} match).</p>'
+    runbook = rows[0].get("runbook")
+    link = f' Runbook: <a href="{text(runbook["url"])}">{text(runbook["section"])}</a>.' if runbook else ""
+    title += f'<p class="meta">Last scan {when or "time unknown"}.{link}</p>'
     head = "".join(f"<th>{c}</th>" for c in _HANGING_COLUMNS)
     body = []
     for r in rows:
@@ -350,10 +360,48 @@ def _hanging(doc: dict[str, Any]) -> str:
             f"<td>{r['producer_id']} / {r['epoch']}</td>",
             f"<td>{r['start_offset']}</td>",
             f'<td class="id">{text(r["transactional_id"] or "-")}</td>',
-            f"<td>{'?' if r['coordinator_broker'] is None else 'broker ' + str(r['coordinator_broker'])}</td>",
+            f"<td>{'?' if r.get('coordinator_broker') is None else 'broker ' + str(r['coordinator_broker'])}</td>",
             f'<td class="n">{age(r["age_seconds"])}</td>',
             f"<td>{text(r['reason'])}</td>",
             f"<td><code>{text(r['abort_command'])}</code></td>",
         )
         body.append("<tr>" + "".join(_labelled(c, label) for c, label in zip(cells, _HANGING_COLUMNS)) + "</tr>")
     return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+# -- the cluster view (scope=cluster): which broker each row is from, and the exporters asked --------
+
+
+def _scope_link(doc: dict[str, Any], query: Query) -> str:
+    if "sources" in doc:
+        return f' <a href="?{text(query.parameters())}">This exporter only</a>'
+    if doc.get("peers"):
+        return f' <a href="?{text(query.parameters(scope="cluster"))}">Whole cluster ({doc["peers"] + 1} exporters)</a>'
+    return ""
+
+
+def _sources(doc: dict[str, Any]) -> str:
+    # Which exporters have no hanging scan yet: the hanging section says so for all of them.
+    lines = [line for line in source_lines(doc) if not line.startswith("No hanging-transaction scan")]
+    if doc.get("peers") == 0:
+        lines.append("This exporter has no peers (--peer): its own view only.")
+    return "".join(
+        f'<p class="{"error" if line.startswith("NOT ANSWERING") else "meta"}">{text(line)}</p>' for line in lines
+    )
+
+
+def _with_broker(table: str, rows: list[dict[str, Any]]) -> str:
+    """`table` (the <table> of `rows`) with a first column naming each row's broker. A row is found by
+    its first cell's label (the first column's), so rows of another kind in the table are left be."""
+    head, found, body = table.partition("<tbody>")
+    if not found:
+        return table  # no table: "none match"
+    first = head.partition("<tr><th>")[2].partition("</th>")[0]
+    head = head.replace("<tr><th>", "<tr><th>Broker</th><th>", 1)
+    marker = f'<tr><td data-label="{first}"'
+    pieces = body.split(marker)
+    out = [pieces[0]]
+    for n, piece in enumerate(pieces[1:]):
+        broker = broker_of(rows[n]) if n < len(rows) else "?"
+        out.append(f'<tr><td data-label="Broker">{text(broker)}</td><td data-label="{first}"{piece}')
+    return head + "<tbody>" + "".join(out)

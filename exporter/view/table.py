@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from exporter.view import page
+from exporter.view import cluster, page
 
 COLUMNS = (
     "TRANSACTIONAL_ID",
@@ -36,6 +36,7 @@ HANGING_COLUMNS = (
     "AGE",
     "REASON",
 )
+BROKER_COLUMN = "BROKER"  # a merged view's (exporter.view.cluster): which broker each row is from
 
 
 safe = page.printable
@@ -61,11 +62,11 @@ def render(doc: dict[str, Any]) -> str:
             r["state"],
             page.flag(r).upper() or "-",
             age(r["age_seconds"]),
-            age(r["duration_seconds"]),
+            "?" if r.get("duration_seconds") is None else age(r["duration_seconds"]),
             f"{r['transaction_timeout_ms'] / 1000:g}s",
             str(r["producer_id"]),
             str(r["producer_epoch"]),
-            "?" if r["coordinator_broker"] is None else str(r["coordinator_broker"]),
+            "?" if r.get("coordinator_broker") is None else str(r["coordinator_broker"]),
             str(r["coordinator_partition"]),
             safe(",".join(r["partitions"]) or "-"),
             # The last column: its spaces need no care.
@@ -73,8 +74,12 @@ def render(doc: dict[str, Any]) -> str:
         ]
         for r in doc["transactions"]
     ]
+    merged = cluster.is_merged(doc)
+    columns = (BROKER_COLUMN, *COLUMNS) if merged else COLUMNS
+    if merged:
+        rows = [[safe(cluster.broker_of(r)), *row] for r, row in zip(doc["transactions"], rows)]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
-    lines = aligned(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
+    lines = aligned(columns, rows) if rows else ["No in-flight transaction matches."]
     padding = f"{doc['late_padding_seconds']:g}s"
     lines.append(
         f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC)."
@@ -94,20 +99,32 @@ def render(doc: dict[str, Any]) -> str:
                 str(h["epoch"]),
                 str(h["start_offset"]),
                 safe(h["transactional_id"] or "-"),
-                "?" if h["coordinator_broker"] is None else str(h["coordinator_broker"]),
+                "?" if h.get("coordinator_broker") is None else str(h["coordinator_broker"]),
                 age(h["age_seconds"]),
                 safe(h["reason"]),
             ]
             for h in doc["hanging"]
         ]
-        lines += [f"\nHanging transactions (last scan {page.last_scan(doc)}):", *aligned(HANGING_COLUMNS, hanging)]
-        lines.append(f"Runbook: {doc['hanging'][0]['runbook']['url']}")
+        hanging_columns = (BROKER_COLUMN, *HANGING_COLUMNS) if merged else HANGING_COLUMNS
+        if merged:
+            hanging = [[safe(cluster.broker_of(h)), *row] for h, row in zip(doc["hanging"], hanging)]
+        when = page.last_scan(doc)
+        lines += [
+            f"\nHanging transactions (last scan{' ' + when if when else ''}):",
+            *aligned(hanging_columns, hanging),
+        ]
+        runbook = doc["hanging"][0].get("runbook")
+        if runbook:
+            lines.append(f"Runbook: {runbook['url']}")
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
     elif doc["hanging_scan"]:
-        lines.append(f"No hanging transaction in the last scan ({page.last_scan(doc)}).")
-    else:
+        when = page.last_scan(doc)
+        lines.append(f"No hanging transaction in the last scan{f' ({when})' if when else ''}.")
+    elif not merged:
         lines.append("No hanging-transaction scan has completed on this exporter.")
+    if merged:
+        lines += ["", *(safe(line) for line in cluster.source_lines(doc))]
     return "\n".join(lines) + "\n"
 
 

@@ -248,3 +248,21 @@ def test_brokers_come_with_the_metadata_when_describe_cluster_fails(admin):
     assert snap.brokers.value.live == {1, 2} and snap.brokers.value.fenced == frozenset()
     assert snap.partition("orders", 0).value is not None
     src.close()
+
+
+def test_close_does_not_wait_for_a_client_still_connecting():
+    connecting = threading.Event()
+    release = threading.Event()
+
+    def slow():
+        connecting.set()
+        assert release.wait(10)
+        return FakeAdmin()
+
+    src = ClusterStateSource("kafka:9092", admin=slow)
+    src.start()
+    assert connecting.wait(5)
+    started = time.monotonic()
+    src.close()
+    assert time.monotonic() - started < 0.5
+    release.set()

@@ -85,7 +85,7 @@ def endpoint(model: CoordinatorModel, lookup: Lookup | None, **kwargs: object) -
         "kafka:9092",
         broker_log=True,
         clock=lambda: NOW / 1000,
-        cluster=lookup,
+        cluster_state=lookup,
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -116,7 +116,7 @@ def test_nothing_in_flight_asks_the_cluster_nothing_and_no_lookup_leaves_the_clu
     lookup = Lookup()
     call(endpoint(model_with(), lookup))
     assert lookup.asked == []
-    _, body = call(endpoint(held_model(), None, own_broker=lambda: 7))
+    _, body = call(endpoint(held_model(), None, coordinator=lambda: 7))
     held = json.loads(body)["transactions"][0]
     assert held["coordinator_broker"] == 7  # the exporter's own broker, when the metadata says nothing
     assert held["diagnosis"]["partitions"][0]["unknown"].startswith("metadata: not looked up")

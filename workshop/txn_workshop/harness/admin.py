@@ -23,7 +23,8 @@ from exporter.logs import kafka_client_logger
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 # librdkafka's lines through `logging` (where the demo collapses repeats), never raw to stderr.
-CLIENT_LOG = {"logger": kafka_client_logger("librdkafka.harness")}
+CLIENT_LOGGER = "librdkafka.harness"
+CLIENT_LOG = {"logger": kafka_client_logger(CLIENT_LOGGER)}
 
 
 def create_topic(

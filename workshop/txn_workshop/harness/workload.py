@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import random
 import select
 import struct
@@ -30,9 +31,11 @@ from confluent_kafka.admin import (
     AdminClient,
 )
 
+from exporter import logs
 from exporter.codec import TransactionState, decode_value
 from txn_workshop.harness.admin import (
     CLIENT_LOG,
+    CLIENT_LOGGER,
     TRANSACTION_STATE_TOPIC,
     alter_topic_config,
     partition_count,
@@ -55,10 +58,12 @@ class TxnCounts:
 @dataclass
 class RunningCounts:
     """What the clients of :func:`transactions_running` saw: transactions committed and aborted
-    (``aborts`` includes those aborted after an abortable error), and their errors by Kafka name."""
+    (``aborts`` includes those aborted after an abortable error), producers created (one per id,
+    plus one each time an error made the client drop its producer), and their errors by Kafka name."""
 
     commits: int = 0
     aborts: int = 0
+    producers: int = 0
     errors: Counter[str] = field(default_factory=Counter)
 
 
@@ -236,6 +241,8 @@ def transactions_running(
             try:
                 if producer is None:
                     producer = _producer(bootstrap, transactional_id)
+                    with lock:
+                        counts.producers += 1
                     producer.init_transactions(60)
                 producer.begin_transaction()
                 _produce(producer, topic, partitions, 2, f"{transactional_id}-{n}")
@@ -393,9 +400,13 @@ def unregistered_transaction(bootstrap: str, transactional_id: str, topic: str, 
 
 def _run_child_until_ready(arguments: list[str], what: str, timeout: float) -> None:
     """Runs this module's CLI in a child until it prints READY (its transaction is left open), then
-    SIGKILLs it, mid-transaction."""
+    SIGKILLs it, mid-transaction. The child's client lines go through `logging` at the level the
+    harness's client logger has here (the demo's ERROR hides a producer's retries), never raw."""
+    level = logging.getLevelName(logging.getLogger(CLIENT_LOGGER).getEffectiveLevel())
     child = subprocess.Popen(
-        [sys.executable, "-m", "txn_workshop.harness.workload", *arguments], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "txn_workshop.harness.workload", "--client-log-level", level, *arguments],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -431,6 +442,12 @@ def _unregistered(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m txn_workshop.harness.workload")
+    parser.add_argument(
+        "--client-log-level",
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="the level of the librdkafka client's lines (on stderr, through logging)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     unregistered = sub.add_parser("unregistered", help="write transactional records without AddPartitionsToTxn")
     unregistered.add_argument("--bootstrap", required=True)
@@ -443,6 +460,10 @@ def main(argv: list[str] | None = None) -> None:
     hang.add_argument("--transaction-timeout-ms", type=int, default=2000)
     hang.add_argument("--messages", type=int, default=3)
     args = parser.parse_args(argv)
+    # Without a handler, `logging` would print the client's warnings bare (its last resort), e.g. a
+    # producer retrying InitProducerId ("Failed to acquire transactional PID ... retrying").
+    logs.configure("WARNING")
+    logging.getLogger(CLIENT_LOGGER).setLevel(args.client_log_level)
     (_hang if args.command == "hang" else _unregistered)(args)
 
 
