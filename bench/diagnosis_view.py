@@ -10,15 +10,17 @@ this process as the live source loads it, the marker errors as the broker-log so
 view is the exporter's own HTTP server and endpoint, with the composition root's cluster-state source
 (kafka-python, cache 5 s, first look waits 0.5 s at most) asking those brokers. Requests come every
 `--interval` seconds for `--seconds` (so the cache expires and refreshes many times); timed: each GET of
-the JSON and of the page, client side, and the first (cold) request on its own. With `--pause`, a
+the JSON and of the page, from a client process of its own, and the first (cold) request on its own. With `--pause`, a
 second run with broker 3 paused (SIGSTOP: requests to it hang), which the view must not wait for.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,21 +94,35 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(url: str, seconds: float, interval: float, label: str) -> None:
-    json_times, html_times, sizes = [], [], []
+def client(url: str, seconds: float, interval: float) -> None:
+    """The timed requests, in a process of their own (as a browser or the CLI would be): reading a
+    1 MB answer in the exporter's process would take the GIL from the server being measured."""
+    times: dict[str, list[float]] = {"JSON": [], "page": []}
+    sizes = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         took, size = get(url, "application/json")
-        json_times.append(took)
+        times["JSON"].append(took)
         sizes.append(size)
-        html_times.append(get(url, "text/html")[0])
+        times["page"].append(get(url, "text/html")[0])
         time.sleep(interval)
-    for name, times in (("JSON", json_times), ("page", html_times)):
+    print(json.dumps({"times": times, "size": statistics.median(sizes)}))
+
+
+def run(url: str, seconds: float, interval: float, label: str) -> None:
+    answer = subprocess.run(
+        [sys.executable, __file__, "--client", url, "--seconds", str(seconds), "--interval", str(interval)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(answer.stdout)
+    for name, times in measured["times"].items():
         print(
             f"  {label}, {name}: {len(times)} requests, median {statistics.median(times) * 1000:.1f} ms,"
             f" p99 {percentile(times, 0.99) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms"
         )
-    print(f"  JSON size {statistics.median(sizes) / 1024:.0f} KiB; load average {os.getloadavg()[0]:.1f}")
+    print(f"  JSON size {measured['size'] / 1024:.0f} KiB; load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -119,7 +135,11 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.2)
     parser.add_argument("--version", default="4.4.0")
     parser.add_argument("--pause", action="store_true", help="a second run with broker 3 paused (SIGSTOP)")
+    parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # the timed requests' process
     args = parser.parse_args()
+    if args.client:
+        client(args.client, args.seconds, args.interval)
+        return
 
     root = Path(tempfile.mkdtemp(prefix="bench-diagnosis-"))
     first = KafkaBroker(args.version, workdir=root / "1", transaction_state_partitions=PARTITIONS)

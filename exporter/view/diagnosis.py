@@ -218,6 +218,7 @@ def diagnose(
     for error in row.get("marker_errors") or ():
         errors_by_partition.setdefault(error["partition"], []).append(error)
     partitions: list[dict[str, Any]] = []
+    causes = _Causes()
     more = 0
     for name in _data_partitions(row):
         parsed = split_partition(name)
@@ -243,7 +244,7 @@ def diagnose(
                         "error": e["error"],
                         "count": e["count"],
                         "last_seen_ms": e["last_seen_ms"],
-                        "cause": marker_cause(e["error"], facts),
+                        "cause": causes.get(e["error"], facts),
                     }
                     for e in sorted(errors, key=lambda e: -e["last_seen_ms"])
                 ],
@@ -422,6 +423,28 @@ class _PartitionFacts:
 
 def _ids(ids: Sequence[int]) -> str:
     return "[" + ", ".join(map(str, ids)) + "]"
+
+
+class _Causes:
+    """marker_cause, remembered for one diagnosis: a topic's partitions usually share their facts
+    (leader aside, the ISR, replicas and setting alike), so their causes are one string, made once."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[object, ...], str] = {}
+
+    def get(self, error: str, facts: _PartitionFacts) -> str:
+        m = facts.metadata
+        key = (
+            error,
+            facts.exists,
+            None if m is None else (m.leader, tuple(sorted(m.isr)), tuple(sorted(m.replicas))),
+            facts.min_isr,
+            facts.brokers,
+        )
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = marker_cause(error, facts)
+        return made
 
 
 def marker_cause(error: str, facts: _PartitionFacts) -> str:
