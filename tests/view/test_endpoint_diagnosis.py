@@ -170,3 +170,15 @@ def test_the_hanging_section_says_when_the_last_scan_ran():
     empty = HangingScanCompleted(1, 0, 0, completed_ms=NOW - 1_000)
     _, html = call(endpoint(model_with(empty), Lookup()), "format=html")
     assert re.search(r"None in the last scan \(at \d\d:\d\d:\d\d\.\d{3} UTC, 1\.0 s ago; 0 match\)", html)
+
+
+def test_a_merged_view_carries_each_rows_diagnosis_across_its_broker_column():
+    merged = endpoint(held_model(), Lookup(), broker_id=lambda: 1)
+    _, body = call(merged, "scope=cluster")
+    doc = json.loads(body)
+    held = doc["transactions"][0]
+    assert held["exporter"]["broker_id"] == 1 and held["diagnosis"]["runbook"]["section"]
+    _, html = call(merged, "scope=cluster&format=html")
+    columns = len(page._COLUMNS) + 1  # the merged table's broker column first
+    assert f'<tr class="diagnosis"><td colspan="{columns}" data-label="Diagnosis">' in html
+    assert html.count("<th>") == columns
