@@ -65,6 +65,8 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 # A lookup that failed (an error, no answer in time) is tried again this soon, not after CACHE_SECONDS:
 # a request sent to a broker that hangs fails, and the next one likely goes to another broker.
 RETRY_SECONDS = 1.0
+# Cached answers no view asked for in this long are dropped (checked once a minute): topics come and go.
+FORGET_SECONDS = 600.0
 MAX_PRODUCER_PARTITIONS = 200
 # Requests at a time: one Metadata, one DescribeConfigs, DescribeProducers to a few leaders.
 WORKER_THREADS = 4
@@ -82,7 +84,7 @@ _SOURCES = {
 class _Entry:
     """A cached value: the last answer (value or problem, and when) and the refresh under way."""
 
-    __slots__ = ("as_of_ms", "fetched", "pending", "pick", "problem", "value")
+    __slots__ = ("as_of_ms", "asked", "fetched", "pending", "pick", "problem", "value")
 
     def __init__(self) -> None:
         self.value: Any = None
@@ -92,6 +94,7 @@ class _Entry:
         self.pending: Future | None = None
         # From the pending future's result to (value, problem): a request may answer for several.
         self.pick: Callable[[Any], tuple[Any, str | None]] = _whole
+        self.asked = 0.0  # monotonic time a view last asked for it (entries long unasked are dropped)
 
     def fact(self, waited: float) -> Fact:
         if self.fetched is not None:
@@ -202,6 +205,7 @@ class ClusterStateSource:
         self._topics: dict[str, _Entry] = {}
         self._configs: dict[str, _Entry] = {}
         self._producers: dict[tuple[str, int], _Entry] = {}
+        self._forgot = 0.0
         self._closed = False
 
     # --- the client ---
@@ -260,9 +264,13 @@ class ClusterStateSource:
         waits at most wait_seconds for what is not cached; never raises for Kafka's sake."""
         topics = sorted(set(topics))
         wanted = list(dict.fromkeys(producer_partitions))[: self.max_producer_partitions]
-        deadline = self._monotonic() + self.wait_seconds
+        now = self._monotonic()
+        deadline = now + self.wait_seconds
         with self._lock:
+            self._forget(now)
             self._refresh_topics(topics)
+            for entry in (*(c[t] for c in (self._topics, self._configs) for t in topics), self._brokers):
+                entry.asked = now
             waiting = self._first_looks([self._brokers, *(c[t] for c in (self._topics, self._configs) for t in topics)])
         if waiting:
             wait_futures(waiting, timeout=max(0.0, deadline - self._monotonic()))
@@ -270,6 +278,8 @@ class ClusterStateSource:
         if wanted:
             with self._lock:
                 self._refresh_producers(wanted)
+                for tp in wanted:
+                    self._producers[tp].asked = now
                 waiting = self._first_looks([self._producers[tp] for tp in wanted])
             if waiting:
                 wait_futures(waiting, timeout=max(0.0, deadline - self._monotonic()))
@@ -280,6 +290,16 @@ class ClusterStateSource:
                 {t: self._fact(self._configs[t]) for t in topics},
                 {tp: self._fact(self._producers[tp]) for tp in wanted},
             )
+
+    def _forget(self, now: float) -> None:
+        """Holding self._lock: once a minute, drops the answers no view asked for in FORGET_SECONDS."""
+        if now - self._forgot < 60.0:
+            return
+        self._forgot = now
+        caches: tuple[dict[Any, _Entry], ...] = (self._topics, self._configs, self._producers)
+        for cache in caches:
+            for key in [k for k, e in cache.items() if e.pending is None and now - e.asked > FORGET_SECONDS]:
+                del cache[key]
 
     def _fact(self, entry: _Entry) -> Fact:
         # A future that completed while its callback has not run yet (waiters wake first) counts.

@@ -266,3 +266,16 @@ def test_close_does_not_wait_for_a_client_still_connecting():
     src.close()
     assert time.monotonic() - started < 0.5
     release.set()
+
+
+def test_answers_no_view_asked_for_in_ten_minutes_are_dropped(admin):
+    clock = Clock()
+    src = source(admin, monotonic=clock)
+    src.lookup(["old"], [("old", 0)])
+    clock.now += 300
+    src.lookup(["kept"])
+    clock.now += 301  # "old" unasked for 601 s, "kept" for 301 s
+    src.lookup(["other"])
+    assert set(src._topics) == {"kept", "other"} and set(src._configs) == {"kept", "other"}
+    assert src._producers == {}
+    src.close()
