@@ -171,7 +171,10 @@ def test_a_paused_follower_and_a_moved_leader_explained(cluster):
             r = row(process, tid)
             if not (r and r["stuck"] and r["diagnosis"] and any(e["error"] == error for e in r["marker_errors"])):
                 return False
-            known = [p for p in r["diagnosis"]["partitions"] if p["leader"] is not None]
+            # Every fact of the refusing partition: a lookup that went to the paused broker timed out
+            # (shown unknown, as it should) and is asked again.
+            facts = ("leader", "isr", "min_insync_replicas")
+            known = [p for p in r["diagnosis"]["partitions"] if p["errors"] and all(p[f] is not None for f in facts)]
             return bool(known) and r["coordinator_broker"] is not None
 
         process.wait_for(lambda: diagnosed("diag-held-tx", "NOT_ENOUGH_REPLICAS"), 60, "the held commit, stuck")
@@ -236,7 +239,11 @@ def test_a_paused_follower_and_a_moved_leader_explained(cluster):
             return next(p for p in r["diagnosis"]["partitions"] if p["partition"] == "diag-moved-0")
 
         # The cluster's state is cached a few seconds: the new leader shows at the next refresh.
-        process.wait_for(lambda: moved_partition()["leader"] == 2, 30, "the diagnosis naming the new leader")
+        process.wait_for(
+            lambda: moved_partition()["leader"] == 2 and moved_partition()["min_insync_replicas"] is not None,
+            30,
+            "the diagnosis naming the new leader",
+        )
         partition = moved_partition()
         (moved_error,) = [e for e in partition["errors"] if e["error"] == "NOT_LEADER_OR_FOLLOWER"]
         assert "no longer the partition's leader" in moved_error["cause"]
