@@ -11,7 +11,12 @@ setup-demo:
 demo: setup-demo
 	.venv/bin/txn-exporter demo
 
+# The format, lint and type checks first (seconds), stopping at the first that finds anything, with
+# what it found; then the tests, whose summary line ends the output.
 test: setup
+	.venv/bin/ruff format --check .
+	.venv/bin/ruff check .
+	.venv/bin/mypy
 	.venv/bin/pytest
 
 # Every generated file (dashboards, rules, the Kubernetes component, the mixin, the README's metric

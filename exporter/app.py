@@ -165,21 +165,18 @@ class Exporter:
                 if scanner is None:
                     broker_id = None if settings.all_partitions else self.tail.broker_id
                     if broker_id is None and not settings.all_partitions:
-                        scanner_ready = False  # the topic source has not discovered the broker id yet
-                    else:
-                        scanner = HangingScanner(
-                            settings.bootstrap_servers,
-                            broker_id,
-                            int(settings.hanging_max_transaction_timeout_seconds * 1000),
-                            int(settings.late_transaction_padding_seconds * 1000),
-                            settings.hanging_scan_max_partitions,
-                            settings.kafka,
-                        )
-                        scanner_ready = True
-                    if not scanner_ready:
+                        # The topic source has not discovered the broker id yet.
                         if stop.wait(1.0):
                             break
                         continue
+                    scanner = HangingScanner(
+                        settings.bootstrap_servers,
+                        broker_id,
+                        int(settings.hanging_max_transaction_timeout_seconds * 1000),
+                        int(settings.late_transaction_padding_seconds * 1000),
+                        settings.hanging_scan_max_partitions,
+                        settings.kafka,
+                    )
                 self.model.apply_batch(scanner.scan().events)
                 failing = False
             except Exception as e:  # a failed round is counted; the next one tries again

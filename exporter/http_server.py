@@ -27,6 +27,7 @@ import binascii
 import errno
 import gzip
 import hashlib
+import io
 import logging
 import os
 import socket
@@ -164,7 +165,7 @@ class _WebConfigSource:
         return config, config.tls.context() if config.tls else None
 
     def _stamps(self) -> tuple[tuple[int, int] | None, ...]:
-        stamps = []
+        stamps: list[tuple[int, int] | None] = []
         for path in self._config.files:
             try:
                 st = os.stat(path)
@@ -238,7 +239,7 @@ class _Server(ThreadingHTTPServer):
         self.rejected_connections = 0
         super().__init__(address, _Handler)
 
-    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]  # because a TCP server's requests are sockets (socketserver's types allow UDP's too)
         # In the accepting thread: bookkeeping only, nothing that waits on a client.
         with self._connections_lock:
             admitted = len(self._connections) < self.max_connections or self._close_longest_idle()
@@ -272,7 +273,7 @@ class _Server(ThreadingHTTPServer):
         log.debug("closed the longest idle connection to make room (limit %d)", self.max_connections)
         return True
 
-    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]  # because a TCP server's requests are sockets
         try:
             super().process_request_thread(request, client_address)
         finally:
@@ -300,7 +301,7 @@ class _Server(ThreadingHTTPServer):
             sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, address
 
-    def finish_request(self, request: socket.socket, client_address: object) -> None:
+    def finish_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         if isinstance(request, ssl.SSLSocket):
             request.settimeout(self.handshake_timeout)
             try:
@@ -319,13 +320,13 @@ class _RequestHeadTooLarge(OSError):
 class _BoundedReader:
     """The connection's reader, with a budget of bytes in all; the handler reads only the head."""
 
-    def __init__(self, raw: object, budget: int) -> None:
+    def __init__(self, raw: io.BufferedIOBase, budget: int) -> None:
         self._raw = raw
         self._left = budget
 
     def readline(self, size: int = -1) -> bytes:
         limit = self._left + 1 if size < 0 else min(size, self._left + 1)
-        line = self._raw.readline(limit)  # type: ignore[attr-defined]
+        line = self._raw.readline(limit)
         self._left -= len(line)
         if self._left < 0:
             raise _RequestHeadTooLarge(f"request head over {_MAX_REQUEST_HEAD} bytes")
@@ -341,7 +342,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.rfile = _BoundedReader(self.rfile, _MAX_REQUEST_HEAD)  # type: ignore[assignment]
+        # (Not a BufferedIOBase: the handler reads the head with readline, the rest is the raw reader's.)
+        self.rfile = _BoundedReader(self.rfile, _MAX_REQUEST_HEAD)  # type: ignore[assignment]  # because duck-typed (above)
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()
@@ -363,6 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         path, _, query = self.path.partition("?")
         headers: dict[str, str] = {"Content-Type": _TEXT}
+        status: int  # an HTTPStatus, or what a route answers
         if app.web is not None and not app.web.authorized(self.headers.get("Authorization")):
             status, body = HTTPStatus.UNAUTHORIZED, b"Unauthorized\n"
             headers["WWW-Authenticate"] = "Basic"

@@ -240,10 +240,10 @@ def test_listen_address(listen: str, address: tuple[str, int]) -> None:
 
 def test_settings_is_frozen_and_forbids_unknown_fields() -> None:
     with pytest.raises(ValueError):
-        Settings(bootstrap_servers="k:1", bootstrap_server="k:1")  # type: ignore[call-arg]
+        Settings(bootstrap_servers="k:1", bootstrap_server="k:1")  # type: ignore[call-arg]  # because the unknown name is the test
     settings = Settings(bootstrap_servers="k:1")
     with pytest.raises(ValueError):
-        settings.listen = "0.0.0.0:1"  # type: ignore[misc]
+        settings.listen = "0.0.0.0:1"  # type: ignore[misc]  # because frozen: the test
 
 
 def test_yaml_value_of_wrong_type(yaml_file) -> None:

@@ -225,7 +225,7 @@ def test_a_client_leaving_mid_request_is_logged_at_debug_not_printed(
         for partial in (b"GE", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"):
             connection = socket.create_connection(("127.0.0.1", server.port), timeout=5)
             connection.sendall(partial)
-            _wait_for(lambda: server._server._connections, "the server to take the connection")  # type: ignore[union-attr]
+            _wait_for(lambda: server._server._connections, "the server to take the connection")  # type: ignore[union-attr]  # because started above
             time.sleep(0.2)  # the server's read is waiting on the rest
             _reset(connection)
         _wait_for(lambda: sum("reset" in r.getMessage() for r in caplog.records) == 2, "two DEBUG lines")

@@ -133,9 +133,9 @@ class BrokerLogParser:
                 logger = line[line.rfind(b" (") + 2 :].rstrip(b"\r)").decode("utf-8", "replace")
                 samples.setdefault(logger, _sample(line))
         elif type(parsed) in _MARKER_ERRORS:
-            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]
+            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]  # because its type is in _MARKER_ERRORS
         else:
-            events.append(parsed)  # type: ignore[arg-type]
+            events.append(parsed)  # type: ignore[arg-type]  # because parse_entry's other results are events
 
     def _append_failure(self, line: AppendFailureLine, events: list[BrokerLogEvent]) -> None:
         unpaired = self._unpaired

@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any, TypeVar, final, overload
 
 from crc32c import crc32c
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.transaction_log import (
     KEY_V0_HEADS,
+    Partitions,
+    PartitionsField,
     PartitionsMemo,
     TransactionLogRecord,
     TransactionLogValue,
+    ValueMaker,
     decode_key,
     decode_value,
 )
@@ -56,6 +60,7 @@ _LOG_APPEND_TIME = 0x08
 _CONTROL = 0x20
 
 
+@final  # (so that `type(item) is BatchError` tells it from a RecordError, for the type checker too)
 @dataclass(slots=True)
 class BatchError:
     """A batch that could not be decoded; `position` is its byte offset in the input."""
@@ -64,6 +69,7 @@ class BatchError:
     error: DecodeError
 
 
+@final
 @dataclass(slots=True)
 class RecordError:
     """A record (at log offset `offset`) inside a valid batch that could not be decoded."""
@@ -74,13 +80,35 @@ class RecordError:
 
 Decoded = TransactionLogRecord | RecordError | BatchError
 
+_M = TypeVar("_M")  # what a PartitionsMemo converts an array to
+_V = TypeVar("_V")  # what make_value builds
+_R = TypeVar("_R")  # what make_record builds
+# make_record: builds a record from (offset, timestamp_ms, transactional_id, value or None).
+RecordMaker = Callable[[int, int, str, _V | None], _R]
 
+
+@overload
+def decode_batches(buf: bytes | mmap.mmap, partitions: bool = True) -> Generator[Decoded, None, None]: ...
+@overload
 def decode_batches(
     buf: bytes | mmap.mmap,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> Iterator[Decoded]:
+    partitions: bool,
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[PartitionsField, _V],
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+@overload
+def decode_batches(
+    buf: bytes | mmap.mmap,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+def decode_batches(
+    buf: bytes | mmap.mmap,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> Generator[object, None, None]:
     """Yields every record of every batch in `buf` (bytes, or a read-only mmap of a file), in order,
     with errors in their place. `partitions` and `make_value` are decode_value's `partitions` and
     `make`; `make_record` builds each record from (offset, timestamp_ms, transactional_id, value) in
@@ -159,15 +187,15 @@ def decode_batches(
 
 
 def _decode_single_record(
-    buf: bytes,
+    buf: bytes | mmap.mmap,
     p: int,
     end: int,
     offset: int,
     timestamp_ms: int,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> TransactionLogRecord | RecordError | None:
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> object | None:
     """The one record of a batch, when it has the shape a coordinator writes; else None, and
     _decode_record reads it (and finds what is wrong with it, if anything).
 
@@ -207,17 +235,17 @@ def _decode_single_record(
 
 
 def _decode_record(
-    buf: bytes,
+    buf: bytes | mmap.mmap,
     p: int,
     end: int,
     base_offset: int,
     index: int,
     base_ts: int,
     log_append_ts: int | None,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> tuple[TransactionLogRecord | RecordError, int]:
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> tuple[object, int]:
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index
     try:
@@ -295,7 +323,7 @@ def _decode_record(
         return RecordError(offset, DecodeError("truncated", f"key of {key_length} bytes")), record_end
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
     """A zigzag varint (also varlong: Python ints do not overflow)."""
     b = buf[pos]
     if b < 0x80:

@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import (
@@ -79,10 +80,11 @@ _KAFKA_PYTHON_SETTINGS = {
 }
 
 
-def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, object]:
+def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, Any]:
     """KafkaAdminClient arguments from the exporter's librdkafka-style settings; settings with no
     kafka-python equivalent are skipped (logged once by the caller)."""
-    config: dict[str, object] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
+    # (Any: the user's strings are passed on for kafka-python to check, as its keyword arguments.)
+    config: dict[str, Any] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
     for key, value in kafka_settings.items():
         if key in _KAFKA_PYTHON_SETTINGS:
             config[_KAFKA_PYTHON_SETTINGS[key]] = value

@@ -11,8 +11,21 @@ from contextlib import contextmanager
 from inspect import GEN_CLOSED, getgeneratorstate
 from itertools import islice
 from pathlib import Path
+from typing import Any, TypeVar, overload
 
-from exporter.codec.record_batch import Decoded, decode_batches
+from exporter.codec.record_batch import BatchError, Decoded, RecordError, RecordMaker, decode_batches
+from exporter.codec.transaction_log import (
+    Partitions,
+    PartitionsField,
+    PartitionsMemo,
+    TransactionLogRecord,
+    TransactionLogValue,
+    ValueMaker,
+)
+
+_M = TypeVar("_M")
+_V = TypeVar("_V")
+_R = TypeVar("_R")
 
 _PARTITION_DIR = re.compile(r"^__transaction_state-(\d+)$")
 
@@ -53,15 +66,33 @@ def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
         os.close(fd)
 
 
-def read_segment(path: Path, **options) -> Iterator[Decoded]:
-    """Decodes one segment file (`options`: decode_batches'). Raises NotARegularFile or OSError if
-    it cannot be read; bad bytes come as errors.
+@overload
+def read_segment(path: Path, partitions: bool = True) -> Iterator[Decoded]: ...
+@overload
+def read_segment(
+    path: Path, partitions: bool, make_record: RecordMaker[_V, _R], make_value: ValueMaker[PartitionsField, _V]
+) -> Iterator[_R | RecordError | BatchError]: ...
+@overload
+def read_segment(
+    path: Path,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+) -> Iterator[_R | RecordError | BatchError]: ...
+def read_segment(
+    path: Path,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> Iterator[object]:
+    """Decodes one segment file (the options are decode_batches'). Raises NotARegularFile or OSError
+    if it cannot be read; bad bytes come as errors.
 
     The pages read are dropped from the process every _RELEASE_EVERY items (they stay in the page
     cache): else a mapped file's pages count in the process's resident memory until it ends."""
     with mapped(path) as data:
-        items = decode_batches(data, **options)
-        if type(data) is bytes:
+        items = decode_batches(data, partitions, make_record, make_value)
+        if isinstance(data, bytes):
             yield from items
             return
         while getgeneratorstate(items) != GEN_CLOSED:

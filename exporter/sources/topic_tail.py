@@ -34,9 +34,9 @@ import re
 import time
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from exporter.codec import DecodeError, decode_record
 from exporter.contracts.events import (
@@ -93,6 +93,19 @@ _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
 
 
+class _Fetched(Protocol):
+    """What _consume reads of a fetched confluent_kafka.Message. The client's types leave its
+    partition and offset optional, for the messages that carry an error(); a message without one is
+    a record, and librdkafka always sets them."""
+
+    def error(self) -> KafkaError | None: ...
+    def partition(self) -> int: ...
+    def offset(self) -> int: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+
+
 class OwnershipError(Exception):
     """The exporter cannot tell which partitions to follow (a configuration problem)."""
 
@@ -131,7 +144,7 @@ class TransactionLogTail:
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
         # Replaying partitions -> their records not yet decoded: the last message of each key.
-        self._replay_windows: dict[int, dict[bytes, Message]] = {}
+        self._replay_windows: dict[int, dict[bytes, _Fetched]] = {}
         # When the exporter, never having seen the topic, first found it absent (ms); then, once it
         # exists, its partitions whose records from that time on are live (until their first record
         # is read, or another broker is seen leading them).
@@ -206,7 +219,7 @@ class TransactionLogTail:
         if first is None:
             return
         received_ms = self._now_ms()
-        messages = [first, *self._consumer.consume(max_records - 1, 0)]
+        messages: list[_Fetched] = [first, *self._consumer.consume(max_records - 1, 0)]  # type: ignore[list-item]  # because one without error() has its partition and offset (_Fetched)
         followed = self._followed
         windows = self._replay_windows
         next_offset = self._next_offset
@@ -237,7 +250,7 @@ class TransactionLogTail:
                     append(UndecodableRecord(partition, offset, DecodeError("bad_length", "null key")))
                 else:
                     window[key] = message
-                if offset + 1 >= followed[partition]:
+                if offset + 1 >= followed[partition]:  # type: ignore[operator]  # because replaying, so its target is set
                     self._end_replay(partition, events)
                 elif len(window) >= _REPLAY_WINDOW_IDS:
                     self._hand_over_replayed(partition, events)

@@ -41,7 +41,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 # A view of 1,000 rows with their partitions is a few MB; anything much larger is not one.
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
@@ -85,7 +85,15 @@ def name_of(url: str) -> str:
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     # A redirect would carry the Authorization header to wherever it points: reported instead.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         return None
 
 

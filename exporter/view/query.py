@@ -83,7 +83,7 @@ def parse_query(query_string: str) -> Query:
                 if name == HANGING_STATE:
                     hanging = True
                 elif name in STATES:
-                    states.add(STATES[name])  # type: ignore[union-attr]
+                    states.add(STATES[name])  # type: ignore[union-attr]  # because a set since the first state (seen_state)
                 else:
                     raise QueryError(f"state: {_shown(name)} is none of {', '.join([*STATES, HANGING_STATE])}")
         elif key == "min_age":

@@ -1,5 +1,6 @@
 """TransactionLogKey/Value against hand-built bytes laid out as in Kafka's message JSON."""
 
+import pickle
 import struct
 
 import pytest
@@ -187,6 +188,16 @@ def test_skipping_partitions_keeps_every_other_field(raw):
     full = decode_value(raw)
     full.partitions = PARTITIONS_SKIPPED
     assert skipped == full
+
+
+def test_skipped_partitions_stay_the_one_marker_and_are_never_encoded():
+    """A pickled value (Spark ships them between processes) keeps the marker that `is` compares
+    to; encoding a value without its partitions is refused by name, not by a stray len()."""
+    skipped = decode_value(v1_bytes(), partitions=False)
+    assert pickle.loads(pickle.dumps(skipped)).partitions is PARTITIONS_SKIPPED
+    assert repr(PARTITIONS_SKIPPED) == str(PARTITIONS_SKIPPED) == "PARTITIONS_SKIPPED"
+    with pytest.raises(TypeError, match="PARTITIONS_SKIPPED"):
+        encode_value(skipped)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,19 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.cli import main
-from exporter.codec import TransactionLogRecord, TransactionLogValue, TransactionState, encode_key, encode_value
+from exporter.codec import (
+    TransactionLogRecord,
+    TransactionLogValue,
+    TransactionState,
+    decode_record,
+    encode_key,
+    encode_value,
+)
 from exporter.codec.record_batch import encode_batch
 
 ONGOING = TransactionLogValue(
@@ -349,6 +357,15 @@ def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
     assert out.text.split("\n") == [line[:-1] for line in expected] + [""]  # (not splitlines: \x85 is a line end)
     # format_record, for a record already decoded, writes the same line.
     assert [format_record(TransactionLogRecord(i, ts, tid, v)) for i, (tid, v, ts) in enumerate(records)] == expected
+
+
+def test_format_record_refuses_a_record_decoded_without_its_partitions():
+    from exporter.commands.decode import format_record
+
+    value = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0]}, 1010, 1000)
+    record = decode_record(encode_key("t"), encode_value(value), 7, 1010, partitions=False)
+    with pytest.raises(TypeError, match="PARTITIONS_SKIPPED"):
+        format_record(record)
 
 
 def test_a_topic_name_that_is_not_utf8_is_an_error_line_wherever_the_array_is_read(tmp_path, capsys):

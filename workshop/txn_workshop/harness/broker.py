@@ -108,7 +108,7 @@ class KafkaBroker:
         self.version = version
         self.transaction_version = transaction_version
         self.join = join
-        self.node_id = node_id
+        self.node_id: int = node_id
         self.coordinator_log_level = coordinator_log_level
         self.transaction_state_partitions = transaction_state_partitions
         self.broker_properties = dict(broker_properties or {})
@@ -315,7 +315,10 @@ class KafkaBroker:
     def _format_storage(self, props: Path) -> None:
         if self.join:
             meta = (self.join.log_dirs / "meta.properties").read_text()
-            cluster_id = re.search(r"^cluster\.id=(\S+)", meta, re.MULTILINE).group(1)  # type: ignore[union-attr]
+            found = re.search(r"^cluster\.id=(\S+)", meta, re.MULTILINE)
+            if found is None:
+                raise KafkaBrokerError(f"no cluster.id in the joined broker's {self.join.log_dirs / 'meta.properties'}")
+            cluster_id = found.group(1)
         else:
             cluster_id = _random_cluster_id()
         args = ["format", "-t", cluster_id, "-c", str(props)]
@@ -335,7 +338,7 @@ class KafkaBroker:
             self._check_alive(deadline)
             time.sleep(0.2)
         admin = AdminClient(
-            {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_client_logger("librdkafka.harness")}
+            {"bootstrap.servers": self.bootstrap_servers}, logger=kafka_client_logger("librdkafka.harness")
         )
         while True:
             self._check_alive(deadline)

@@ -63,8 +63,12 @@ def dumped_records(dump: str, style: Literal["text", "json"]) -> list[DumpedReco
             continue
         offset, key, payload = match.groups()
         if style == "text":
-            tid = _TEXT_KEY.match(key).group(1)  # type: ignore[union-attr]
-            state = None if payload == "<DELETE>" else _BY_DISPLAY_NAME[_TEXT_STATE.search(payload).group(1)]  # type: ignore[union-attr]
+            tid_match = _TEXT_KEY.match(key)
+            state_match = None if payload == "<DELETE>" else _TEXT_STATE.search(payload)
+            if tid_match is None or (state_match is None and payload != "<DELETE>"):
+                raise ValueError(f"not a transaction-log record of DumpLogSegments: {line!r}")
+            tid = tid_match.group(1)
+            state = None if state_match is None else _BY_DISPLAY_NAME[state_match.group(1)]
         else:
             tid = json.loads(key)["data"]["transactionalId"]
             state = None if payload == "<DELETE>" else _BY_ID[json.loads(payload)["data"]["transactionStatus"]]
