@@ -421,7 +421,8 @@ class ClusterStateSource:
         """One DescribeConfigs request for min.insync.replicas alone, of each topic."""
         from kafka.admin import ConfigResource, ConfigResourceType
 
-        resources = [ConfigResource(ConfigResourceType.TOPIC, t, [MIN_ISR]) for t in topics]
+        # Its keys name the configs asked for (kafka-python describes those only; the values are unused).
+        resources = [ConfigResource(ConfigResourceType.TOPIC, t, {MIN_ISR: ""}) for t in topics]
         answered = self._client().describe_configs(resources, config_filter="all").get("topic", {})
         found: dict[str, tuple[MinInsyncReplicas | None, str | None]] = {}
         for topic in topics:

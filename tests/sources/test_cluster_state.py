@@ -65,7 +65,7 @@ class FakeAdmin:
 
     def describe_configs(self, resources, config_filter):
         self._call("describe_configs", tuple(r.name for r in resources))
-        assert config_filter == "all" and all(r.configs == ["min.insync.replicas"] for r in resources)
+        assert config_filter == "all" and all(list(r.configs) == ["min.insync.replicas"] for r in resources)
         source = {"orders": "DYNAMIC_TOPIC_CONFIG"}
         return {
             "topic": {
