@@ -207,6 +207,7 @@ COMPLETION = "kafka_transaction_marker_completion_seconds"
 RECORDS = "kafka_transaction_state_log_records_total"
 TRANSACTIONS = "kafka_transactions"
 LATE = "kafka_transactions_late"
+STUCK = "kafka_transactions_stuck_in_prepare"
 HANGING = "kafka_hanging_transactions"
 LATE_PARTITIONS = "kafka_partitions_with_late_transactions"
 TIMEOUTS = "kafka_transaction_timeouts_total"
@@ -382,7 +383,15 @@ APPENDS_ROW = Row(
 HANGING_ROW = Row(
     "Late and hanging transactions",
     (
-        gauge("Late transactions by broker", LATE, "By broker (exporter instance).", by="instance", width=8),
+        Panel(
+            "Late ONGOING and stuck PREPARE_* transactions by broker",
+            (
+                Query(f"sum by (instance) ({series(LATE, SEL)})", "late {{instance}}"),
+                Query(f"sum by (instance) ({series(STUCK, SEL)})", "stuck {{instance}}"),
+            ),
+            f"By broker (exporter instance). Late: {help_of(LATE)} Stuck: {help_of(STUCK)}",
+            width=8,
+        ),
         gauge("Hanging transactions by broker", HANGING, "By broker (exporter instance).", by="instance", width=8),
         gauge(
             "Partitions with late transactions",

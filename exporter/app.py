@@ -5,7 +5,9 @@ One thread polls the `__transaction_state` tail and applies its events to the mo
 model's lock once per polled batch); with --broker-log, another follows the broker's log files the
 same way and, on a coordinator elected/resigned line, asks the tail to re-read partition ownership at
 once; with a hanging-scan interval, a third runs the scan. The HTTP server's threads render the
-model at scrape time.
+model at scrape time, and the transactions view, which asks the cluster-state source
+(exporter.sources.cluster_state: cached, bounded in time, its own threads) about the stuck rows it
+shows.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from exporter.metrics.prometheus import TransactionCollector
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
 from exporter.sources.broker_log_tail import BrokerLogFollower
+from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.topic_tail import TransactionLogTail
 from exporter.view import cluster, endpoint
 
@@ -71,6 +74,7 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
+        self.cluster_state = ClusterStateSource(settings.bootstrap_servers, settings.kafka)
         peers = None
         if settings.peers:
             peers = cluster.Peers(
@@ -91,6 +95,9 @@ class Exporter:
             peers=peers,
             name=name,
             url=f"{scheme}://{name}",
+            cluster_state=self.cluster_state.lookup,
+            # With --all-partitions the exporter's broker coordinates only some of its rows.
+            coordinator=lambda: None if settings.all_partitions else self.tail.broker_id,
         )
         self.server = MetricsServer(
             host,
@@ -105,6 +112,7 @@ class Exporter:
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
+        self.cluster_state.start()
         self.server.start()
         if self.pusher is not None:
             log.info(
@@ -210,6 +218,7 @@ class Exporter:
             self.tail.close()
         for broker_log in self.broker_logs:
             broker_log.close()
+        self.cluster_state.close()
 
     def ready(self) -> bool:
         return self.readiness() == "ready"

@@ -230,6 +230,16 @@ TRANSACTIONS_LATE = MetricSpec(
     " aborted them (KIP-588).",
     reads="late_transactions",
 )
+TRANSACTIONS_STUCK_IN_PREPARE = MetricSpec(
+    "kafka_transactions_stuck_in_prepare",
+    MetricType.GAUGE,
+    "PREPARE_COMMIT/PREPARE_ABORT transactions in that state longer than their own transaction timeout"
+    " plus the same padding (--late-transaction-padding-seconds): a coordinator writes the markers within"
+    " milliseconds and retries them without end, and no timeout ends a PREPARE_*, so these are held up"
+    " (a data partition refusing the markers, or the final append failing). The transactions view"
+    " (/transactions) names them and says why.",
+    reads="stuck_prepares",
+)
 TIMEOUTS = MetricSpec(
     "kafka_transaction_timeouts_total",
     MetricType.COUNTER,
@@ -364,6 +374,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MARKER_FAILURES,
     COMPLETE_APPEND_RETRIES,
     TRANSACTIONS_LATE,
+    TRANSACTIONS_STUCK_IN_PREPARE,
     TIMEOUTS,
     PRODUCER_ID_ROTATIONS,
     TRANSACTION_DURATION,

@@ -64,7 +64,7 @@ from exporter.contracts.events import (
     TransactionLogRecords,
     UndecodableRecord,
 )
-from exporter.contracts.lifecycle import is_timeout_abort
+from exporter.contracts.lifecycle import is_stuck_prepare, is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -360,6 +360,7 @@ class CoordinatorModel:
         elif type(event) is TransactionLogAppendFailed:
             key = (event.target_state, event.error)
             self._append_errors[key] = self._append_errors.get(key, 0) + 1
+            self._note_append_error(event)
         elif type(event) is MarkerWriteFailed:
             self._marker_failures[event.error] = self._marker_failures.get(event.error, 0) + 1
             self._note_marker_error(event)
@@ -398,11 +399,27 @@ class CoordinatorModel:
                 prepared = part.inflight[state]
                 entry = prepared.get(tid)
                 if entry is not None:
-                    errors = dict(entry[5] or ())
-                    previous = errors.get(partition)
-                    errors[partition] = (event.error, 1 if previous is None else previous[1] + 1, event.seen_ms)
+                    errors: dict[tuple[str, str], tuple[int, int]] = dict(entry[5] or {})
+                    key = (partition, event.error)
+                    previous = errors.get(key)
+                    errors[key] = (1 if previous is None else previous[0] + 1, event.seen_ms)
                     prepared[tid] = (*entry[:5], errors)
                     return
+
+    def _note_append_error(self, event: TransactionLogAppendFailed) -> None:
+        """Notes a failed append on the `__transaction_state` partition holding its transactional id
+        (copy on write); an id the model does not track yet (a first InitProducerId) is only counted."""
+        tid = event.transactional_id
+        if tid is None:
+            return
+        for part in self._partitions.values():  # rare: a scan beats knowing the partition count
+            if tid in part.states:
+                errors = dict(part.append_errors)
+                key = (event.target_state, event.error)
+                previous = errors.get(key)
+                errors[key] = (1 if previous is None else previous[0] + 1, event.seen_ms)
+                part.append_errors = errors
+                return
 
     # --- Queries (any thread: each takes the lock itself) ---
 
@@ -416,6 +433,7 @@ class CoordinatorModel:
                 source_up=self._source_up,
                 transactions_by_state=self._transactions_by_state(),
                 late_transactions=self._late_transactions(now_ms, late_padding_ms),
+                stuck_prepares=self._stuck_prepares(now_ms, late_padding_ms),
                 pending_markers=pending,
                 oldest_prepare_ms=oldest_prepare_ms,
                 tombstones=self._tombstones,
@@ -445,11 +463,14 @@ class CoordinatorModel:
         the live partitions that entered their state at least `min_age_ms` before `now_ms`."""
         with self._lock:  # only references are copied under it (no allocation per transaction)
             entries: list[InFlightEntry] = []
-            for part in self._partitions.values():
+            append_errors: dict[int, dict[tuple[int, str], tuple[int, int]]] = {}
+            for partition, part in self._partitions.items():
                 if part.live:
                     for state in IN_FLIGHT_STATES if states is None else states:
                         entries += part.inflight[state].values()
-        return select_in_flight(entries, limit, min_age_ms, now_ms)
+                    if part.append_errors:
+                        append_errors[partition] = part.append_errors
+        return select_in_flight(entries, limit, min_age_ms, now_ms, append_errors)
 
     def tracked_id(self, transactional_id: str) -> TrackedId | None:
         """`transactional_id`'s last written state, producer id and epoch; None if not tracked."""
@@ -487,6 +508,21 @@ class CoordinatorModel:
             if part.live and part.ongoing:
                 late += sum(1 for deadline in part.ongoing.values() if deadline < cutoff)
         return late
+
+    def _stuck_prepares(self, now_ms: int, padding_ms: int) -> int:
+        """PREPARE_* transactions in that state longer than their own timeout plus `padding_ms`
+        (exporter.contracts.lifecycle.is_stuck_prepare), over live partitions. O(pending transactions)."""
+        stuck = 0
+        for part in self._partitions.values():
+            if part.live and part.pending:
+                for state in _PREPARES:
+                    for entry in part.inflight[state].values():
+                        value = entry[4].value
+                        if value is not None and is_stuck_prepare(
+                            entry[0], value.transaction_timeout_ms, now_ms, padding_ms
+                        ):
+                            stuck += 1
+        return stuck
 
     def _pending_markers(self) -> tuple[int, int | None]:
         """(transactions whose last state is PREPARE_* and whose final append is not in the retry

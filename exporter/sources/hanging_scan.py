@@ -237,6 +237,7 @@ class HangingScanner:
             partitions_with_late_transactions=partitions_with_late_transactions(late),
             hanging_transactions=sum(1 for f in findings if f.verdict == HANGING),
             findings=tuple(findings),
+            completed_ms=int(self._clock() * 1000),
         )
         return ScanResult(event, self._unreadable)
 
@@ -302,6 +303,7 @@ class HangingScanner:
                         result.event.partitions_with_late_transactions,
                         result.event.hanging_transactions,
                         findings=result.event.findings,
+                        completed_ms=result.event.completed_ms,
                     ),
                     result.unreadable_topics,
                 )

@@ -274,6 +274,10 @@ def merge(answers: Sequence[Answer], limit: int, query: Mapping[str, object] | N
         "in_flight_matching": sum(_int(d, "in_flight_matching") for d in answered) - duplicates,
         "transactions": sorted(transactions.values(), key=_order)[:limit],
         "hanging_scan": any(d.get("hanging_scan") for d in answered),
+        # The oldest of the exporters' last scans: every one has scanned since (None: none says when).
+        "hanging_scan_ms": min(
+            (d["hanging_scan_ms"] for d in answered if isinstance(d.get("hanging_scan_ms"), int)), default=None
+        ),
         "hanging_matching": sum(_int(d, "hanging_matching") for d in answered) - hanging_duplicates,
         "hanging": sorted(hanging.values(), key=lambda r: (r.get("last_timestamp_ms", 0), _hanging_key(r)))[:limit],
         "sources": [_source_entry(a) for a in answers],
@@ -300,6 +304,7 @@ def _source_entry(answer: Answer) -> dict[str, object]:
         "broker": document.get("broker") if document is not None else None,
         "in_flight_matching": document.get("in_flight_matching") if document is not None else None,
         "hanging_scan": document.get("hanging_scan") if document is not None else None,
+        "hanging_scan_ms": document.get("hanging_scan_ms") if document is not None else None,
         "seconds": answer.seconds,
     }
     entry.update(answer.source.extra)

@@ -13,13 +13,17 @@ import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
 
+from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot
 from exporter.model import CoordinatorModel
-from exporter.view import cluster, page
+from exporter.view import cluster, diagnosis, page
 from exporter.view.query import QueryError, document, parse_query
 
 PATH = "/transactions"
 SCOPES = ("broker", "cluster")
 Response = tuple[int, dict[str, str], bytes]
+# Looks up the cluster's state of some topics (metadata, min.insync.replicas) and partitions
+# (DescribeProducers); bounded in time, never raising (exporter.sources.cluster_state.ClusterStateSource.lookup).
+ClusterLookup = Callable[[set[str], list[tuple[str, int]]], ClusterSnapshot]
 
 
 class TransactionsEndpoint:
@@ -34,10 +38,18 @@ class TransactionsEndpoint:
         peers: cluster.Peers | None = None,
         name: str = "this exporter",
         url: str = "",
+        cluster_state: ClusterLookup | None = None,
+        coordinator: Callable[[], int | None] | None = None,
     ) -> None:
-        """`broker_id`: the broker this exporter follows, once known (the topic tail's); `peers`: the
-        other exporters scope=cluster asks; `name` and `url`: how a merged view names this one."""
+        """`broker_id`: the broker this exporter follows, once known (the topic tail's; also the
+        coordinator of its rows when the metadata does not say); `peers`: the other exporters
+        scope=cluster asks; `name` and `url`: how a merged view names this one; `cluster_state`: where
+        the diagnosis looks the cluster up (None: it says what the rows show, the cluster unknown);
+        `coordinator`: the coordinator of every row when the metadata does not say (default `broker_id`;
+        None with --all-partitions, whose rows have many coordinators)."""
         self._model = model
+        self._cluster_state = cluster_state
+        self._coordinator = coordinator or broker_id
         self._padding_ms = int(late_padding_seconds * 1000)
         self._bootstrap_servers = bootstrap_servers
         self._broker_log = broker_log
@@ -56,6 +68,12 @@ class TransactionsEndpoint:
         doc = document(
             self._model, query, int(self._clock() * 1000), self._padding_ms, self._bootstrap_servers, self._broker_log
         )
+        # The model's lock is not held here: the lookup waits for Kafka a bounded time at most. Each
+        # exporter diagnoses its own rows (a merged view shows the diagnoses its peers sent).
+        snapshot = EMPTY_SNAPSHOT
+        if doc["transactions"] and self._cluster_state is not None:
+            snapshot = self._cluster_state(*diagnosis.wanted(doc["transactions"]))
+        diagnosis.attach(doc, snapshot, self._bootstrap_servers, self._coordinator())
         # Which exporter answers (a merged view names each row's broker by it): the broker it sits
         # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
         doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}

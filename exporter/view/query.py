@@ -10,11 +10,14 @@ import math
 import re
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
 from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
+from exporter.contracts.lifecycle import is_stuck_prepare
 from exporter.model import CoordinatorModel, InFlightTransaction
+from exporter.view.diagnosis import hanging_advice
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -137,7 +140,7 @@ def document(
     late_padding_ms: int,
     bootstrap_servers: str,
     broker_log: bool,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""
     selection = model.in_flight_transactions(query.states, query.limit, query.min_age_ms, now_ms)
     scan = model.last_hanging_scan()
@@ -151,6 +154,8 @@ def document(
         },
         "late_padding_seconds": late_padding_ms / 1000,
         "broker_log": broker_log,
+        # When the last hanging-transaction scan completed (ms; None: no scan completed yet).
+        "hanging_scan_ms": None if scan is None or not scan.completed_ms else scan.completed_ms,
         "in_flight_matching": selection.matching,
         "transactions": [transaction_row(txn, now_ms, late_padding_ms) for txn in selection.transactions],
         "hanging_scan": scan is not None,
@@ -161,23 +166,39 @@ def document(
 
 def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int) -> dict[str, object]:
     deadline_ms = txn.start_ms + txn.timeout_ms
+    ongoing = txn.state == TransactionState.ONGOING
     row: dict[str, object] = {
         "transactional_id": txn.transactional_id,
         "state": txn.state.name,
         "producer_id": txn.producer_id,
         "producer_epoch": txn.producer_epoch,
         "state_entered_ms": txn.state_entered_ms,
+        # In its state (since it entered it), and the transaction's duration (since its start, as
+        # kafka-transactions.sh describe's TransactionDurationMs): equal for ONGOING.
         "age_seconds": round(max(0, now_ms - txn.state_entered_ms) / 1000, 3),
+        "duration_seconds": round(max(0, now_ms - txn.start_ms) / 1000, 3),
         "transaction_start_ms": txn.start_ms,
         "transaction_timeout_ms": txn.timeout_ms,
-        # kafka_transactions_late's rule: ONGOING past its own timeout plus the padding.
-        "late": txn.state == TransactionState.ONGOING and deadline_ms < now_ms - late_padding_ms,
+        # kafka_transactions_late's rule: ONGOING past its own timeout plus the padding (None: PREPARE_*).
+        "late": deadline_ms < now_ms - late_padding_ms if ongoing else None,
+        # kafka_transactions_stuck_in_prepare's rule: PREPARE_* in that state longer than its own
+        # timeout plus the padding (None: ONGOING).
+        "stuck": None if ongoing else is_stuck_prepare(txn.state_entered_ms, txn.timeout_ms, now_ms, late_padding_ms),
         "coordinator_partition": txn.coordinator_partition,
+        # The coordinator: the leader of that __transaction_state partition (filled in by the endpoint).
+        "coordinator_broker": None,
         "partitions": list(txn.partitions),
         "marker_errors": [
             {"partition": m.partition, "error": m.error, "count": m.count, "last_seen_ms": m.last_seen_ms}
             for m in txn.marker_errors
         ],
+        # Failed __transaction_state appends on that partition since the transaction entered its state.
+        "append_errors": [
+            {"target_state": a.target_state.name, "error": a.error, "count": a.count, "last_seen_ms": a.last_seen_ms}
+            for a in txn.append_errors
+        ],
+        # Why it is stuck and what to do (exporter.view.diagnosis), for the rows that need one.
+        "diagnosis": None,
     }
     if txn.partitions_error is not None:
         row["partitions_error"] = txn.partitions_error
@@ -200,5 +221,7 @@ def hanging_rows(
     for finding in found[: query.limit]:
         row = finding_row(finding, now_ms - finding.transaction.last_timestamp_ms)
         row["abort_command"] = abort_command(bootstrap_servers, finding.transaction)
+        row["coordinator_broker"] = finding.coordinator_id
+        row.update(hanging_advice(row, bootstrap_servers))
         rows.append(row)
     return rows, len(found)

@@ -62,6 +62,7 @@
         },
         '22': {
           A: 'sum by (instance) (kafka_transactions_late{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+          B: 'sum by (instance) (kafka_transactions_stuck_in_prepare{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '23': {
           A: 'sum by (instance) (kafka_hanging_transactions{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,

@@ -5,6 +5,7 @@ to answer shown as a line naming it."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from exporter.cli import main
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
+from exporter.contracts.events import MarkerWriteRetried, PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
@@ -47,6 +48,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MetricsServe
     model.apply(log_event("writer-\x1b[31mred", S.ONGOING, timestamp_ms=now - 5_000))
     model.apply(log_event("held", S.ONGOING, offset=1, timestamp_ms=now - 70_000))
     model.apply(log_event("held", S.PREPARE_COMMIT, offset=2, timestamp_ms=now - 65_000))
+    model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "held", "orders-0", now - 100))
     server = MetricsServer(
         "127.0.0.1",
         0,
@@ -82,11 +84,25 @@ def test_table_over_https_with_basic_auth(tls, capsys):
     )
     assert status == 0, err
     header, first, second, *_rest = out.splitlines()
-    assert header.split()[:4] == ["TRANSACTIONAL_ID", "STATE", "PRODUCER_ID", "EPOCH"]
-    assert first.split()[:4] == ["held", "PREPARE_COMMIT", "4000", "2"]
+    columns = header.split()
+    assert columns[:5] == ["TRANSACTIONAL_ID", "STATE", "FLAG", "IN_STATE", "DURATION"]
+    held = dict(zip(columns, first.split()))
+    assert (held["TRANSACTIONAL_ID"], held["STATE"], held["PRODUCER_ID"], held["EPOCH"]) == (
+        "held",
+        "PREPARE_COMMIT",
+        "4000",
+        "2",
+    )
+    assert held["FLAG"] == "-" and held["IN_STATE"].startswith("1min") and held["DURATION"].startswith("1min")
+    # The marker error keeps its spaces (the last column).
+    assert re.search(r"  orders-0: NOT_ENOUGH_REPLICAS x1, last \d+\.\d s ago$", first), first
     assert second.startswith("writer-\\x1b[31mred ")  # a terminal escape in an id is shown, not sent
     assert "\x1b" not in out
     assert "2 in flight match, 2 shown, oldest first" in out
+    # Its diagnosis, the cluster unknown (this endpoint has no cluster lookup): the row still says why.
+    assert "\nDiagnosis:\n\nheld (PREPARE_COMMIT, coordinator broker 1, __transaction_state-0):" in out
+    assert "  orders-0: leader, replicas and ISR unknown (metadata: not looked up" in out
+    assert "  confirm: kafka-transactions.sh --bootstrap-server kafka:9092 describe --transactional-id held" in out
 
 
 def test_json_filters_and_credentials_in_the_url(tls, capsys):
@@ -212,7 +228,7 @@ def test_two_exporters_merged_oldest_first_naming_their_brokers(tls, peers, caps
     )
     assert (status, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["BROKER", "TRANSACTIONAL_ID", "STATE", "PRODUCER_ID"]
+    assert lines[0].split()[:4] == ["BROKER", "TRANSACTIONAL_ID", "STATE", "FLAG"]
     # `held`, listed by both: once, as the exporter with the newer state (PREPARE_COMMIT) has it.
     assert [line.split()[:3] for line in lines[1:4]] == [
         ["1", "held", "PREPARE_COMMIT"],

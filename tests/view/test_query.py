@@ -100,14 +100,20 @@ def test_oldest_first_with_everything_a_row_says():
         "producer_epoch": 5,
         "state_entered_ms": NOW - 400_000,
         "age_seconds": 400.0,
+        "duration_seconds": 400.0,
         "transaction_start_ms": NOW - 400_000,
         "transaction_timeout_ms": 60_000,
         "late": True,
+        "stuck": None,
         "coordinator_partition": 1,
+        "coordinator_broker": None,
         "partitions": ["orders-1", "ledger-0"],
         "marker_errors": [],
+        "append_errors": [],
+        "diagnosis": None,
     }
-    assert not young["late"] and not held["late"]  # PREPARE_* is pending, never late
+    assert young["late"] is False and young["stuck"] is None
+    assert held["late"] is None and held["stuck"] is False  # PREPARE_* is never late; 30 s < 60 s + 300 s
     assert held["marker_errors"] == [
         {"partition": "orders-2", "error": "NOT_ENOUGH_REPLICAS", "count": 2, "last_seen_ms": NOW - 200}
     ]

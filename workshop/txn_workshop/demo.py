@@ -155,6 +155,9 @@ def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int
             # The coordinator's own log: marker retries while markers are held back, append errors.
             broker_log=[str(first.server_log)],
             broker_log_from_start=True,
+            # Late and stuck after 5 s past a transaction's own timeout (not 5 min): a timed-out
+            # producer's held abort shows as stuck, with its diagnosis, within one hold.
+            late_transaction_padding_seconds=5,
         )
         exporter = Exporter(settings)
         try:
@@ -266,6 +269,8 @@ What to look at:
       all written yet; kafka_transaction_pending_markers_oldest_age_seconds: how long the oldest waits
   kafka_transaction_marker_completion_seconds{{result}}  prepare -> complete
   kafka_transactions{{state}}                   transactional ids by their current state
+  kafka_transactions_stuck_in_prepare          PREPARE_* longer than their own timeout + 5 s (the demo's
+      padding): the transactions page says why each one is stuck and what to run
   kafka_transaction_marker_retries_total{{error}}  WriteTxnMarkers retried (from the broker's log file).
       Kafka retries markers without backoff: a partition that answers with a retriable error goes
       straight back on the coordinator's queue and is resent as soon as the answer is in (one

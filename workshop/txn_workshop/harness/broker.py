@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import base64
+import os
 import re
+import signal
 import socket
 import subprocess
 import tempfile
@@ -124,6 +126,7 @@ class KafkaBroker:
         self._sasl_port = 0
         self._jmx_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
+        self.paused = False  # SIGSTOPped by pause()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -223,11 +226,27 @@ class KafkaBroker:
             raise
 
     def stop(self) -> None:
-        """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent."""
+        """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent; a paused broker is resumed first."""
+        self.resume()
         proc, self._proc = self._proc, None
         _live.discard(self)
         if proc is not None:
             terminate(proc, _STOP_TIMEOUT_S)
+
+    def pause(self) -> None:
+        """SIGSTOP the JVM: a broker that hangs (a long GC pause, a stalled disk) without closing its
+        connections or leaving the cluster until the controller misses its heartbeats
+        (broker.session.timeout.ms). `resume` (or `stop`) continues it."""
+        if self._proc is None:
+            raise KafkaBrokerError("broker is not running")
+        os.kill(self._proc.pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        """SIGCONT a paused broker; nothing otherwise."""
+        if self.paused and self._proc is not None:
+            os.kill(self._proc.pid, signal.SIGCONT)
+        self.paused = False
 
     def restart(self) -> None:
         self.stop()
