@@ -340,11 +340,55 @@ def test_client_settings_that_need_each_other_are_checked_together_without_echoi
     assert "hunter2" not in message
 
 
-def test_a_secret_with_a_bad_value_is_named_not_shown(monkeypatch) -> None:
+def test_a_secret_with_a_bad_value_keeps_librdkafkas_reason_with_the_value_masked(monkeypatch) -> None:
     # No secret-named librdkafka property has a value it checks as set: a checked one is made secret.
     monkeypatch.setattr("exporter.config._SECRET_MARKERS", ("oauthbearer.method",))
     message = _error(["--bootstrap-servers", "k:1", "--kafka-config", "sasl.oauthbearer.method=hunter2"])
-    assert message == "--kafka-config: 'sasl.oauthbearer.method': invalid value"
+    assert message == (
+        "--kafka-config: 'sasl.oauthbearer.method': invalid value (Invalid value \"***\" for "
+        'configuration property "sasl.oauthbearer.method")'
+    )
+
+
+_JAAS = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule": "sasl.mechanism=PLAIN with sasl.username and sasl.password",
+    "org.apache.kafka.common.security.scram.ScramLoginModule": "sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512 with sasl.username and sasl.password",
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": "sasl.mechanism=OAUTHBEARER with sasl.oauthbearer.method=oidc, sasl.oauthbearer.client.id, "
+    "sasl.oauthbearer.client.secret, sasl.oauthbearer.token.endpoint.url (and sasl.oauthbearer.scope)",
+    "com.sun.security.auth.module.Krb5LoginModule": "sasl.mechanism=GSSAPI with sasl.kerberos.service.name, sasl.kerberos.principal and sasl.kerberos.keytab",
+}
+
+
+@pytest.mark.parametrize("module", [*_JAAS, "com.example.CustomLoginModule"])
+def test_a_java_jaas_config_keeps_librdkafkas_reason_and_names_the_settings_that_replace_it(yaml_file, module) -> None:
+    path = yaml_file(
+        f"bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n  sasl.jaas.config: "
+        f'\'{module} required username="svc" password="hunter2-pw";\'\n'
+    )
+    message = _error(["--config", path])
+    reason = (
+        "Java JAAS configuration is not supported, see "
+        "https://github.com/confluentinc/librdkafka/wiki/Using-SASL-with-librdkafka for more information."
+    )
+    assert message.startswith(
+        f"{path}: kafka: 'sasl.jaas.config': invalid value ({reason}); librdkafka's settings in its place: "
+    )
+    replacement = _JAAS.get(
+        module,
+        "sasl.mechanism with sasl.username and sasl.password (PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512), sasl.oauthbearer.* (OAUTHBEARER) or sasl.kerberos.* (GSSAPI)",
+    )
+    assert message.endswith(replacement) and "\n" not in message
+    assert "hunter2" not in message and "svc" not in message
+
+
+def test_a_java_truststore_keeps_librdkafkas_reason_even_when_the_file_is_missing(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  ssl.truststore.location: /nonexistent/truststore.jks\n")
+    assert _error(["--config", path]) == (
+        f"{path}: kafka: 'ssl.truststore.location': invalid value (Java TrustStores are not supported, use "
+        "`ssl.ca.location` and a certificate file instead. See "
+        "https://github.com/confluentinc/librdkafka/wiki/Using-SSL-with-librdkafka for more information.)"
+    )
 
 
 def test_valid_client_settings_pass(yaml_file) -> None:

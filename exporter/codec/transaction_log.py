@@ -7,7 +7,13 @@ Layouts (Kafka's TransactionLogKey.json / TransactionLogValue.json):
          TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64
   v0 is the classic encoding, v1 the flexible one (compact lengths and tagged fields after every
   struct; top-level tags 0 PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion,
-  3 NextProducerEpoch).
+  3 NextProducerEpoch, which Kafka's trunk writes (KIP-939)).
+
+Tags this codec does not name (a newer Kafka's: KAFKA-20357 persists the last producer epoch as a
+further tagged field) are kept, as (tag, bytes) in tag order, in the value's `unknown_tagged_fields`,
+and the value decodes without them, as the broker's reader does. A value version above 1 is a
+DecodeError of its own reason (unknown_value_version): Kafka changes the layout only with a version.
+Tagged fields inside a partitions entry (no Kafka version defines any) are skipped.
 
 Decoding is on the exporter's hot path, so it works on offsets into the buffer with precompiled
 structs instead of a generic reader object; truncation surfaces as IndexError/struct.error and is
@@ -97,7 +103,8 @@ _V_co = TypeVar("_V_co", covariant=True)
 
 class ValueMaker(Protocol[_P_contra, _V_co]):
     """`make=`: called as TransactionLogValue is, with its fields in order (the tagged fields only
-    when one is not at its default), the partitions as `partitions=` made them."""
+    when one is not at its default; the unknown ones, maybe none, whenever all are passed), the
+    partitions as `partitions=` made them."""
 
     def __call__(
         self,
@@ -113,6 +120,7 @@ class ValueMaker(Protocol[_P_contra, _V_co]):
         next_producer_id: int = ...,
         client_transaction_version: int = ...,
         next_producer_epoch: int = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
         /,
     ) -> _V_co: ...
 
@@ -152,6 +160,8 @@ class TransactionLogValue:
     next_producer_id: int = -1
     client_transaction_version: int = 0
     next_producer_epoch: int = -1
+    # Tagged fields this codec does not name, as (tag, bytes) in the order read.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
 
 @dataclass(slots=True)
@@ -301,20 +311,9 @@ def decode_value(
                 return make(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, -1, -1, client_version
                 )
-            previous_id, next_id, client_version, next_epoch = _v1_tagged_fields(buf, pos)
+            # (The general path: every field, unknown tagged fields included, passed.)
             return make(
-                1,
-                producer_id,
-                epoch,
-                timeout_ms,
-                state,
-                topics,
-                last_update,
-                start,
-                previous_id,
-                next_id,
-                client_version,
-                next_epoch,
+                1, producer_id, epoch, timeout_ms, state, topics, last_update, start, *_v1_tagged_fields(buf, pos)
             )
         if version == _VERSION_0:
             return _decode_value_v0(buf, partitions, make)
@@ -513,9 +512,11 @@ def _v1_partitions_end(buf: bytes) -> int:
     return pos
 
 
-def _v1_tagged_fields(buf: bytes, pos: int) -> list[int]:
-    """The value's top-level tagged fields at `pos` (at least one), by tag; unknown tags skipped."""
+def _v1_tagged_fields(buf: bytes, pos: int) -> tuple[int, int, int, int, tuple[tuple[int, bytes], ...]]:
+    """The value's top-level tagged fields at `pos` (at least one), by tag (0 to 3), then the unknown
+    ones as a tuple of (tag, bytes)."""
     fields = [-1, -1, 0, -1]  # defaults, indexed by tag (0 to 3)
+    unknown: list[tuple[int, bytes]] | None = None
     tags, pos = _uvarint(buf, pos)
     size = len(buf)
     for _ in range(tags):
@@ -534,8 +535,12 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> list[int]:
             if length != known.size:
                 raise DecodeError("bad_length", f"tagged field {tag} of {length} bytes")
             fields[tag] = known.unpack_from(buf, pos)[0]
+        elif unknown is None:
+            unknown = [(tag, bytes(buf[pos:end]))]
+        else:
+            unknown.append((tag, bytes(buf[pos:end])))
         pos = end
-    return fields
+    return fields[0], fields[1], fields[2], fields[3], () if unknown is None else tuple(unknown)
 
 
 _STATES = {int(state): state for state in TransactionState}
@@ -660,6 +665,7 @@ def encode_value(value: TransactionLogValue) -> bytes:
             )
             if field != default
         ]
+        tagged = sorted(tagged + list(value.unknown_tagged_fields), key=lambda t: t[0])
         out += _encode_uvarint(len(tagged))
         for tag, raw in tagged:
             out += _encode_uvarint(tag) + _encode_uvarint(len(raw)) + raw

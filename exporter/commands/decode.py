@@ -4,13 +4,15 @@ The output is a public contract (field names and order):
   {"offset", "timestamp_ms", "transactional_id", "value"}   value: null for a tombstone, else
   {"version", "producer_id", "producer_epoch", "transaction_timeout_ms", "state", "partitions",
    "last_update_timestamp_ms", "start_timestamp_ms", "previous_producer_id", "next_producer_id",
-   "client_transaction_version", "next_producer_epoch"}
+   "client_transaction_version", "next_producer_epoch"}, then, only in a value carrying tagged fields
+  this decoder does not name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
   {"offset", "error"} for an undecodable record, {"position", "error"} for an undecodable batch.
 When several files are decoded (a directory, or more than one FILE), every line ends with
 "partition" (the __transaction_state partition, from the directory name; null if none) and "file",
 as grep names the file of each line only when given several.
-Exit status 1 if any error was met (bad bytes, a file that is not a segment, an unreadable file),
-2 if a path is not a regular file (nothing is decoded then), else 0.
+Exit status 1 if any error was met (bad bytes, a file that is not a segment, an unreadable file, a
+file cut short while it was read: a live broker's, its lines up to there written, then one line on
+stderr), 2 if a path is not a regular file (nothing is decoded then), else 0.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from typing import TextIO
 from exporter.codec import PARTITIONS_SKIPPED, TransactionLogRecord, TransactionState
 from exporter.codec.record_batch import BatchError, RecordError, RecordMaker
 from exporter.codec.transaction_log import Partitions, PartitionsMemo, ValueMaker
-from exporter.sources.segment_files import NotARegularFile, check_regular, partition_of, read_segment, segments_in
+from exporter.sources.segment_files import (
+    NotARegularFile,
+    SegmentShrank,
+    check_regular,
+    partition_of,
+    read_segment,
+    segments_in,
+)
 
 _PROG = "txn-exporter decode"
 
@@ -107,8 +116,16 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
     # The codec hands over each record as its JSON line (see _line_makers), errors as objects.
     items = read_segment(path, partitions=partitions, make_record=make_record, make_value=make_value)
     first = True
+    shrank = None
     # A write per line costs as much as formatting half of one: one per _LINES_PER_WRITE.
-    while chunk := list(islice(items, _LINES_PER_WRITE)):
+    while True:
+        chunk: list[str | RecordError | BatchError] = []
+        try:
+            chunk.extend(islice(items, _LINES_PER_WRITE))  # (extend keeps what came before an error)
+        except SegmentShrank as e:  # a live segment cut short: what was read is written, then said
+            shrank = e
+        if not chunk:
+            break
         try:
             text = "".join(chunk)  # type: ignore[arg-type]  # because an error among the lines raises TypeError, caught here
         except TypeError:  # errors among the lines (rare): no loop over the lines otherwise
@@ -123,6 +140,12 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
             text = "".join(item if isinstance(item, str) else _error_line(item, tail) for item in chunk)
         out.write(text)
         first = False
+        if shrank is not None:
+            break
+    if shrank is not None:
+        out.flush()  # its lines before the error line
+        print(f"{_PROG}: {shrank}", file=sys.stderr)
+        return True
     return failed
 
 
@@ -159,6 +182,7 @@ def format_record(record: TransactionLogRecord, tail: str = "") -> str:
             v.next_producer_id,
             v.client_transaction_version,
             v.next_producer_epoch,
+            v.unknown_tagged_fields,
         )
     return make_record(record.offset, record.timestamp_ms, record.transactional_id, value)
 
@@ -206,6 +230,7 @@ def _line_makers(
         next_producer_id: int = -1,
         client_transaction_version: int = 0,
         next_producer_epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
     ) -> str:
         # An int's text costs as much as a dict lookup and a half: the fields that take few values
         # are looked up, as three fragments, by their values.
@@ -236,6 +261,9 @@ def _line_makers(
         nonlocal last_update, last_update_text
         last_update, last_update_text = last_update_ms, f"{last_update_ms}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
+        if unknown_tagged_fields:  # (rare: a newer Kafka's tagged fields)
+            shown = ", ".join(f'{{"tag": {tag}, "bytes": "{raw.hex()}"}}' for tag, raw in unknown_tagged_fields)
+            end = f'{end[:-1]}, "unknown_tagged_fields": [{shown}]}}'
         return (
             f'{lead}{pid}{middle}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
             f'"start_timestamp_ms": {last_update_text if start_ms == last_update_ms else start_ms}, '

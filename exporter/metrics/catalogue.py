@@ -176,6 +176,14 @@ DECODE_ERRORS = MetricSpec(
     labels=("reason",),
     reads="decode_errors",
 )
+UNKNOWN_TAGGED_FIELDS = MetricSpec(
+    "kafka_transaction_state_log_unknown_tagged_fields_total",
+    MetricType.COUNTER,
+    "__transaction_state records carrying a tagged field the exporter does not know (a newer Kafka's),"
+    " by tag (above 63: other); they are decoded without it. Replayed and live records alike.",
+    labels=("tag",),
+    reads="unknown_tagged_fields",
+)
 
 _BROKER_LOG = " From the broker's log file (--broker-log)."
 APPEND_ERRORS = MetricSpec(
@@ -360,6 +368,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     RECORDS,
     TOMBSTONES,
     DECODE_ERRORS,
+    UNKNOWN_TAGGED_FIELDS,
     APPEND_ERRORS,
     MARKER_RETRIES,
     MARKER_FAILURES,

@@ -22,7 +22,10 @@ Decisions a reader of the metrics needs to know:
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way. (A replay
   hands over only each id's last record, exporter.sources.topic_tail: the ones it replaces never
-  reach the codec.)
+  reach the codec.) So do records carrying tagged fields the codec does not name (a newer Kafka's),
+  by tag (`unknown_tagged_fields`; tags above 63 as "other"); they are applied as any other record.
+  The first record of each such tag, and the first value version above 1 (an
+  unknown_value_version decode error), are logged as a warning; later ones are only counted.
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
   beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
@@ -36,6 +39,7 @@ Decisions a reader of the metrics needs to know:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -82,6 +86,8 @@ from exporter.model.reading import (
 )
 from exporter.model.sinks import ObservationSinks
 
+log = logging.getLogger(__name__)
+
 Event = (
     TopicEvent
     | TransactionLogAppendFailed
@@ -94,6 +100,9 @@ Event = (
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
+# Unknown tagged fields are counted by tag up to this one, the rest together: a bounded label.
+MAX_TAG_LABEL = 63
+OTHER_TAGS = "other"
 _ONGOING_STATE = TransactionState.ONGOING
 _PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
@@ -158,6 +167,8 @@ class CoordinatorModel:
         # per target state are not counted here: each is exactly one append-latency observation.
         self._tombstones = 0
         self._decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
+        # Records carrying tagged fields the codec does not name, by tag ("4"... or OTHER_TAGS).
+        self._unknown_tagged_fields: dict[str, int] = {}
         self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(EFFECTIVE_STATE_OF_UNWRITTEN, 0)
         self._source_up = False
         # From the broker log: (target state id, error name) -> failed appends; error -> count.
@@ -207,6 +218,8 @@ class CoordinatorModel:
                 new = ABSENT
             else:
                 new = value.state
+                if value.unknown_tagged_fields:  # a newer Kafka's record (rare)
+                    self._count_unknown_tags(partition, record.offset, tid, value.unknown_tagged_fields)
                 if new > _LAST_WRITTEN_STATE:
                     # Applied as what a broker writes instead, but never observed as a target state.
                     self._unwritten_states[new] += 1
@@ -275,6 +288,28 @@ class CoordinatorModel:
                 if self._record_duration:
                     self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
 
+    def _count_unknown_tags(
+        self, partition: int, offset: int, tid: str, unknown: tuple[tuple[int, bytes], ...]
+    ) -> None:
+        counts = self._unknown_tagged_fields
+        labels: dict[str, int] = {}  # each label once per record, with its first tag (named in the warning)
+        for tag, _ in unknown:
+            labels.setdefault(str(tag) if tag <= MAX_TAG_LABEL else OTHER_TAGS, tag)
+        for label, tag in labels.items():
+            seen = counts.get(label, 0)
+            counts[label] = seen + 1
+            if not seen:
+                log.warning(
+                    "__transaction_state partition %d offset %d (transactional id %r): tagged field %d is not one "
+                    "this exporter knows (a newer Kafka's?); its records are decoded without it and counted in "
+                    'kafka_transaction_state_log_unknown_tagged_fields_total{tag="%s"} (this is said once per tag)',
+                    partition,
+                    offset,
+                    tid[:100],
+                    tag,
+                    label,
+                )
+
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
         apply = self.apply
@@ -284,7 +319,18 @@ class CoordinatorModel:
 
     def _apply_control(self, event: Event) -> None:
         if type(event) is UndecodableRecord:
-            self._decode_errors[event.error.reason] += 1
+            reason = event.error.reason
+            self._decode_errors[reason] += 1
+            if reason == "unknown_value_version" and self._decode_errors[reason] == 1:
+                log.warning(
+                    "__transaction_state partition %d offset %d: %s, which this exporter cannot read (a newer "
+                    "Kafka's?); such records are skipped and counted in "
+                    'kafka_transaction_state_log_decode_errors_total{reason="unknown_value_version"} (this is '
+                    "said once)",
+                    event.partition,
+                    event.offset,
+                    event.error.detail,
+                )
             part = self._partitions.get(event.partition)
             if part is not None:
                 part.next_offset = max(part.next_offset, event.offset + 1)
@@ -392,6 +438,7 @@ class CoordinatorModel:
                 oldest_prepare_ms=oldest_prepare_ms,
                 tombstones=self._tombstones,
                 decode_errors=dict(self._decode_errors),
+                unknown_tagged_fields=dict(self._unknown_tagged_fields),
                 unwritten_states=dict(self._unwritten_states),
                 append_errors=dict(self._append_errors),
                 marker_retries=dict(self._marker_retries),

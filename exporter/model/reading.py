@@ -41,6 +41,7 @@ class ModelSnapshot:
     oldest_prepare_ms: int | None
     tombstones: int
     decode_errors: dict[str, int]
+    unknown_tagged_fields: dict[str, int]  # records carrying a tagged field the codec does not name, by tag
     unwritten_states: dict[TransactionState, int]
     append_errors: dict[tuple[int, str], int]  # (target state id, error) -> failed appends
     marker_retries: dict[str, int]

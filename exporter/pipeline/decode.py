@@ -14,7 +14,6 @@ take and yield pyarrow RecordBatches, and are tested and benchmarked without a J
 from __future__ import annotations
 
 import gc
-import mmap
 import re
 from collections.abc import Iterable, Iterator
 from operator import attrgetter
@@ -26,9 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from exporter.codec import DecodeError, TransactionLogRecord, decode_key, decode_value
-from exporter.codec.record_batch import BatchError, RecordError, decode_batches
+from exporter.codec.record_batch import BatchError, Decoded, RecordError, decode_batches
 from exporter.codec.states import TransactionState
-from exporter.sources.segment_files import mapped
+from exporter.sources.segment_files import read_segment
 
 # One row per record. Tombstones have state null; undecodable records (or batches) have `error`.
 _TRANSITIONS_FIELDS: list[tuple[str, pa.DataType]] = [
@@ -231,16 +230,22 @@ def _state_names(ids: list[int | None]) -> pa.Array:
 
 
 def decode_segment(
-    cluster: str, partition: int, data: bytes | mmap.mmap, batch_rows: int = _BATCH_ROWS
+    cluster: str, partition: int, data: bytes, batch_rows: int = _BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """Transition batches of one segment file's bytes, through the codec's decode_batches."""
+    return _segment_rows(cluster, partition, decode_batches(data), batch_rows)
+
+
+def _segment_rows(
+    cluster: str, partition: int, items: Iterator[Decoded], batch_rows: int = _BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
     records: list[TransactionLogRecord] = []
     errors: list[tuple[int | None, str]] = []
     cache: _PartitionsCache = {}
     append = records.append
     # Millions of short-lived acyclic objects: the cyclic GC would re-scan every batch being built
     # (measured: it doubles the cost). Off for the whole segment; objects die by refcount.
-    for item in _no_gc(decode_batches(data)):
+    for item in _no_gc(items):
         if type(item) is TransactionLogRecord:
             append(item)
             if len(records) >= batch_rows:
@@ -270,11 +275,10 @@ def decode_segment_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     """mapInArrow function: rows (cluster, path, partition) of segment files -> transitions.
 
     The path must be readable where the task runs (a local disk in local mode, a shared mount on a
-    cluster). A segment is mapped, not read whole: a task's memory does not grow with its size."""
+    cluster). A segment is read in pieces, not whole: a task's memory does not grow with its size."""
     for batch in batches:
         for cluster, path, partition in zip(*(c.to_pylist() for c in batch.columns)):
-            with mapped(Path(path)) as data:
-                yield from decode_segment(cluster, partition, data)
+            yield from _segment_rows(cluster, partition, read_segment(Path(path)))
 
 
 # (Scalars as pyarrow.compute would make them of b"\x00\x00" and 2.)

@@ -6,6 +6,7 @@ first, selected and built off the model's lock) and its last hanging scan.
 
 from __future__ import annotations
 
+import math
 import re
 import urllib.parse
 from dataclasses import dataclass
@@ -23,10 +24,14 @@ MAX_LIMIT = 1000
 # State filter names; HANGING selects the hanging-transaction scan's findings.
 STATES = {state.name: int(state) for state in IN_FLIGHT_STATES}
 HANGING_STATE = "HANGING"
-# A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit.
-_AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?")
+# A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit. ASCII
+# digits only: float() and int() take other scripts' digits, or refuse some that \d matches.
+_AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?", re.ASCII)
 _UNIT_MS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "h": 3_600_000}
+MAX_AGE_MS = 100 * 365 * 24 * 3_600_000  # older than any record: beyond it, a typo
+_LIMIT = re.compile(r"0*[0-9]{1,4}", re.ASCII)  # before int(): no conversion of thousands of digits
 PARAMETERS = ("state", "min_age", "limit", "format")
+MAX_PARAMETERS = 32
 
 
 class QueryError(ValueError):
@@ -60,18 +65,13 @@ class Query:
 
 
 def parse_query(query_string: str) -> Query:
-    """QueryError (one line) for an unknown parameter or a bad value."""
-    try:
-        pairs = urllib.parse.parse_qsl(
-            query_string, keep_blank_values=True, strict_parsing=bool(query_string), max_num_fields=32
-        )
-    except ValueError as e:
-        raise QueryError(f"bad query string: {e}") from None
+    """QueryError (one line, of bounded length) for an unknown parameter or a bad value, whatever the
+    input: every value is checked before it is converted."""
     states: set[int] | None = None
     hanging = True
     min_age_ms, limit, format_ = 0, DEFAULT_LIMIT, None
     seen_state = False
-    for key, value in pairs:
+    for key, value in _pairs(query_string):
         if key not in PARAMETERS:
             raise QueryError(f"unknown parameter {_shown(key)}; known: {', '.join(PARAMETERS)}")
         if not value.strip():  # a form's empty field: the default
@@ -87,21 +87,46 @@ def parse_query(query_string: str) -> Query:
                 else:
                     raise QueryError(f"state: {_shown(name)} is none of {', '.join([*STATES, HANGING_STATE])}")
         elif key == "min_age":
-            # An unescaped "+" of an exponent arrives as a space.
-            match = _AGE.fullmatch(value.strip().replace(" ", "+"))
-            if match is None:
-                raise QueryError(f"min_age: {_shown(value)} is not an age (seconds, or 500ms, 90s, 5m, 2h)")
-            min_age_ms = round(float(match[1]) * _UNIT_MS[match[2]])
+            min_age_ms = _age_ms(value)
         elif key == "limit":
-            if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+            text = value.strip()
+            if not _LIMIT.fullmatch(text) or not 1 <= int(text) <= MAX_LIMIT:
                 raise QueryError(f"limit: {_shown(value)} is not a number from 1 to {MAX_LIMIT}")
-            limit = int(value)
+            limit = int(text)
         else:
             if value not in ("json", "html"):
                 raise QueryError(f"format: {_shown(value)} is neither json nor html")
             format_ = value
     frozen = None if states is None else frozenset(states)
     return Query(frozen, hanging, min_age_ms, limit, format_)
+
+
+def _pairs(query_string: str) -> list[tuple[str, str]]:
+    """The query's (name, value) pairs, decoded as a form's (`+` is a space); every field must be
+    name=value (a blank value is kept)."""
+    if not query_string:
+        return []
+    fields = query_string.split("&", MAX_PARAMETERS)
+    if len(fields) > MAX_PARAMETERS:
+        raise QueryError(f"bad query string: more than {MAX_PARAMETERS} parameters")
+    pairs = []
+    for field in fields:
+        name, sep, value = field.partition("=")
+        if not sep:
+            raise QueryError(f"bad query string: {_shown(field)} is not name=value")
+        pairs.append((urllib.parse.unquote_plus(name), urllib.parse.unquote_plus(value)))
+    return pairs
+
+
+def _age_ms(value: str) -> int:
+    # An unescaped "+" of an exponent arrives as a space.
+    match = _AGE.fullmatch(value.strip().replace(" ", "+"))
+    if match is None:
+        raise QueryError(f"min_age: {_shown(value)} is not an age (seconds, or 500ms, 90s, 5m, 2h)")
+    ms = float(match[1]) * _UNIT_MS[match[2]]  # a float never raises: too large is inf
+    if not math.isfinite(ms) or ms > MAX_AGE_MS:
+        raise QueryError(f"min_age: {_shown(value)} is too large (at most 100 years)")
+    return round(ms)
 
 
 def _shown(text: str) -> str:

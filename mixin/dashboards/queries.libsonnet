@@ -173,6 +173,9 @@
           A: 'sum by (instance, state) (kafka_transactions{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '17': {
+          A: 'sum by (instance, tag) (rate(kafka_transaction_state_log_unknown_tagged_fields_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '18': {
           A: 'sum by (instance, state) (rate(txn_exporter_unwritten_state_records_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
       },
