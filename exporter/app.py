@@ -112,7 +112,6 @@ class Exporter:
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
-        self.cluster_state.start()
         self.server.start()
         if self.pusher is not None:
             log.info(
@@ -134,11 +133,17 @@ class Exporter:
         for thread in threads:
             thread.start()
         self._polling = True
+        # The cluster-state client connects ahead of the first diagnosis, once Kafka has answered the
+        # tail: before that it would only log the same connection failures again.
+        connect_cluster_state = True
         try:
             while not stop.is_set():
                 events = self.tail.poll()
                 if events:
                     self.model.apply_batch(events)
+                if connect_cluster_state and self.tail.not_ready is None:
+                    connect_cluster_state = False
+                    self.cluster_state.start()
         finally:
             self._polling = False
             stop.set()
