@@ -27,12 +27,12 @@ Decisions a reader of the metrics needs to know:
   The first record of each such tag, and the first value version above 1 (an
   unknown_value_version decode error), are logged as a warning; later ones are only counted.
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
-  beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
+  beyond the packed state (`in_flight_transactions()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
   record is not noted (the coordinator logs the next retry again).
 - Broker-log events (exporter.sources.broker_log_tail) only count, except one: a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
-  `pending_markers()`'s count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
+  the pending-markers count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
   of an id the model does not hold as pending (its record not read yet, or already completed) is
   counted but changes nothing: the coordinator logs it again on its next retry.
 """
