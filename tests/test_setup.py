@@ -122,8 +122,9 @@ def _tools_env(tmp_path: Path, fetched: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 def _setup(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(ROOT / "scripts" / "setup")], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return subprocess.run(
+        [str(ROOT / "scripts" / "setup")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_setup_sends_go_and_npm_output_to_its_log(tmp_path: Path) -> None:

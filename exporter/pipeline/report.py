@@ -78,10 +78,17 @@ def write_report(spark, out: str, path: Path, top: int = 20) -> None:
             "<h2>Totals</h2>" + _words("No records were read: the input held no __transaction_state record.")
         )
     else:
-        sections.append("<h2>Totals</h2>" + _table(totals, ["cluster", "transactions", "commits", "aborts", "timeouts", "open", "p99_duration_ms"]) + (
-            "" if per_cluster else _words(
-                "No transactions in the records read: only producer ids given out (InitProducerId) or tombstones."
-            )))  # fmt: skip
+        sections.append(
+            "<h2>Totals</h2>"
+            + _table(totals, ["cluster", "transactions", "commits", "aborts", "timeouts", "open", "p99_duration_ms"])
+            + (
+                ""
+                if per_cluster
+                else _words(
+                    "No transactions in the records read: only producer ids given out (InitProducerId) or tombstones."
+                )
+            )
+        )
 
     # Duration distribution: log10 bins computed in Spark.
     b = F.floor(F.log10(F.greatest(F.col("duration_ms"), F.lit(1))) * _BINS_PER_DECADE)
@@ -100,7 +107,8 @@ def write_report(spark, out: str, path: Path, top: int = 20) -> None:
         ax.legend()
         kinds = {r["kind"] for r in bins}
         none = ([] if kinds & {"abort", "timeout"} else ["No transaction was aborted."]) + (
-            [] if "timeout" in kinds else ["No transaction timed out."])  # fmt: skip
+            [] if "timeout" in kinds else ["No transaction timed out."]
+        )
         sections.append("<h2>Duration distributions</h2>" + _png(fig) + "".join(map(_words, none)))
 
     history_clusters = sorted(r["cluster"] for r in history.select("cluster").distinct().collect())
@@ -162,11 +170,31 @@ def write_report(spark, out: str, path: Path, top: int = 20) -> None:
     cand = [r.asDict() for r in read_table(spark, out, "candidates").orderBy(F.desc("age_ms")).limit(top).collect()]
     for r in cand:
         r["reasons"] = ", ".join(r["reasons"])
-    sections.append(f"<h2>Late and hanging transactions (top {top} by age)</h2>" + (_table(
-        cand, ["cluster", "transactional_id", "kind", "reasons", "state", "producer_id", "producer_epoch", "age_ms",
-               "transaction_timeout_ms", "begin"]) if cand else _words(
-        "No late or hanging transactions: none completed past its timeout or with slow markers, and none is open "
-        "past its timeout or with markers pending too long.")))  # fmt: skip
+    sections.append(
+        f"<h2>Late and hanging transactions (top {top} by age)</h2>"
+        + (
+            _table(
+                cand,
+                [
+                    "cluster",
+                    "transactional_id",
+                    "kind",
+                    "reasons",
+                    "state",
+                    "producer_id",
+                    "producer_epoch",
+                    "age_ms",
+                    "transaction_timeout_ms",
+                    "begin",
+                ],
+            )
+            if cand
+            else _words(
+                "No late or hanging transactions: none completed past its timeout or with slow markers, and none is open "
+                "past its timeout or with markers pending too long."
+            )
+        )
+    )
 
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>Kafka transactions report</title>"

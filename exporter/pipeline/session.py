@@ -154,8 +154,11 @@ def _stage_progress(spark, period_s: float = 0.5) -> None:
                 stages = [tracker.getStageInfo(i) for i in sorted(tracker.getActiveStageIds())]
             except Exception:  # the session stopped, or the process is exiting
                 return
-            line = " ".join(f"[Stage {s.stageId}: {s.numCompletedTasks} + {s.numActiveTasks} / {s.numTasks}]"
-                            for s in stages if s is not None)  # fmt: skip
+            line = " ".join(
+                f"[Stage {s.stageId}: {s.numCompletedTasks} + {s.numActiveTasks} / {s.numTasks}]"
+                for s in stages
+                if s is not None
+            )
             if line != shown:
                 sys.stderr.write("\r" + " " * len(shown) + "\r" + line)
                 sys.stderr.flush()

@@ -334,10 +334,18 @@ def test_a_healthy_cluster_through_the_cli(own_broker, tmp_path):
         ["report", "--out", built, "--html", tmp_path / "report.html"],
         ["backfill", "--out", streamed, "--file", tmp_path / "history.om"],
     ):
-        done = subprocess.run([sys.executable, "-m", "exporter", "pipeline", *map(str, argv)], capture_output=True,
-                              text=True, timeout=600, stdin=subprocess.DEVNULL)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "exporter", "pipeline", *map(str, argv)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
         assert done.returncode == 0, done.stderr[-4000:]
         assert done.stdout == "" and all(step.match(line) for line in done.stderr.splitlines()), done.stderr
+        log = Path(argv[2]) / "logs" / f"spark-{argv[0]}.log"
+        assert f"(Spark's log: {log})" in done.stderr
+        assert "Using incubator modules" in log.read_text()  # the JVM's start-up lines: in the log
 
     def rows(out, table):
         data = ds.dataset(out / table, partitioning="hive").to_table().to_pylist()

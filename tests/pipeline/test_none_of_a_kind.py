@@ -6,9 +6,6 @@ is written and read with its schema, empty or not; the report says in words what
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -195,18 +192,3 @@ def test_a_rebuild_with_none_left_leaves_none(spark, segments, tmp_path):
     tables.build(spark, [], [segment_input("c", str(segments["healthy"]))], out)
     assert tables.read_table(spark, out, "candidates").count() == 0
     assert {r["transactional_id"] for r in tables.read_table(spark, out, "transactional_ids").collect()} == {"ok"}
-
-
-def test_the_cli_sends_the_jvm_start_up_lines_to_the_log(segments, tmp_path):
-    """`pipeline build` then `report` on a healthy cluster: exit 0, the terminal shows the steps only."""
-    out = tmp_path / "out"
-    step = re.compile(r"^\[ *\d+\.\ds\] ")
-    for argv in (["build", "--segments", f"c={segments['healthy']}"], ["report", "--html", str(tmp_path / "r.html")]):
-        done = subprocess.run([sys.executable, "-m", "exporter", "pipeline", *argv, "--out", str(out)],
-                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert done.stdout == ""
-        assert all(step.match(line) for line in done.stderr.splitlines()), done.stderr
-        log = out / "logs" / f"spark-{argv[0]}.log"
-        assert f"(Spark's log: {log})" in done.stderr
-        assert "Using incubator modules" in log.read_text() and "NativeCodeLoader" in log.read_text()
