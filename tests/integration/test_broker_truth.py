@@ -32,13 +32,13 @@ from confluent_kafka import Producer
 
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
-from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger
+from tests.integration.test_broker_log_faults import STATE_MANAGER_LOGGER, _replicate_transaction_state
 from tests.integration.test_decode_matches_kafka import _kafkas
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.jars import KAFKA_VERSIONS
-from txn_workshop.harness.workload import hold_markers, run_mix
+from txn_workshop.harness.workload import hold_markers, run_mix, set_logger_level
 
 PARTITIONS = 8
 RETRIES = "kafka_transaction_marker_retries_total"
@@ -165,11 +165,11 @@ def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluste
     _wait_equal(process, prepare_commit_errors, at_info, "PREPARE_COMMIT append errors at INFO")
 
     before = jmx.request_errors(first, "EndTxn")
-    _set_logger(first, "DEBUG")
+    set_logger_level(first, STATE_MANAGER_LOGGER, "DEBUG")
     try:
         _commit_while_appends_fail(cluster, prepare_commit_errors, "truth-append-debug", 3)
     finally:
-        _set_logger(first, None)
+        set_logger_level(first, STATE_MANAGER_LOGGER, None)
     at_debug = _errors_since(first, "EndTxn", before)
     assert set(at_debug) == {"COORDINATOR_NOT_AVAILABLE"}, at_debug
     expected = {**at_info, "NOT_ENOUGH_REPLICAS": at_debug["COORDINATOR_NOT_AVAILABLE"]}
