@@ -1,6 +1,6 @@
-# The two commands of the README. Each sets up what it needs first (idempotent, fast when done):
-# the demo only the package and one Kafka version, the tests everything.
-.PHONY: setup setup-demo demo test
+# The commands of the README. Each sets up what it needs first (idempotent, fast when done):
+# the demo only the package and one Kafka version, the tests and the generators everything.
+.PHONY: setup setup-demo demo test generate
 
 setup:
 	@scripts/setup
@@ -11,5 +11,15 @@ setup-demo:
 demo: setup-demo
 	.venv/bin/txn-exporter demo
 
+# The format, lint and type checks first (seconds), stopping at the first that finds anything, with
+# what it found; then the tests, whose summary line ends the output.
 test: setup
+	.venv/bin/ruff format --check .
+	.venv/bin/ruff check .
+	.venv/bin/mypy
 	.venv/bin/pytest
+
+# Every generated file (dashboards, rules, the Kubernetes component, the mixin, the README's metric
+# table, docs/architecture.md) from its one source, in order: generators/__init__.py lists them.
+generate: setup
+	.venv/bin/python -m generators

@@ -22,7 +22,9 @@ Then, on each file, in one run:
       with kafka-run-class.sh's default options, stdout to /dev/null; at 3M records its JIT has
       warmed up for most of the run);
   (b) `txn-exporter decode FILE > /dev/null` (a fresh Python process);
-  (c) in-process bytes -> typed records, `decode_batches` over the file's bytes, pinned to one core.
+  (c) in-process bytes -> typed records, `decode_batches` over the file's bytes, pinned to one core;
+  (d) the same from the file as `txn-exporter decode` reads it, `read_segment` (pieces of 1 MiB
+      read with pread, flat memory), pinned to one core: (d) - (c) is what reading in pieces costs.
 Wall time includes process start for (a) and (b); best of --runs for each. CPU time (user + sys,
 all threads) and peak RSS from wait4. The target is on CPU time: (a) / (b) >= 2 (1.5 at the least).
 """
@@ -48,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.synthetic import SHAPES, transaction_cycles
 from exporter.codec import TransactionLogRecord
 from exporter.codec.record_batch import decode_batches, encode_batch
+from exporter.sources.segment_files import read_segment
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -265,6 +268,18 @@ def in_process(data: bytes, runs: int) -> tuple[float, float]:
     return best_wall, best_cpu
 
 
+def from_file(segment: Path, runs: int) -> tuple[float, float]:
+    """(c) from the file, read in pieces as `txn-exporter decode` reads it."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(runs):
+        gc.collect()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        sum(1 for _ in read_segment(segment))
+        best_wall = min(best_wall, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - start_cpu)
+    return best_wall, best_cpu
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -359,6 +374,11 @@ def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int
         os.sched_setaffinity(0, cpus)
     del data
     rows.append(("(c) decode_batches in-process, one core", seconds, cpu, None))
+    os.sched_setaffinity(0, {cpus[0]})
+    try:
+        rows.append(("(d) read_segment, 1 MiB pieces, one core", *from_file(segment, args.runs), None))
+    finally:
+        os.sched_setaffinity(0, cpus)
 
     header = ("measurement", "wall s", "CPU s", "records/s", "MiB/s", "peak RSS")
     print("| {:<50} | {:>7} | {:>6} | {:>11} | {:>6} | {:>9} |".format(*header))

@@ -109,17 +109,16 @@ def run_live_path(polls: list[list], first_ms: int) -> float:
     """The source's loop and the model, on messages already fetched."""
     recorders = LatencyRecorders(now_ms=first_ms)
     model = CoordinatorModel(recorders.sinks())
-    real_consumer, topic_tail.Consumer = topic_tail.Consumer, _Delivering
-    try:
-        tail = topic_tail.TransactionLogTail("bench:0", all_partitions=True, clock=lambda: tail._consumer.now_s)
-    finally:
-        topic_tail.Consumer = real_consumer
+    delivering = _Delivering({})
+    tail = topic_tail.TransactionLogTail(
+        "bench:0", all_partitions=True, clock=lambda: delivering.now_s, consumer_factory=lambda settings: delivering
+    )
     for p in range(PARTITIONS):
         model.apply(PartitionAssigned(p))
         model.apply(PartitionReplayed(p))
     # Every partition followed and live, as after replay (the tail's own ownership logic is skipped).
     tail._followed = dict.fromkeys(range(PARTITIONS))
-    tail._consumer.polls = list(polls)
+    delivering.polls = list(polls)
     consume, apply_batch = tail._consume, model.apply_batch
     start = time.perf_counter()
     for _ in range(len(polls)):

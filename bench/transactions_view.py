@@ -94,7 +94,7 @@ def main() -> None:
         f" (loaded in {time.perf_counter() - started:.1f} s)"
     )
     # How long readers hold the model's lock (a private of the model's: timed here only).
-    lock = model._lock = TimedLock()  # type: ignore[assignment]
+    lock = model._lock = TimedLock()  # type: ignore[assignment]  # because a timing stand-in for the model's lock
     now_ms = START_MS + max(args.tracked, args.in_flight) + 60_000
     gc.collect()
     for label, query_string in (("no filter", ""), ("state + min_age", "state=PREPARE_COMMIT&min_age=30s")):

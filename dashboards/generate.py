@@ -1,19 +1,17 @@
-"""Generates the Grafana dashboards from the metric catalogue (grafana-foundation-sdk, pinned).
+"""The Grafana dashboards, built from the metric catalogue (grafana-foundation-sdk, pinned): step 1
+of `make generate` (generators/run.py), which writes mixin/dashboards/*.json, the one copy that
+Grafana users, kustomize (deploy/monitoring) and the mixin read.
 
-    python -m dashboards.generate            # rewrites dashboards/json/*.json
-    python -m dashboards.generate --check    # exit 1 if the committed JSON differs
-
-Every panel is a `Panel` below: its queries use metric names through `dashboards.metrics.ref`
-(catalogue, PLANNED or BROKER_JMX only), its unit and description come from the catalogue unless
-given. `expected_empty` says why a panel may show no data on a healthy cluster (the end-to-end
-test, tests/dashboards/test_end_to_end.py, asserts every other panel returns data).
+Every panel is a `Panel` below: its queries name metrics through `generators.metrics.series`/`ref`
+(catalogue or BROKER_JMX only) and the cluster label as `CLUSTER` (generators.placeholders: the
+mixin's `_config` sets both), its unit and description come from the catalogue unless given.
+`expected_empty` says why a panel may show no data on a healthy cluster (the end-to-end test,
+tests/dashboards/test_end_to_end.py, asserts every other panel returns data).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,23 +21,29 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
 from grafana_foundation_sdk.builders import stat as stat_b
 from grafana_foundation_sdk.builders import timeseries as ts_b
+from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 
-from dashboards.generated import write_or_check
-from dashboards.metrics import HANGING_VIEW, feature_of, grafana_unit, help_of, ref
+from exporter.metrics.catalogue import CATALOGUE, MetricType
+from generators.metrics import grafana_unit, help_of, ref, series
+from generators.output import ROOT
+from generators.placeholders import CLUSTER, expand, expand_all
 
-OUT_DIR = Path(__file__).parent / "json"
+OUT_DIR = ROOT / "mixin" / "dashboards"
+OWNED = ("mixin/dashboards/*.json",)  # every JSON there is a generated dashboard
 OVERVIEW_UID = "kafka-txn-overview"
 DRILLDOWN_UID = "kafka-txn-drilldown"
 TAGS = ["kafka", "transactions", "kafka-txn-exporter"]
 
 # Label filters of every exporter query; JMX queries filter on the cluster only (other targets).
-SEL = 'cluster=~"$cluster", instance=~"$instance"'
+CLUSTER_SEL = f'{CLUSTER}=~"$cluster"'
+SEL = CLUSTER_SEL + ', instance=~"$instance"'
 SEL_PARTITION = SEL + ', partition=~"$partition"'
-JMX_SEL = 'cluster=~"$cluster"'
+JMX_SEL = CLUSTER_SEL
 RATE = "$__rate_interval"
+P99 = ', quantile="0.99"'
 
 # Reasons a panel may be empty on a healthy cluster with the exporter as the test runs it.
 FAULT_ONLY = "counter series exist only after the first such event (a fault)"
@@ -50,8 +54,13 @@ JMX_ONLY = "broker JMX metrics: only where the brokers' jmx_exporter is scraped 
 
 @dataclass(frozen=True)
 class Query:
-    expr: str
+    template: str  # PromQL with placeholders (generators.placeholders)
     legend: str = ""
+
+    @property
+    def expr(self) -> str:
+        """The PromQL of the committed dashboards (the default `_config`)."""
+        return expand(self.template)
 
 
 @dataclass(frozen=True)
@@ -93,21 +102,15 @@ class Dashboard:
 # -- panel helpers -------------------------------------------------------------------------------
 
 
-def _empty_reason(*names: str, fault_only: bool = False) -> str | None:
-    """Why a query over these metrics may be empty: a metric not in the catalogue yet wins."""
-    for name in names:
-        feature = feature_of(name)
-        if feature is not None:
-            return HANGING_VIEW if feature == HANGING_VIEW else f"{feature}; {FAULT_ONLY}"
+def _empty_reason(name: str, fault_only: bool = False) -> str | None:
+    """Why a query over this metric may be empty on a healthy cluster."""
     if fault_only:
-        return FAULT_ONLY if DECODE_ERRORS in names else BROKER_LOG_FAULT
+        return FAULT_ONLY if name == DECODE_ERRORS else BROKER_LOG_FAULT
     return None
 
 
 def _describe(name: str, what: str) -> str:
-    feature = feature_of(name)
-    suffix = f" (Not in the exporter yet: {feature}.)" if feature == HANGING_VIEW else ""
-    return f"{what} {help_of(name)}{suffix}"
+    return f"{what} {help_of(name)}"
 
 
 def gauge(
@@ -123,7 +126,7 @@ def gauge(
     **kw,
 ) -> Panel:
     by_clause = f" by ({by})" if by else ""
-    expr = f"{agg}{by_clause} ({ref(name)}{{{sel}}})"
+    expr = f"{agg}{by_clause} ({series(name, sel)})"
     kw.setdefault("expected_empty", _empty_reason(name))
     return Panel(title, (Query(expr, legend or _legend(by)),), _describe(name, what), grafana_unit(name), kind, **kw)
 
@@ -143,7 +146,7 @@ def rate(
     if fault_only is None:
         fault_only = name in FAULT_COUNTERS
     by_clause = f" by ({by})" if by else ""
-    expr = f"sum{by_clause} (rate({ref(name)}{{{sel}}}[{RATE}]))"
+    expr = f"sum{by_clause} (rate({series(name, sel)}[{RATE}]))"
     kw.setdefault("expected_empty", _empty_reason(name, fault_only=fault_only))
     return Panel(
         title, (Query(expr, legend or _legend(by)),), _describe(name, what + " Per second."), "ops", kind, **kw
@@ -171,7 +174,7 @@ def quantile(
     outer: str = "",
     **kw,
 ) -> Panel:
-    inner = f"histogram_quantile({q}, sum by ({by}, le) (rate({ref(histogram + '_bucket')}{{{sel}}}[{RATE}])))"
+    inner = f"histogram_quantile({q}, sum by ({by}, le) (rate({series(histogram + '_bucket', sel)}[{RATE}])))"
     expr = f"{outer}({inner})" if outer else inner
     kw.setdefault("expected_empty", _empty_reason(histogram))
     return Panel(
@@ -190,10 +193,6 @@ def _legend(by: str) -> str:
     return " ".join("{{" + label + "}}" for label in labels) if labels else "__auto"
 
 
-def _jmx(name: str) -> str:
-    return ref(name)
-
-
 # -- the overview --------------------------------------------------------------------------------
 
 PENDING = "kafka_transactions_with_pending_markers"
@@ -208,6 +207,7 @@ COMPLETION = "kafka_transaction_marker_completion_seconds"
 RECORDS = "kafka_transaction_state_log_records_total"
 TRANSACTIONS = "kafka_transactions"
 LATE = "kafka_transactions_late"
+STUCK = "kafka_transactions_stuck_in_prepare"
 HANGING = "kafka_hanging_transactions"
 LATE_PARTITIONS = "kafka_partitions_with_late_transactions"
 TIMEOUTS = "kafka_transaction_timeouts_total"
@@ -344,7 +344,7 @@ APPENDS_ROW = Row(
             "p99 by target state as the exporter's HdrHistogram computes it over its sliding window.",
             agg="max",
             by="target_state",
-            sel=SEL + ', quantile="0.99"',
+            sel=SEL + P99,
             width=8,
         ),
         rate(
@@ -381,9 +381,17 @@ APPENDS_ROW = Row(
 )
 
 HANGING_ROW = Row(
-    "Late and hanging transactions (needs the hanging-transactions view)",
+    "Late and hanging transactions",
     (
-        gauge("Late transactions by broker", LATE, "By broker (exporter instance).", by="instance", width=8),
+        Panel(
+            "Late ONGOING and stuck PREPARE_* transactions by broker",
+            (
+                Query(f"sum by (instance) ({series(LATE, SEL)})", "late {{instance}}"),
+                Query(f"sum by (instance) ({series(STUCK, SEL)})", "stuck {{instance}}"),
+            ),
+            f"By broker (exporter instance). Late: {help_of(LATE)} Stuck: {help_of(STUCK)}",
+            width=8,
+        ),
         gauge("Hanging transactions by broker", HANGING, "By broker (exporter instance).", by="instance", width=8),
         gauge(
             "Partitions with late transactions",
@@ -404,18 +412,19 @@ HANGING_ROW = Row(
     ),
 )
 
+# The brokers' own (generators.metrics.BROKER_JMX).
+JMX_LATE_PARTITIONS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
+JMX_RETRY_QUEUE = "kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize"
+JMX_UNKNOWN_DESTINATION = "kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize"
+JMX_VERIFICATION_FAILURES = "kafka_server_addpartitionstotxnmanager_verificationfailurerate_count"
+JMX_VERIFICATION_TIME = "kafka_server_addpartitionstotxnmanager_verificationtimems"
+
 JMX_ROW = Row(
     "Kafka's own transaction metrics (broker JMX, if scraped)",
     (
         Panel(
             "Partitions with late transactions (broker)",
-            (
-                Query(
-                    f"sum by (instance) ({_jmx('kafka_server_replicamanager_partitionswithlatetransactionscount')}"
-                    f"{{{JMX_SEL}}})",
-                    "{{instance}}",
-                ),
-            ),
+            (Query(f"sum by (instance) ({series(JMX_LATE_PARTITIONS, JMX_SEL)})", "{{instance}}"),),
             "Kafka's ReplicaManager PartitionsWithLateTransactionsCount, per broker JMX target: partitions with"
             " an open transaction older than transaction.max.timeout.ms + 5 min. Beside our late/hanging"
             " panels. Empty when the brokers' JMX is not scraped.",
@@ -424,13 +433,7 @@ JMX_ROW = Row(
         ),
         Panel(
             "Final append retry queue vs ours",
-            (
-                Query(
-                    f"sum by (instance) ({_jmx('kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize')}"
-                    f"{{{JMX_SEL}}})",
-                    "broker {{instance}}",
-                ),
-            ),
+            (Query(f"sum by (instance) ({series(JMX_RETRY_QUEUE, JMX_SEL)})", "broker {{instance}}"),),
             "Kafka's TransactionMarkerChannelManager LogAppendRetryQueueSize (needs jmx_exporter's"
             " kafka.coordinator rule; Strimzi's default rules do not export it). Compare with 'Final COMPLETE_*"
             " append retries'. Empty when the brokers' JMX is not scraped.",
@@ -439,13 +442,7 @@ JMX_ROW = Row(
         ),
         Panel(
             "Markers waiting for an unknown leader",
-            (
-                Query(
-                    f"sum by (instance) ({_jmx('kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize')}"
-                    f"{{{JMX_SEL}}})",
-                    "{{instance}}",
-                ),
-            ),
+            (Query(f"sum by (instance) ({series(JMX_UNKNOWN_DESTINATION, JMX_SEL)})", "{{instance}}"),),
             "Kafka's TransactionMarkerChannelManager UnknownDestinationQueueSize: markers whose data partition"
             " has no known leader. Empty when the brokers' JMX is not scraped.",
             expected_empty=JMX_ONLY,
@@ -455,8 +452,8 @@ JMX_ROW = Row(
             "Transaction verification failures (KIP-890)",
             (
                 Query(
-                    f'sum by (instance) (rate({{__name__=~"{_jmx("kafka_server_addpartitionstotxnmanager_verificationfailurerate_count")}'
-                    f'(_total)?", {JMX_SEL}}}[{RATE}]))',
+                    f'sum by (instance) (rate({{__name__=~"{ref(JMX_VERIFICATION_FAILURES)}(_total)?", {JMX_SEL}}}'
+                    f"[{RATE}]))",
                     "{{instance}}",
                 ),
             ),
@@ -468,13 +465,7 @@ JMX_ROW = Row(
         ),
         Panel(
             "Transaction verification time p99 (KIP-890)",
-            (
-                Query(
-                    f"max by (instance) ({_jmx('kafka_server_addpartitionstotxnmanager_verificationtimems')}"
-                    f'{{{JMX_SEL}, quantile="0.99"}})',
-                    "{{instance}}",
-                ),
-            ),
+            (Query(f"max by (instance) ({series(JMX_VERIFICATION_TIME, JMX_SEL + P99)})", "{{instance}}"),),
             "Kafka's AddPartitionsToTxnManager VerificationTimeMs 99th percentile (Yammer, ms). Empty when the"
             " brokers' JMX is not scraped.",
             unit="ms",
@@ -527,10 +518,10 @@ EXPORTER_ROW = Row(
             "Broker log truncations and rotations",
             (
                 Query(
-                    f"sum by (instance) (increase({ref(LOG_TRUNCATED)}{{{SEL}}}[$__range]))", "truncated {{instance}}"
+                    f"sum by (instance) (increase({series(LOG_TRUNCATED, SEL)}[$__range]))", "truncated {{instance}}"
                 ),
                 Query(
-                    f"sum by (instance) (increase({ref(LOG_ROTATIONS)}{{{SEL}}}[$__range]))", "rotations {{instance}}"
+                    f"sum by (instance) (increase({series(LOG_ROTATIONS, SEL)}[$__range]))", "rotations {{instance}}"
                 ),
             ),
             "Over the dashboard's time range, per exporter: " + help_of(LOG_TRUNCATED) + " / " + help_of(LOG_ROTATIONS),
@@ -600,7 +591,7 @@ PARTITION_ROW = Row(
             "Time since the last record, by partition",
             (
                 Query(
-                    f"max by (instance, partition) (time() - {ref(LAST_RECORD)}{{{SEL_PARTITION}}})",
+                    f"max by (instance, partition) (time() - {series(LAST_RECORD, SEL_PARTITION)})",
                     "{{instance}} p{{partition}}",
                 ),
             ),
@@ -627,11 +618,33 @@ PARTITION_ROW = Row(
     ),
 )
 
+
+def _graphed(rows: tuple[Row, ...]) -> str:
+    return "\n".join(query.template for row in rows for panel in row.panels for query in panel.queries)
+
+
+def other_metrics_row(rows: tuple[Row, ...]) -> Row:
+    """A panel for each counter and gauge of the catalogue that no panel of `rows` queries, so a new
+    metric is on a dashboard as soon as it is in the catalogue (a panel of its own can come later)."""
+    graphed = _graphed(rows)
+    panels = []
+    for spec in CATALOGUE:
+        if spec.name in graphed or spec.type not in (MetricType.COUNTER, MetricType.GAUGE):
+            continue
+        by = ", ".join(("instance", *spec.labels))
+        title = spec.family_name.replace("_", " ")
+        empty = "a metric without a panel of its own: may be empty on a healthy cluster"
+        make = rate if spec.type is MetricType.COUNTER else gauge
+        panels.append(make(title, spec.name, "Per broker.", by=by, width=8, expected_empty=empty))
+    return Row("Other metrics (each one the dashboards graph nowhere else)", tuple(panels), collapsed=True)
+
+
+DRILLDOWN_ROWS = (BROKER_ROW, PARTITION_ROW)
 DRILLDOWN = Dashboard(
     DRILLDOWN_UID,
     "Kafka transactions: by broker and partition",
     "Drill-down of kafka-txn-exporter's metrics by broker (exporter instance) and __transaction_state partition.",
-    (BROKER_ROW, PARTITION_ROW),
+    (*DRILLDOWN_ROWS, other_metrics_row((*OVERVIEW.rows, *DRILLDOWN_ROWS))),
     variables=("cluster", "instance", "partition"),
     links_to=((OVERVIEW_UID, "Overview"),),
 )
@@ -643,12 +656,14 @@ DASHBOARDS = (OVERVIEW, DRILLDOWN)
 DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
 
-def _variables(names: tuple[str, ...]) -> list[dash_b.QueryVariable | dash_b.DatasourceVariable]:
-    out: list = [dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")]
+def _variables(names: tuple[str, ...]) -> list[cogbuilder.Builder[dash_m.VariableModel]]:
+    out: list[cogbuilder.Builder[dash_m.VariableModel]] = [
+        dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")
+    ]
     queries = {
-        "cluster": f"label_values({ref(BUILD_INFO)}, cluster)",
-        "instance": f'label_values({ref(BUILD_INFO)}{{cluster=~"$cluster"}}, instance)',
-        "partition": f'label_values({ref(LAG)}{{cluster=~"$cluster", instance=~"$instance"}}, partition)',
+        "cluster": f"label_values({series(BUILD_INFO)}, {CLUSTER})",
+        "instance": f"label_values({series(BUILD_INFO, CLUSTER_SEL)}, instance)",
+        "partition": f"label_values({series(LAG, SEL)}, partition)",
     }
     labels = {"cluster": "Cluster", "instance": "Broker (exporter)", "partition": "Partition"}
     for name in names:
@@ -679,7 +694,8 @@ def _thresholds(steps: tuple[tuple[float, str], ...]) -> dash_b.ThresholdsConfig
     )
 
 
-def _panel(spec: Panel, panel_id: int):
+def _panel(spec: Panel, panel_id: int) -> stat_b.Panel | ts_b.Panel:
+    builder: stat_b.Panel | ts_b.Panel
     if spec.kind == "stat":
         builder = (
             stat_b.Panel()
@@ -688,7 +704,7 @@ def _panel(spec: Panel, panel_id: int):
             .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
         )
     else:
-        builder = (
+        timeseries = (
             ts_b.Panel()
             .line_width(1)
             .fill_opacity(10 if not spec.stacked else 60)
@@ -703,7 +719,8 @@ def _panel(spec: Panel, panel_id: int):
             )
         )
         if spec.stacked:
-            builder = builder.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+            timeseries = timeseries.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        builder = timeseries
     builder = (
         builder.id(panel_id)
         .title(spec.title)
@@ -719,7 +736,7 @@ def _panel(spec: Panel, panel_id: int):
     for i, query in enumerate(spec.queries):
         target = (
             prom_b.Dataquery()
-            .expr(query.expr)
+            .expr(query.template)
             .legend_format(query.legend)
             .ref_id(chr(ord("A") + i))
             .datasource(DATASOURCE)
@@ -730,6 +747,7 @@ def _panel(spec: Panel, panel_id: int):
 
 
 def build(spec: Dashboard) -> dict:
+    """The dashboard's JSON, its queries with the placeholders (the mixin's templates)."""
     builder = (
         dash_b.Dashboard(spec.title)
         .uid(spec.uid)
@@ -763,21 +781,13 @@ def build(spec: Dashboard) -> dict:
 
 
 def render(spec: Dashboard) -> str:
-    return json.dumps(build(spec), indent=2, sort_keys=True) + "\n"
+    """The committed JSON: the default `_config`."""
+    return json.dumps(expand_all(build(spec)), indent=2, sort_keys=True) + "\n"
 
 
 def path_of(spec: Dashboard) -> Path:
     return OUT_DIR / f"{spec.uid}.json"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dashboards.generate", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed JSON is not up to date")
-    args = parser.parse_args(argv)
-    return write_or_check(
-        {path_of(spec): render(spec) for spec in DASHBOARDS}, "python -m dashboards.generate", args.check
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def outputs() -> dict[Path, str]:
+    return {path_of(spec): render(spec) for spec in DASHBOARDS}

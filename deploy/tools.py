@@ -45,6 +45,19 @@ class CheckError(Exception):
 
 
 # -- fetching (setup) ------------------------------------------------------------------------------
+# What the tools print (go's `go: downloading ...`, npm's notices) goes to stderr, which scripts/setup
+# sends to its log, shown only if the step fails (it names what it fetches: `--missing`).
+
+
+def _run(command: list[str], capture: bool = False, **kwargs) -> str:
+    """Runs a fetching tool, its output on stderr (its stdout too, unless `capture`: then returned).
+    A failure raises CheckError naming the command."""
+    sys.stderr.flush()
+    done = subprocess.run(command, stdout=subprocess.PIPE if capture else sys.stderr, text=True, **kwargs)
+    if done.returncode != 0:
+        said = (done.stdout or "").strip()[-2000:] if capture else ""
+        raise CheckError(f"`{' '.join(command)}` failed (exit {done.returncode})" + (f": {said}" if said else ""))
+    return done.stdout or ""
 
 
 def fetch_kustomize() -> None:
@@ -52,7 +65,7 @@ def fetch_kustomize() -> None:
         return
     staging = KUSTOMIZE_BIN.parent.with_suffix(".tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    subprocess.run(["go", "install", KUSTOMIZE], check=True, env={**os.environ, "GOBIN": str(staging)})
+    _run(["go", "install", KUSTOMIZE], env={**os.environ, "GOBIN": str(staging)})
     staging.rename(KUSTOMIZE_BIN.parent)
 
 
@@ -82,11 +95,7 @@ def _strict(schema: dict) -> dict:
 def fetch_prometheus_operator() -> None:
     if CRD_DIR.is_dir():
         return
-    module = json.loads(
-        subprocess.run(
-            ["go", "mod", "download", "-json", PROMETHEUS_OPERATOR], check=True, capture_output=True, text=True
-        ).stdout
-    )
+    module = json.loads(_run(["go", "mod", "download", "-json", PROMETHEUS_OPERATOR], capture=True))
     staging = CRD_DIR.with_suffix(".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     for name in PROMETHEUS_OPERATOR_CRDS:
@@ -105,21 +114,8 @@ def fetch_strimzi() -> None:
     staging = STRIMZI_DIR.with_suffix(".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    subprocess.run(
-        [
-            "npm",
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--ignore-scripts",
-            "--loglevel=error",
-            "--prefix",
-            str(staging),
-            STRIMZI_MODELS,
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    quiet = ["--no-audit", "--no-fund", "--no-update-notifier", "--ignore-scripts", "--loglevel=error"]
+    _run(["npm", "install", *quiet, "--prefix", str(staging), STRIMZI_MODELS])
     package = json.loads((staging / STRIMZI_PACKAGE.relative_to(STRIMZI_DIR) / "package.json").read_text())
     if not any(f"/{STRIMZI_CRDS}/" in url for url in package["crd-generate"]["input"]):
         raise CheckError(f"{STRIMZI_MODELS} is not generated from Strimzi {STRIMZI_CRDS}'s CRDs")
@@ -199,10 +195,32 @@ def kustomize(directory: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(done.stdout) if d is not None]
 
 
-def main() -> int:
-    fetch_kustomize()
-    fetch_prometheus_operator()
-    fetch_strimzi()
+def missing() -> list[str]:
+    """What fetching would fetch: the tools and schemas not in the cache yet."""
+    return [
+        name
+        for name, there in (
+            ("kustomize", KUSTOMIZE_BIN.exists()),
+            ("the Prometheus Operator's CRDs", CRD_DIR.is_dir()),
+            ("Strimzi's validators", STRIMZI_PACKAGE.is_dir()),
+        )
+        if not there
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fetches what is missing; `--missing`: names it (one line, nothing when all is there)."""
+    if (sys.argv[1:] if argv is None else argv) == ["--missing"]:
+        if missing():
+            print(", ".join(missing()))
+        return 0
+    try:
+        fetch_kustomize()
+        fetch_prometheus_operator()
+        fetch_strimzi()
+    except (CheckError, OSError) as e:
+        print(f"deploy.tools: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

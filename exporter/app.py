@@ -5,18 +5,22 @@ One thread polls the `__transaction_state` tail and applies its events to the mo
 model's lock once per polled batch); with --broker-log, another follows the broker's log files the
 same way and, on a coordinator elected/resigned line, asks the tail to re-read partition ownership at
 once; with a hanging-scan interval, a third runs the scan. The HTTP server's threads render the
-model at scrape time.
+model at scrape time, and the transactions view, which asks the cluster-state source
+(exporter.sources.cluster_state: cached, bounded in time, its own threads) about the stuck rows it
+shows.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
 import threading
 import time
 
 from prometheus_client import CollectorRegistry
 
-from exporter import config
+from exporter import config, web_config
 from exporter.contracts.events import CoordinatorChanged, HangingScanCompleted
 from exporter.http_server import MetricsServer
 from exporter.metrics import otlp
@@ -24,8 +28,9 @@ from exporter.metrics.prometheus import TransactionCollector
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
 from exporter.sources.broker_log_tail import BrokerLogFollower
+from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.topic_tail import TransactionLogTail
-from exporter.view import endpoint
+from exporter.view import cluster, endpoint
 
 log = logging.getLogger("txn_exporter")
 BROKER_LOG_POLL_SECONDS = 0.1
@@ -70,8 +75,30 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
+        self.cluster_state = ClusterStateSource(settings.bootstrap_servers, settings.kafka)
+        peers = None
+        if settings.peers:
+            peers = cluster.Peers(
+                settings.peers,
+                endpoint.PATH,
+                settings.peer_timeout_seconds,
+                ssl.create_default_context(cafile=settings.peer_ca_file),
+                plain_http_listener=lambda: self.server.web is None or not self.server.web.tls,
+            )
+        name = _own_name(host, port)
+        scheme = "https" if settings.web_config_file and web_config.load(settings.web_config_file).tls else "http"
         transactions = endpoint.TransactionsEndpoint(
-            self.model, settings.late_transaction_padding_seconds, settings.bootstrap_servers, bool(settings.broker_log)
+            self.model,
+            settings.late_transaction_padding_seconds,
+            settings.bootstrap_servers,
+            bool(settings.broker_log),
+            broker_id=lambda: self.tail.broker_id,
+            peers=peers,
+            name=name,
+            url=f"{scheme}://{name}",
+            cluster_state=self.cluster_state.lookup,
+            # With --all-partitions the exporter's broker coordinates only some of its rows.
+            coordinator=lambda: None if settings.all_partitions else self.tail.broker_id,
         )
         self.server = MetricsServer(
             host,
@@ -107,11 +134,17 @@ class Exporter:
         for thread in threads:
             thread.start()
         self._polling = True
+        # The cluster-state client connects ahead of the first diagnosis, once Kafka has answered the
+        # tail: before that it would only log the same connection failures again.
+        connect_cluster_state = True
         try:
             while not stop.is_set():
                 events = self.tail.poll()
                 if events:
                     self.model.apply_batch(events)
+                if connect_cluster_state and self.tail.not_ready is None:
+                    connect_cluster_state = False
+                    self.cluster_state.start()
         finally:
             self._polling = False
             stop.set()
@@ -138,21 +171,18 @@ class Exporter:
                 if scanner is None:
                     broker_id = None if settings.all_partitions else self.tail.broker_id
                     if broker_id is None and not settings.all_partitions:
-                        scanner_ready = False  # the topic source has not discovered the broker id yet
-                    else:
-                        scanner = HangingScanner(
-                            settings.bootstrap_servers,
-                            broker_id,
-                            int(settings.hanging_max_transaction_timeout_seconds * 1000),
-                            int(settings.late_transaction_padding_seconds * 1000),
-                            settings.hanging_scan_max_partitions,
-                            settings.kafka,
-                        )
-                        scanner_ready = True
-                    if not scanner_ready:
+                        # The topic source has not discovered the broker id yet.
                         if stop.wait(1.0):
                             break
                         continue
+                    scanner = HangingScanner(
+                        settings.bootstrap_servers,
+                        broker_id,
+                        int(settings.hanging_max_transaction_timeout_seconds * 1000),
+                        int(settings.late_transaction_padding_seconds * 1000),
+                        settings.hanging_scan_max_partitions,
+                        settings.kafka,
+                    )
                 self.model.apply_batch(scanner.scan().events)
                 failing = False
             except Exception as e:  # a failed round is counted; the next one tries again
@@ -194,9 +224,17 @@ class Exporter:
             self.tail.close()
         for broker_log in self.broker_logs:
             broker_log.close()
+        self.cluster_state.close()
 
     def ready(self) -> bool:
         return self.readiness() == "ready"
 
     def readiness(self) -> str:
         return self.tail.not_ready or "ready"
+
+
+def _own_name(host: str, port: int) -> str:
+    """How a merged view names this exporter: its listen address, the host's name for a wildcard."""
+    if host in ("0.0.0.0", "::"):
+        host = socket.gethostname()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

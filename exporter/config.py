@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,32 @@ def _check_listen(value: str) -> str:
 def _check_web_config(value: str | None) -> str | None:
     if value is not None:
         web_config.load(value)  # WebConfigError is a ValueError: reported with the key's source
+    return value
+
+
+MAX_PEERS = 64
+
+
+def _check_peer(value: str) -> str:
+    """A peer's base URL: http(s)://host[:port][/path], without credentials, query or fragment."""
+    parts = urllib.parse.urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected http(s)://HOST:PORT, got {value!r}")
+    if parts.username is not None or parts.password is not None:
+        # The page's own visitor's credentials are passed on (exporter.view.cluster): none in a URL.
+        raise ValueError("no credentials in a peer's URL")
+    if parts.query or parts.fragment:
+        raise ValueError(f"no query or fragment in a peer's URL, got {value!r}")
+    try:
+        parts.port  # noqa: B018 - a port out of range raises here
+    except ValueError as e:
+        raise ValueError(f"{value!r}: {e}") from None
+    return value.strip().rstrip("/")
+
+
+def _check_file(value: str | None) -> str | None:
+    if value is not None and not os.path.isfile(value):
+        raise ValueError(f"{value}: no such file")
     return value
 
 
@@ -274,6 +301,33 @@ class Settings(BaseModel):
             "transaction is late past it plus the padding",
         ),
     ] = 900.0
+    peers: Annotated[
+        list[Annotated[str, AfterValidator(_check_peer)]],
+        Cli("URL", flag="--peer"),
+        BeforeValidator(_one_or_many),
+        Field(
+            max_length=MAX_PEERS,
+            description="another exporter of the cluster (e.g. https://broker-2:9464), repeatable, at most "
+            f"{MAX_PEERS}: /transactions?scope=cluster merges this exporter's view with theirs; env: "
+            "comma-separated URLs; YAML: a list",
+        ),
+    ] = []
+    peer_timeout_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            gt=0,
+            le=30,
+            allow_inf_nan=False,
+            description="how long /transactions?scope=cluster waits for the peers, all asked at once",
+        ),
+    ] = 2.0
+    peer_ca_file: Annotated[
+        str | None,
+        Cli("FILE"),
+        AfterValidator(_check_file),
+        Field(description="CA certificates to check the https peers' certificates with; unset: the system's CAs"),
+    ] = None
     otlp_endpoint: Annotated[
         str | None,
         Cli("URL"),
@@ -370,7 +424,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )
 
 
-_REPEATABLE = ("kafka", "broker_log")
+_REPEATABLE = ("kafka", "broker_log", "peers")
 
 
 def _show(default: object) -> str:
@@ -484,7 +538,7 @@ def _from_env(environ: Mapping[str, str]) -> list[_Entry]:
         if name == "kafka":
             pairs = [pair.strip() for pair in text.split(",") if pair.strip()]
             entries += [(("kafka", k), v, var) for k, v in _parse_pairs(pairs, var)]
-        elif name == "broker_log":
+        elif name in ("broker_log", "peers"):
             entries.append(((name,), [path.strip() for path in text.split(",") if path.strip()], var))
         else:
             entries.append(((name,), text, var))
@@ -531,6 +585,7 @@ _MESSAGES = {
     "finite_number": "must be a finite number",
     "string_type": "expected a string",
     "string_too_short": "must not be empty",
+    "too_long": "at most {max_length} items, got {actual_length}",
     "literal_error": "expected one of {expected}, got {input!r}",
 }
 
@@ -557,34 +612,65 @@ def _explain(error: Mapping[str, Any], origin: Mapping[_Loc, str]) -> str:
 
 
 def _client_problems(kafka: Mapping[str, str], origin: Mapping[_Loc, str]) -> list[str]:
-    """librdkafka's own verdict on the client settings. Each key alone first, for what it checks as a
-    property is set (unknown name, bad value: each bad key is named); then all together, for what it
-    checks as the client is created (settings that need each other, files that do not load). The
-    consumer built has no bootstrap servers, so nothing is contacted. Values of secret-looking keys
-    never reach the message."""
+    """librdkafka's own verdict on the client settings, its reason kept. Each key alone first, for
+    what it checks as a property is set (unknown name, bad value: each bad key is named); then all
+    together, for what it checks as the client is created (settings that need each other, files that
+    do not load). The consumer built has no bootstrap servers, so nothing is contacted. Values of
+    secret-looking keys never reach the message (masked where librdkafka quotes them)."""
     problems = []
     for key, value in kafka.items():
-        if key.endswith(".location") and value not in ("", "probe") and not os.path.exists(value):
-            # librdkafka would say "BIO lib"; the path is not echoed (ssl.key.location looks secret).
-            problems.append(f"{origin[('kafka', key)]}: '{key}': no such file on this host")
-            continue
         refused = _librdkafka_refusal({key: value})
         if refused is None or refused.startswith(_AT_CREATION):
-            continue  # creation-time checks may need the other settings: judged together below
+            # Creation-time checks may need the other settings: judged together below. A missing
+            # file would be "BIO lib" there: said here, the path not echoed (ssl.key.location looks secret).
+            if key.endswith(".location") and value not in ("", "probe") and not os.path.exists(value):
+                problems.append(f"{origin[('kafka', key)]}: '{key}': no such file on this host")
+            continue
         if refused.startswith("No such configuration property"):
             message = "unknown client setting (librdkafka has no such property)"
         else:
-            message = "invalid value" if _is_secret(key) else f"invalid value ({refused})"
+            message = f"invalid value ({_masked(refused, {key: value})})" + _in_its_place(key, value)
         problems.append(f"{origin[('kafka', key)]}: '{key}': {message}")
     if not problems and kafka:
         refused = _librdkafka_refusal(kafka)
         if refused is not None:
-            for key, value in kafka.items():
-                if _is_secret(key) and value:
-                    refused = refused.replace(value, _MASK)
             sources = " and ".join(dict.fromkeys(origin[("kafka", key)] for key in kafka))
-            problems.append(f"{sources}: client settings refused: {refused.removeprefix(_AT_CREATION)}")
+            problems.append(f"{sources}: client settings refused: {_masked(refused, kafka).removeprefix(_AT_CREATION)}")
     return problems
+
+
+def _masked(reason: str, kafka: Mapping[str, str]) -> str:
+    """librdkafka's `reason` with the values of the secret-looking keys of `kafka` as *** (longest first,
+    so that one value inside another is not half shown)."""
+    for value in sorted((v for k, v in kafka.items() if _is_secret(k) and v), key=len, reverse=True):
+        reason = reason.replace(value, _MASK)
+    return reason
+
+
+# A Java client's sasl.jaas.config, by login module: librdkafka's settings that say the same.
+_JAAS_MODULES = {
+    "PlainLoginModule": "sasl.mechanism=PLAIN with sasl.username and sasl.password",
+    "ScramLoginModule": "sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512 with sasl.username and sasl.password",
+    "OAuthBearerLoginModule": "sasl.mechanism=OAUTHBEARER with sasl.oauthbearer.method=oidc, "
+    "sasl.oauthbearer.client.id, sasl.oauthbearer.client.secret, sasl.oauthbearer.token.endpoint.url "
+    "(and sasl.oauthbearer.scope)",
+    "Krb5LoginModule": "sasl.mechanism=GSSAPI with sasl.kerberos.service.name, sasl.kerberos.principal and "
+    "sasl.kerberos.keytab",
+}
+_JAAS_ANY = (
+    "sasl.mechanism with sasl.username and sasl.password (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), "
+    "sasl.oauthbearer.* (OAUTHBEARER) or sasl.kerberos.* (GSSAPI)"
+)
+
+
+def _in_its_place(key: str, value: str) -> str:
+    """For a Java client's setting librdkafka refuses, the librdkafka settings that replace it."""
+    if key != "sasl.jaas.config":
+        return ""
+    # The login module's class name is the one part of the value named (it is no secret).
+    words = value.split(None, 1)
+    replacement = _JAAS_MODULES.get(words[0].rsplit(".", 1)[-1] if words else "", _JAAS_ANY)
+    return f"; librdkafka's settings in its place: {replacement}"
 
 
 _AT_CREATION = "Failed to create consumer: "

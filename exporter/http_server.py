@@ -15,9 +15,16 @@ thread each (64 by default); when all are taken, the one idle longest (connected
 handshake, but without a complete request yet: slowloris, a port scan, a stuck client) is closed to
 make room, and when none is idle the new connection is closed at once; both are counted
 (txn_exporter_http_rejected_connections_total). So a flood of idle or slow connections cannot use up
-threads or memory (a request head is read up to 64 KiB, then the connection is dropped), and
-scrapes, which send their request as soon as they connect, go on being answered. A peer resetting or dropping its connection mid-request is logged at DEBUG, never printed
-to stderr as socketserver does.
+threads or memory (a request head is read up to 64 KiB: a longer request line is answered 414, longer
+headers 431, and the connection closed), and scrapes, which send their request as soon as they
+connect, go on being answered. A peer resetting or dropping its connection mid-request is logged at
+DEBUG, never printed to stderr as socketserver does.
+
+The rules every response follows are enforced here, whatever the route (`_Handler._send`): the
+security headers (`SECURITY_HEADERS`; a route's own Content-Security-Policy is kept and gets
+frame-ancestors 'none'), an error's body is one line of at most 1 KiB of text/plain (client input a
+route or the stdlib echoes is cut), methods other than GET and HEAD get 405 with Allow, the 401 names
+a realm, and the Server header names the exporter only (no Python version).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import binascii
 import errno
 import gzip
 import hashlib
+import io
 import logging
 import os
 import socket
@@ -47,13 +55,29 @@ from exporter import web_config
 log = logging.getLogger(__name__)
 
 _TEXT = "text/plain; charset=utf-8"
+# On every response, error or not; a route's own value wins (the page's Content-Security-Policy,
+# which gets frame-ancestors 'none' when it lacks one).
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+}
+_FRAME_ANCESTORS = "frame-ancestors 'none'"
+ALLOWED_METHODS = ("GET", "HEAD")
+REALM = "txn-exporter"
+SERVER_NAME = "txn-exporter"
+# An error's body: one line of at most this many bytes (the rest cut, "..." in its place).
+MAX_ERROR_BODY = 1024
+_BCRYPT_MAX_BYTES = 72  # bcrypt checks no more (and refuses to be given more)
 # Request line and headers of one connection, in all: a scrape's are well under 1 KiB. (The stdlib
 # alone allows 100 headers of 64 KiB each, 6.4 MiB a connection.)
 _MAX_REQUEST_HEAD = 64 * 1024
 
 
-# A page: (query string, Accept header) -> (status, headers, body).
-Route = Callable[[str, str], tuple[int, dict[str, str], bytes]]
+# A page: (query string, Accept header, Authorization header or None) -> (status, headers, body). The
+# Authorization header has been checked already; a page may pass it on (exporter.view.cluster.Peers).
+Route = Callable[[str, str, str | None], tuple[int, dict[str, str], bytes]]
 
 
 class ListenError(OSError):
@@ -163,7 +187,7 @@ class _WebConfigSource:
         return config, config.tls.context() if config.tls else None
 
     def _stamps(self) -> tuple[tuple[int, int] | None, ...]:
-        stamps = []
+        stamps: list[tuple[int, int] | None] = []
         for path in self._config.files:
             try:
                 st = os.stat(path)
@@ -208,15 +232,25 @@ class _WebConfigSource:
         with self._lock:
             cached = self._verified.get(key)
         if cached is None:
+            secret = password.encode()
             with self._bcrypt_lock:
-                # An unknown user costs a bcrypt too, so timing does not tell users apart.
-                matches = bcrypt.checkpw(password.encode(), hashed or self._FAKE_HASH)
-            cached = known and matches
+                # An unknown user costs a bcrypt too, so timing does not tell users apart; so does a
+                # password over bcrypt's 72 bytes (which it refuses to check), its first 72 checked
+                # and the answer no, whatever they give.
+                matches = _checkpw(secret[:_BCRYPT_MAX_BYTES], hashed or self._FAKE_HASH)
+            cached = known and matches and len(secret) <= _BCRYPT_MAX_BYTES
             with self._lock:
                 if len(self._verified) > 1000:
                     self._verified.clear()
                 self._verified[key] = cached
         return cached
+
+
+def _checkpw(password: bytes, hashed: bytes) -> bool:
+    try:
+        return bcrypt.checkpw(password, hashed)
+    except ValueError:  # none is expected after the length cut; should bcrypt refuse something else: no
+        return False
 
 
 class _Server(ThreadingHTTPServer):
@@ -237,7 +271,7 @@ class _Server(ThreadingHTTPServer):
         self.rejected_connections = 0
         super().__init__(address, _Handler)
 
-    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]  # because a TCP server's requests are sockets (socketserver's types allow UDP's too)
         # In the accepting thread: bookkeeping only, nothing that waits on a client.
         with self._connections_lock:
             admitted = len(self._connections) < self.max_connections or self._close_longest_idle()
@@ -271,7 +305,7 @@ class _Server(ThreadingHTTPServer):
         log.debug("closed the longest idle connection to make room (limit %d)", self.max_connections)
         return True
 
-    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]  # because a TCP server's requests are sockets
         try:
             super().process_request_thread(request, client_address)
         finally:
@@ -299,7 +333,7 @@ class _Server(ThreadingHTTPServer):
             sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, address
 
-    def finish_request(self, request: socket.socket, client_address: object) -> None:
+    def finish_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         if isinstance(request, ssl.SSLSocket):
             request.settimeout(self.handshake_timeout)
             try:
@@ -315,16 +349,23 @@ class _RequestHeadTooLarge(OSError):
     """More than _MAX_REQUEST_HEAD bytes read from one connection (an OSError: the peer's doing)."""
 
 
+class _Phase:
+    """What the handler is reading: the request line or the header fields (for 414 or 431)."""
+
+    LINE = "request line"
+    HEADERS = "request header fields"
+
+
 class _BoundedReader:
     """The connection's reader, with a budget of bytes in all; the handler reads only the head."""
 
-    def __init__(self, raw: object, budget: int) -> None:
+    def __init__(self, raw: io.BufferedIOBase, budget: int) -> None:
         self._raw = raw
         self._left = budget
 
     def readline(self, size: int = -1) -> bytes:
         limit = self._left + 1 if size < 0 else min(size, self._left + 1)
-        line = self._raw.readline(limit)  # type: ignore[attr-defined]
+        line = self._raw.readline(limit)
         self._left -= len(line)
         if self._left < 0:
             raise _RequestHeadTooLarge(f"request head over {_MAX_REQUEST_HEAD} bytes")
@@ -337,20 +378,60 @@ class _BoundedReader:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 30  # seconds a silent client may hold a thread
+    server_version = SERVER_NAME
 
     def setup(self) -> None:
         super().setup()
-        self.rfile = _BoundedReader(self.rfile, _MAX_REQUEST_HEAD)  # type: ignore[assignment]
+        # (Not a BufferedIOBase: the handler reads the head with readline, the rest is the raw reader's.)
+        self.rfile = _BoundedReader(self.rfile, _MAX_REQUEST_HEAD)  # type: ignore[assignment]  # because duck-typed (above)
+        self._phase = _Phase.LINE
+
+    def version_string(self) -> str:
+        return SERVER_NAME  # the stdlib adds "Python/3.x"
 
     def parse_request(self) -> bool:
+        self._phase = _Phase.HEADERS  # the request line is read: parse_request reads the headers
         parsed = super().parse_request()
         if parsed:
             self.server.answering(self.connection, busy=True)
+            if self.command not in ALLOWED_METHODS:
+                self._send(
+                    HTTPStatus.METHOD_NOT_ALLOWED,
+                    {"Allow": ", ".join(ALLOWED_METHODS), "Connection": "close"},
+                    f"method {self.command} not allowed; use GET or HEAD\n".encode(),
+                )
+                return False
         return parsed
 
     def handle_one_request(self) -> None:
-        super().handle_one_request()
+        self._phase = _Phase.LINE
+        try:
+            super().handle_one_request()
+        except _RequestHeadTooLarge as e:
+            log.debug("request from %s refused: %s", self.address_string(), e)
+            status = (
+                HTTPStatus.REQUEST_URI_TOO_LONG
+                if self._phase is _Phase.LINE
+                else HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+            )
+            if self._phase is _Phase.LINE:  # nothing of the request is known
+                self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+            self._send(status, {"Connection": "close"}, f"{self._phase} over {_MAX_REQUEST_HEAD} bytes\n".encode())
+            self.close_connection = True
+            return
         self.server.answering(self.connection, busy=False)  # a keep-alive connection idles again
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # The stdlib's errors (a malformed request line, a bad version, too many headers): the same
+        # rules as every response, not its HTML page, and the message (which may quote the request)
+        # in the body only, never in the status line.
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "error"
+        if self.request_version == "HTTP/0.9":  # (the stdlib's guess when the request line is broken)
+            self.request_version = "HTTP/1.0"  # a status line and headers: no client speaks 0.9
+        self._send(code, {"Connection": "close"}, f"{message or phrase}\n".encode("utf-8", "replace"))
 
     def do_GET(self) -> None:
         self._respond(send_body=True)
@@ -362,9 +443,10 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         path, _, query = self.path.partition("?")
         headers: dict[str, str] = {"Content-Type": _TEXT}
+        status: int  # an HTTPStatus, or what a route answers
         if app.web is not None and not app.web.authorized(self.headers.get("Authorization")):
             status, body = HTTPStatus.UNAUTHORIZED, b"Unauthorized\n"
-            headers["WWW-Authenticate"] = "Basic"
+            headers["WWW-Authenticate"] = f'Basic realm="{REALM}", charset="UTF-8"'
         elif path == "/metrics":
             try:
                 body, headers = self._metrics(app.registry)
@@ -384,18 +466,32 @@ class _Handler(BaseHTTPRequestHandler):
                 status, body = HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: {detail}\n".encode()
         elif path in app.routes:
             try:
-                status, headers, body = app.routes[path](query, self.headers.get("Accept", ""))
+                status, headers, body = app.routes[path](
+                    query, self.headers.get("Accept", ""), self.headers.get("Authorization")
+                )
             except Exception:
                 log.exception("%s failed", path)
-                status, body = HTTPStatus.INTERNAL_SERVER_ERROR, f"{path} failed\n".encode()
+                status, headers, body = HTTPStatus.INTERNAL_SERVER_ERROR, {}, f"{path} failed\n".encode()
         else:
             status, body = HTTPStatus.NOT_FOUND, b"not found; try /metrics, /healthz or /readyz\n"
+        self._send(status, headers, body, send_body)
+
+    def _send(self, status: int, headers: Mapping[str, str], body: bytes, send_body: bool = True) -> None:
+        """Every response goes out here: the security headers added, an error's body made one short
+        line of text (see the module doc)."""
+        merged = {**SECURITY_HEADERS, **headers}
+        policy = merged["Content-Security-Policy"]
+        if "frame-ancestors" not in policy:
+            merged["Content-Security-Policy"] = f"{policy}; {_FRAME_ANCESTORS}"
+        if status >= 400:
+            merged["Content-Type"] = _TEXT
+            body = _error_body(body)
         self.send_response(status)
-        for name, value in headers.items():
+        for name, value in merged.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if send_body:
+        if send_body and self.command != "HEAD":
             self.wfile.write(body)
 
     def _metrics(self, registry: CollectorRegistry) -> tuple[bytes, dict[str, str]]:
@@ -410,6 +506,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         # Every scrape would otherwise print a line to stderr.
         log.debug("%s - " + format, self.address_string(), *args)
+
+
+def _error_body(body: bytes) -> bytes:
+    """An error's body as one line of at most MAX_ERROR_BODY bytes, cut on a character boundary."""
+    line = body.split(b"\n", 1)[0].rstrip(b"\r")
+    if len(line) + 1 > MAX_ERROR_BODY or b"\n" in body.rstrip(b"\n"):
+        line = line[: MAX_ERROR_BODY - 4].decode("utf-8", "ignore").encode() + b"..."
+    return line + b"\n"
 
 
 def _ask(check: Callable[[], bool]) -> bool:

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 LogFormat = Literal["text", "json"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -68,7 +68,7 @@ class RepeatFilter(logging.Filter):
     """Collapses identical records within `window` seconds; see the module docstring."""
 
     def __init__(
-        self, window: float, emit: Callable[[logging.LogRecord], None], clock: Callable[[], float] = time.monotonic
+        self, window: float, emit: Callable[[logging.LogRecord], object], clock: Callable[[], float] = time.monotonic
     ) -> None:
         super().__init__()
         self.window = window
@@ -176,10 +176,10 @@ class _KafkaClientLog(logging.LoggerAdapter):
         super().__init__(logger, {})
         self._errors_logged = errors_logged
 
-    def log(self, level: int, msg: object, *args: object, **kwargs: object) -> None:
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:  # (kwargs: logging's, passed on)
         if level < logging.WARNING or (self._errors_logged and level >= logging.ERROR):
             level = logging.DEBUG
-        super().log(level, msg, *args, **kwargs)  # type: ignore[arg-type]
+        super().log(level, msg, *args, **kwargs)
 
 
 def kafka_client_logger(name: str = "librdkafka", *, errors_logged: bool = False) -> logging.LoggerAdapter:

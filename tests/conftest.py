@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests import tested_on
 from txn_workshop.harness.broker import KafkaBroker
@@ -81,10 +82,15 @@ class BrokerPool:
     @contextmanager
     def joined_pair(self, root: Path, version: str, **first: Any) -> Iterator[tuple[KafkaBroker, KafkaBroker]]:
         """Two brokers of one cluster, the second joining the first (so markers can be held back and
-        partitions moved); both get the first's `broker_properties`. Stopped on exit."""
+        partitions moved); both get the first's `broker_properties` and `jmx`. Stopped on exit."""
         first_broker = KafkaBroker(version, workdir=root / "1", **first)
         second_broker = KafkaBroker(
-            version, workdir=root / "2", join=first_broker, node_id=2, broker_properties=first.get("broker_properties")
+            version,
+            workdir=root / "2",
+            join=first_broker,
+            node_id=2,
+            broker_properties=first.get("broker_properties"),
+            jmx=first.get("jmx", False),
         )
         pair = (first_broker, second_broker)
         try:
@@ -146,3 +152,9 @@ def own_broker(kafka_broker_factory: BrokerPool, tmp_path: Path) -> Iterator[Cal
     for broker in reversed(started):  # joined brokers first: they need the controller to shut down
         broker.stop()
         kafka_broker_factory.own.remove(broker)
+
+
+# Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on two shared
+# cores a slow example fails a correct test. Properties are run without it.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")

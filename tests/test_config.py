@@ -240,10 +240,10 @@ def test_listen_address(listen: str, address: tuple[str, int]) -> None:
 
 def test_settings_is_frozen_and_forbids_unknown_fields() -> None:
     with pytest.raises(ValueError):
-        Settings(bootstrap_servers="k:1", bootstrap_server="k:1")  # type: ignore[call-arg]
+        Settings(bootstrap_servers="k:1", bootstrap_server="k:1")  # type: ignore[call-arg]  # because the unknown name is the test
     settings = Settings(bootstrap_servers="k:1")
     with pytest.raises(ValueError):
-        settings.listen = "0.0.0.0:1"  # type: ignore[misc]
+        settings.listen = "0.0.0.0:1"  # type: ignore[misc]  # because frozen: the test
 
 
 def test_yaml_value_of_wrong_type(yaml_file) -> None:
@@ -266,6 +266,41 @@ def test_broker_logs_from_flags_env_and_yaml(yaml_file) -> None:
     assert _load(["--config", str(path)]).broker_log == ["/y/server.log"]
     path = yaml_file("bootstrap_servers: k:9092\nbroker_log: [/y/1.log, /y/2.log]\n")
     assert _load(["--config", str(path)]).broker_log == ["/y/1.log", "/y/2.log"]
+
+
+def test_peers_from_flags_env_and_yaml(yaml_file, tmp_path: Path) -> None:
+    base = ["--bootstrap-servers", "k:9092"]
+    assert (_load(base).peers, _load(base).peer_timeout_seconds, _load(base).peer_ca_file) == ([], 2.0, None)
+    settings = _load(
+        [*base, "--peer", "https://b2:9464/", "--peer", "http://[::1]:9464", "--peer-timeout-seconds", "1"]
+    )
+    assert settings.peers == ["https://b2:9464", "http://[::1]:9464"] and settings.peer_timeout_seconds == 1
+    env = {"TXN_EXPORTER_PEERS": "https://b2:9464, https://b3:9464", "TXN_EXPORTER_PEER_CA_FILE": str(tmp_path)}
+    assert _error(base, env) == f"TXN_EXPORTER_PEER_CA_FILE: {tmp_path}: no such file"
+    (tmp_path / "ca.crt").write_text("x")
+    env["TXN_EXPORTER_PEER_CA_FILE"] = str(tmp_path / "ca.crt")
+    assert _load(base, env).peers == ["https://b2:9464", "https://b3:9464"]
+    path = yaml_file("bootstrap_servers: k:9092\npeers: [https://b2:9464, https://b3:9464/exporter]\n")
+    assert _load(["--config", path]).peers == ["https://b2:9464", "https://b3:9464/exporter"]
+
+
+@pytest.mark.parametrize(
+    ("peer", "message"),
+    [
+        ("b2:9464", "expected http(s)://HOST:PORT, got 'b2:9464'"),
+        ("ftp://b2:9464", "expected http(s)://HOST:PORT, got 'ftp://b2:9464'"),
+        ("https://ops:secret@b2:9464", "no credentials in a peer's URL"),  # the password is not echoed
+        ("https://b2:9464/?x=1", "no query or fragment in a peer's URL, got 'https://b2:9464/?x=1'"),
+        ("https://b2:99999", "'https://b2:99999': Port out of range 0-65535"),
+    ],
+)
+def test_bad_peers(peer: str, message: str) -> None:
+    assert _error(["--bootstrap-servers", "k:9092", "--peer", peer]) == f"--peer: {message}"
+
+
+def test_at_most_64_peers() -> None:
+    flags = [arg for n in range(65) for arg in ("--peer", f"http://b{n}:9464")]
+    assert _error(["--bootstrap-servers", "k:9092", *flags]) == "--peer: at most 64 items, got 65"
 
 
 @pytest.mark.parametrize(
@@ -305,11 +340,55 @@ def test_client_settings_that_need_each_other_are_checked_together_without_echoi
     assert "hunter2" not in message
 
 
-def test_a_secret_with_a_bad_value_is_named_not_shown(monkeypatch) -> None:
+def test_a_secret_with_a_bad_value_keeps_librdkafkas_reason_with_the_value_masked(monkeypatch) -> None:
     # No secret-named librdkafka property has a value it checks as set: a checked one is made secret.
     monkeypatch.setattr("exporter.config._SECRET_MARKERS", ("oauthbearer.method",))
     message = _error(["--bootstrap-servers", "k:1", "--kafka-config", "sasl.oauthbearer.method=hunter2"])
-    assert message == "--kafka-config: 'sasl.oauthbearer.method': invalid value"
+    assert message == (
+        "--kafka-config: 'sasl.oauthbearer.method': invalid value (Invalid value \"***\" for "
+        'configuration property "sasl.oauthbearer.method")'
+    )
+
+
+_JAAS = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule": "sasl.mechanism=PLAIN with sasl.username and sasl.password",
+    "org.apache.kafka.common.security.scram.ScramLoginModule": "sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512 with sasl.username and sasl.password",
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": "sasl.mechanism=OAUTHBEARER with sasl.oauthbearer.method=oidc, sasl.oauthbearer.client.id, "
+    "sasl.oauthbearer.client.secret, sasl.oauthbearer.token.endpoint.url (and sasl.oauthbearer.scope)",
+    "com.sun.security.auth.module.Krb5LoginModule": "sasl.mechanism=GSSAPI with sasl.kerberos.service.name, sasl.kerberos.principal and sasl.kerberos.keytab",
+}
+
+
+@pytest.mark.parametrize("module", [*_JAAS, "com.example.CustomLoginModule"])
+def test_a_java_jaas_config_keeps_librdkafkas_reason_and_names_the_settings_that_replace_it(yaml_file, module) -> None:
+    path = yaml_file(
+        f"bootstrap_servers: k:1\nkafka:\n  security.protocol: SASL_SSL\n  sasl.jaas.config: "
+        f'\'{module} required username="svc" password="hunter2-pw";\'\n'
+    )
+    message = _error(["--config", path])
+    reason = (
+        "Java JAAS configuration is not supported, see "
+        "https://github.com/confluentinc/librdkafka/wiki/Using-SASL-with-librdkafka for more information."
+    )
+    assert message.startswith(
+        f"{path}: kafka: 'sasl.jaas.config': invalid value ({reason}); librdkafka's settings in its place: "
+    )
+    replacement = _JAAS.get(
+        module,
+        "sasl.mechanism with sasl.username and sasl.password (PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512), sasl.oauthbearer.* (OAUTHBEARER) or sasl.kerberos.* (GSSAPI)",
+    )
+    assert message.endswith(replacement) and "\n" not in message
+    assert "hunter2" not in message and "svc" not in message
+
+
+def test_a_java_truststore_keeps_librdkafkas_reason_even_when_the_file_is_missing(yaml_file) -> None:
+    path = yaml_file("bootstrap_servers: k:1\nkafka:\n  ssl.truststore.location: /nonexistent/truststore.jks\n")
+    assert _error(["--config", path]) == (
+        f"{path}: kafka: 'ssl.truststore.location': invalid value (Java TrustStores are not supported, use "
+        "`ssl.ca.location` and a certificate file instead. See "
+        "https://github.com/confluentinc/librdkafka/wiki/Using-SSL-with-librdkafka for more information.)"
+    )
 
 
 def test_valid_client_settings_pass(yaml_file) -> None:

@@ -225,7 +225,7 @@ def test_a_client_leaving_mid_request_is_logged_at_debug_not_printed(
         for partial in (b"GE", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"):
             connection = socket.create_connection(("127.0.0.1", server.port), timeout=5)
             connection.sendall(partial)
-            _wait_for(lambda: server._server._connections, "the server to take the connection")  # type: ignore[union-attr]
+            _wait_for(lambda: server._server._connections, "the server to take the connection")  # type: ignore[union-attr]  # because started above
             time.sleep(0.2)  # the server's read is waiting on the rest
             _reset(connection)
         _wait_for(lambda: sum("reset" in r.getMessage() for r in caplog.records) == 2, "two DEBUG lines")
@@ -287,7 +287,7 @@ def test_new_connections_are_refused_and_counted_while_every_slot_answers_a_requ
         server.stop()
 
 
-def test_a_request_head_over_64_kib_is_dropped_without_a_traceback(
+def test_a_request_head_over_64_kib_is_refused_without_a_traceback(
     server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     with (
@@ -301,9 +301,112 @@ def test_a_request_head_over_64_kib_is_dropped_without_a_traceback(
         except ConnectionError:
             pass  # dropped before the end: the point
         try:
-            assert connection.recv(1024) == b""  # closed, no answer
+            assert connection.recv(1024).startswith(b"HTTP/1.0 431 ")  # answered, then closed
         except ConnectionError:
-            pass  # closed with our bytes unread: a reset
+            pass  # closed with our bytes unread: a reset may overtake the answer
     _wait_for(lambda: any("request head over 65536 bytes" in r.getMessage() for r in caplog.records), "the DEBUG line")
     assert _request(server, "/metrics")[0] == 200
     assert capfd.readouterr().err == ""
+
+
+SECURITY_HEADERS = {"x-content-type-options": "nosniff", "cache-control": "no-store", "referrer-policy": "no-referrer"}
+
+
+def _raw(server: MetricsServer, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Sends `request` as it is; the response, read to the end of the connection."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        try:
+            connection.sendall(request)
+        except ConnectionError:
+            pass  # the server answered and closed before reading it all
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+
+
+def _secure(headers: dict[str, str]) -> bool:
+    return all(headers.get(k) == v for k, v in SECURITY_HEADERS.items()) and "frame-ancestors 'none'" in headers.get(
+        "content-security-policy", ""
+    )
+
+
+def _routed(registry: CollectorRegistry, routes) -> MetricsServer:
+    server = MetricsServer("127.0.0.1", 0, registry, healthy=lambda: True, ready=lambda: False, routes=routes)
+    server.start()
+    return server
+
+
+def test_every_response_error_or_not_carries_the_security_headers(registry: CollectorRegistry) -> None:
+    def broken(query: str, accept: str, authorization: str | None = None):
+        raise RuntimeError("a bug")
+
+    routes = {"/page": lambda q, a, auth=None: (200, {"Content-Type": "text/html"}, b"<p>hi</p>"), "/broken": broken}
+    server = _routed(registry, routes)
+    try:
+        for path in ("/metrics", "/healthz", "/readyz", "/nope", "/page", "/broken"):
+            for method in ("GET", "HEAD"):
+                status, headers, _ = _request(server, path, method)
+                assert _secure(headers), (path, method, status, headers)
+        too_many_headers = b"GET /metrics HTTP/1.1\r\n" + b"X: y\r\n" * 200 + b"\r\n"
+        for request in (
+            b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+            b"GET /metrics HTTP/9.9\r\n\r\n",
+            b"GARBAGE\r\n\r\n",
+            too_many_headers,
+        ):
+            status, headers, _ = _raw(server, request)
+            assert status >= 400 and _secure(headers), (request[:30], status, headers)
+    finally:
+        server.stop()
+
+
+def test_a_routes_own_policy_is_kept_and_gets_frame_ancestors(registry: CollectorRegistry) -> None:
+    policy = "default-src 'none'; style-src 'unsafe-inline'"
+    server = _routed(registry, {"/page": lambda q, a, auth=None: (200, {"Content-Security-Policy": policy}, b"x")})
+    try:
+        assert _request(server, "/page")[1]["content-security-policy"] == policy + "; frame-ancestors 'none'"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "BREW"])
+def test_methods_other_than_get_and_head_get_405_with_allow(server: MetricsServer, method: str) -> None:
+    status, headers, body = _request(server, "/metrics", method)
+    assert (status, headers["allow"], headers["content-type"]) == (405, "GET, HEAD", "text/plain; charset=utf-8")
+    assert body == f"method {method} not allowed; use GET or HEAD\n".encode()
+    assert _request(server, "/metrics")[0] == 200
+
+
+def test_the_server_header_names_no_python_version(server: MetricsServer) -> None:
+    for response in (_request(server, "/metrics"), _request(server, "/nope"), _raw(server, b"BAD\r\n\r\n")):
+        assert response[1]["server"] == "txn-exporter"
+
+
+def test_an_oversized_request_line_gets_414_and_oversized_headers_431(
+    server: MetricsServer, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="exporter.http_server"):
+        status, headers, body = _raw(server, b"GET /metrics?" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n")
+        assert (status, headers["connection"], body) == (414, "close", b"request line over 65536 bytes\n")
+        many = b"".join(f"X-{n}: {'a' * 2048}\r\n".encode() for n in range(40))
+        status, headers, body = _raw(server, b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+        assert (status, headers["connection"], body) == (431, "close", b"request header fields over 65536 bytes\n")
+    assert _request(server, "/metrics")[0] == 200
+    assert capfd.readouterr().err == ""
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+
+
+def test_error_bodies_are_one_bounded_line_whatever_a_route_or_a_client_sends(registry: CollectorRegistry) -> None:
+    routes = {
+        "/echo": lambda q, a, auth=None: (400, {"Content-Type": "text/plain; charset=utf-8"}, q.encode() + b"\nmore\n")
+    }
+    server = _routed(registry, routes)
+    try:
+        status, headers, body = _request(server, "/echo?" + "e" * 60_000)
+        assert status == 400 and len(body) <= 1024 and body.endswith(b"...\n") and body.count(b"\n") == 1
+        assert int(headers["content-length"]) == len(body)
+        status, headers, body = _raw(server, b"GET /metrics HTTP/1.1" + b"x" * 30_000 + b"\r\n\r\n")
+        assert status == 400 and len(body) <= 1024 and body.count(b"\n") == 1
+        assert headers["content-type"] == "text/plain; charset=utf-8" and b"<" not in body
+    finally:
+        server.stop()

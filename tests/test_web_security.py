@@ -6,6 +6,7 @@ import base64
 import datetime as dt
 import http.client
 import ipaddress
+import logging
 import os
 import re
 import socket
@@ -175,7 +176,7 @@ def test_wrong_or_missing_credentials_refused_on_every_path(
     server: MetricsServer, pki: dict[str, Path], path: str, user: str | None, password: str
 ) -> None:
     status, headers, body = _get(server, path, _client_context(pki), user, password)
-    assert status == 401 and headers["WWW-Authenticate"] == "Basic"
+    assert status == 401 and headers["WWW-Authenticate"] == 'Basic realm="txn-exporter", charset="UTF-8"'
     assert "txn_test" not in body
 
 
@@ -185,6 +186,48 @@ def test_malformed_authorization_headers_refused(server: MetricsServer, pki: dic
         connection.request("GET", "/metrics", headers={"Authorization": header})
         assert connection.getresponse().status == 401
         connection.close()
+
+
+@pytest.mark.parametrize(
+    "user, password",
+    [
+        ("prometheus", PASSWORD + "x" * 72),  # over bcrypt's 72 bytes, which it refuses to check
+        ("prometheus", "x" * 10_000),
+        ("nobody", "\u00e9" * 40),
+        ("prometheus", PASSWORD + "\0"),
+        ("prometheus", "x" * 72),  # exactly 72: checked, and wrong
+    ],
+)
+def test_any_credentials_get_401_and_no_traceback(
+    server: MetricsServer,
+    pki: dict[str, Path],
+    user: str,
+    password: str,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="exporter.http_server"):
+        for _ in range(2):  # the second from the cache of verdicts
+            status, _, body = _get(server, "/metrics", _client_context(pki), user, password)
+            assert (status, body) == (401, "Unauthorized\n")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert capfd.readouterr().err == ""
+
+
+def test_a_password_of_72_bytes_is_checked_and_its_73rd_byte_is_not_ignored(tmp_path: Path) -> None:
+    password = "p" * 72
+    web = tmp_path / "web.yml"
+    web.write_text(f"basic_auth_users:\n  u: '{bcrypt.hashpw(password.encode(), bcrypt.gensalt(4)).decode()}'\n")
+    server = _serve(web)
+    try:
+        for given, status in ((password, 200), (password + "q", 401)):
+            auth = "Basic " + base64.b64encode(f"u:{given}".encode()).decode()
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            connection.request("GET", "/metrics", headers={"Authorization": auth})
+            assert connection.getresponse().status == status
+            connection.close()
+    finally:
+        server.stop()
 
 
 def test_plain_http_refused(server: MetricsServer, pki: dict[str, Path]) -> None:

@@ -133,9 +133,9 @@ class BrokerLogParser:
                 logger = line[line.rfind(b" (") + 2 :].rstrip(b"\r)").decode("utf-8", "replace")
                 samples.setdefault(logger, _sample(line))
         elif type(parsed) in _MARKER_ERRORS:
-            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]
+            events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]  # because its type is in _MARKER_ERRORS
         else:
-            events.append(parsed)  # type: ignore[arg-type]
+            events.append(parsed)  # type: ignore[arg-type]  # because parse_entry's other results are events
 
     def _append_failure(self, line: AppendFailureLine, events: list[BrokerLogEvent]) -> None:
         unpaired = self._unpaired
@@ -144,19 +144,22 @@ class BrokerLogParser:
             self.append_failures_raw += 1
             previous = self._pop_unpaired(tid)
             if previous is not None:  # its INFO line never came: count it on its own
-                events.append(TransactionLogAppendFailed(previous.target_state, previous.error))
+                events.append(self._append_failed(previous, previous.error))
             unpaired[tid] = line
             self._unpaired_bytes += len(tid)
             while len(unpaired) > MAX_UNPAIRED or self._unpaired_bytes > MAX_UNPAIRED_BYTES:
                 oldest = self._pop_unpaired(next(iter(unpaired)))
                 assert oldest is not None
-                events.append(TransactionLogAppendFailed(oldest.target_state, oldest.error))
+                events.append(self._append_failed(oldest, oldest.error))
             return
         debug = self._pop_unpaired(tid)
         if debug is None:
             self.append_failures_info_only += 1
         error = line.error if debug is None else debug.error
-        events.append(TransactionLogAppendFailed(line.target_state, error))
+        events.append(self._append_failed(line, error))
+
+    def _append_failed(self, line: AppendFailureLine, error: str) -> TransactionLogAppendFailed:
+        return TransactionLogAppendFailed(line.target_state, error, line.transactional_id, self._now_ms)
 
     def _pop_unpaired(self, tid: str) -> AppendFailureLine | None:
         line = self._unpaired.pop(tid, None)

@@ -17,23 +17,33 @@ a record count its length can hold) before its CRC is taken, and the bytes of CR
 capped per input (RESYNC_CRC_FACTOR x its size, plus RESYNC_CRC_SLACK): bytes crafted so that every
 position looks like a batch spanning the rest of the input would otherwise cost a CRC of the rest
 at every position. Past the cap the rest of the input is reported as one error and skipped.
+
+An input too large to hold (a segment file) is decoded in pieces (`decode_pieces`): each piece is a
+`Window` on the input, decoded by `decode_batches` up to the first batch it does not hold whole,
+which the next piece starts with. What the pieces decode is what the whole input decodes, errors and
+resynchronisation included (a property test holds them to it, pieces of any size): a batch or a
+resynchronisation candidate longer than a piece has its CRC taken through the reader, in pieces, and
+is read whole only once that CRC verifies (a real batch), so a corrupt length costs no memory.
 """
 
 from __future__ import annotations
 
-import mmap
 import struct
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, final, overload
 
 from crc32c import crc32c
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.transaction_log import (
     KEY_V0_HEADS,
+    Partitions,
+    PartitionsField,
     PartitionsMemo,
     TransactionLogRecord,
     TransactionLogValue,
+    ValueMaker,
     decode_key,
     decode_value,
 )
@@ -56,6 +66,7 @@ _LOG_APPEND_TIME = 0x08
 _CONTROL = 0x20
 
 
+@final  # (so that `type(item) is BatchError` tells it from a RecordError, for the type checker too)
 @dataclass(slots=True)
 class BatchError:
     """A batch that could not be decoded; `position` is its byte offset in the input."""
@@ -64,6 +75,7 @@ class BatchError:
     error: DecodeError
 
 
+@final
 @dataclass(slots=True)
 class RecordError:
     """A record (at log offset `offset`) inside a valid batch that could not be decoded."""
@@ -74,30 +86,104 @@ class RecordError:
 
 Decoded = TransactionLogRecord | RecordError | BatchError
 
+_M = TypeVar("_M")  # what a PartitionsMemo converts an array to
+_V = TypeVar("_V")  # what make_value builds
+_R = TypeVar("_R")  # what make_record builds
+# make_record: builds a record from (offset, timestamp_ms, transactional_id, value or None).
+RecordMaker = Callable[[int, int, str, _V | None], _R]
 
+
+@dataclass(slots=True)
+class Window:
+    """Where a buffer lies in an input too large to hold (see decode_pieces), and where decoding goes
+    on: decode_batches sets `resume` (an input position), `resyncing` (looking for a batch that
+    verifies, from `resume` on) and `need` (bytes the next buffer must hold from `resume`; 0: a
+    piece's worth) when it stops before the buffer's end."""
+
+    base: int  # input position of the buffer's first byte
+    total: int  # the input's size
+    capacity: int  # the most bytes a piece holds: a longer batch's CRC is taken by crc_of first
+    crc_of: Callable[[int, int], int]  # CRC32C of input[start:stop], read in pieces
+    budget: list[int]  # CRC bytes resynchronisation may still spend, for the whole input
+    resume: int = 0
+    resyncing: bool = False
+    need: int = 0
+
+
+@overload
 def decode_batches(
-    buf: bytes | mmap.mmap,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> Iterator[Decoded]:
-    """Yields every record of every batch in `buf` (bytes, or a read-only mmap of a file), in order,
-    with errors in their place. `partitions` and `make_value` are decode_value's `partitions` and
-    `make`; `make_record` builds each record from (offset, timestamp_ms, transactional_id, value) in
-    place of TransactionLogRecord."""
-    pos = 0
+    buf: bytes, partitions: bool = True, *, window: Window | None = None
+) -> Generator[Decoded, None, None]: ...
+@overload
+def decode_batches(
+    buf: bytes,
+    partitions: bool,
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[PartitionsField, _V],
+    window: Window | None = None,
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+@overload
+def decode_batches(
+    buf: bytes,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+    window: Window | None = None,
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+def decode_batches(
+    buf: bytes,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    window: Window | None = None,
+) -> Generator[object, None, None]:
+    """Yields every record of every batch in `buf`, in order, with errors in their place.
+    `partitions` and `make_value` are decode_value's `partitions` and `make`; `make_record` builds
+    each record from (offset, timestamp_ms, transactional_id, value) in place of TransactionLogRecord.
+    With `window`, `buf` is a piece of a larger input (see Window; positions in errors are the
+    input's) and decoding stops before a batch the piece does not hold whole."""
     end = len(buf)
-    budget = [RESYNC_CRC_FACTOR * end + RESYNC_CRC_SLACK]  # CRC bytes resynchronisation may still spend
+    if window is None:
+        window = Window(0, end, end, _no_reader, [RESYNC_CRC_FACTOR * end + RESYNC_CRC_SLACK])
+    base = window.base
+    input_end = window.total - base  # where the input ends, from the buffer's start (end: its last piece)
+    budget = window.budget
+    pos = window.resume - base
+    window.need = 0
+    if window.resyncing:  # the previous piece ended inside a resynchronisation: it goes on here
+        window.resyncing = False
+        pos = yield from _resync(buf, pos, window)
+        if window.resyncing:
+            return
     while pos < end:
         if end - pos < HEADER_SIZE:
-            yield BatchError(pos, DecodeError("truncated", f"{end - pos} bytes left, less than a batch header"))
+            if input_end > end:  # the header is in the next piece
+                break
+            yield BatchError(base + pos, DecodeError("truncated", f"{end - pos} bytes left, less than a batch header"))
             return
         base_offset, batch_length, magic, crc, attributes, base_ts, max_ts, count = _HEADER.unpack_from(buf, pos)
         size = LOG_OVERHEAD + batch_length
         if batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
-            reason = "truncated" if batch_length >= HEADER_SIZE - LOG_OVERHEAD else "bad_length"
-            yield BatchError(pos, DecodeError(reason, f"batch length {batch_length} at offset {base_offset}"))
-            pos = yield from _resync(buf, pos, budget)
+            if batch_length >= HEADER_SIZE - LOG_OVERHEAD and pos + size <= input_end:
+                # Whole in the input, not in this piece: the next piece starts with it. One longer
+                # than a piece is read whole only if its CRC verifies (its length may be garbage).
+                if size <= window.capacity:
+                    break
+                if magic == 2 and window.crc_of(base + pos + _CRC_START, base + pos + size) == crc:
+                    window.need = size
+                    break
+                reason = "crc_mismatch" if magic == 2 else "unsupported_batch"
+                yield BatchError(base + pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
+                if magic == 2:
+                    budget[0] -= size - _CRC_START
+            else:
+                reason = "truncated" if batch_length >= HEADER_SIZE - LOG_OVERHEAD else "bad_length"
+                yield BatchError(
+                    base + pos, DecodeError(reason, f"batch length {batch_length} at offset {base_offset}")
+                )
+            pos = yield from _resync(buf, pos + 1, window)
+            if window.resyncing:
+                return
             continue
         next_pos = pos + size
         # (A batch of the usual size is CRC'd from a copy, inline: a call less per record.)
@@ -111,16 +197,18 @@ def decode_batches(
             != crc
         ):
             reason = "crc_mismatch" if magic == 2 else "unsupported_batch"
-            yield BatchError(pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
+            yield BatchError(base + pos, DecodeError(reason, f"magic {magic}, batch at offset {base_offset}"))
             if magic == 2:  # a failed CRC: the budget pays for it (it may overdraw it, once)
                 budget[0] -= size - _CRC_START
             # Its length is as unverified as the rest of it: look for the next batch that verifies.
-            pos = yield from _resync(buf, pos, budget)
+            pos = yield from _resync(buf, pos + 1, window)
+            if window.resyncing:
+                return
             continue
         if attributes & _COMPRESSION_MASK:
             # The coordinator always writes uncompressed batches to this topic.
             yield BatchError(
-                pos,
+                base + pos,
                 DecodeError(
                     "unsupported_batch", f"compression {attributes & _COMPRESSION_MASK} at offset {base_offset}"
                 ),
@@ -156,6 +244,88 @@ def decode_batches(
                 if p < 0:
                     break  # the record's own length was bad: the rest of the batch cannot be located
         pos = next_pos
+    window.resume = base + pos
+
+
+class PieceReader(Protocol):
+    """An input read in pieces (a segment file): opened by `with`, `size` bytes long then."""
+
+    size: int
+
+    def __enter__(self) -> PieceReader: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def read(self, position: int, n: int) -> bytes:
+        """Exactly `n` bytes from `position` (an input that shrank meanwhile: the reader raises)."""
+        ...
+
+
+PIECE_SIZE = 1 << 20
+
+
+@overload
+def decode_pieces(
+    reader: PieceReader, partitions: bool = True, *, piece_size: int = PIECE_SIZE
+) -> Generator[Decoded, None, None]: ...
+@overload
+def decode_pieces(
+    reader: PieceReader,
+    partitions: bool,
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[PartitionsField, _V],
+    piece_size: int = PIECE_SIZE,
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+@overload
+def decode_pieces(
+    reader: PieceReader,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+    piece_size: int = PIECE_SIZE,
+) -> Generator[_R | RecordError | BatchError, None, None]: ...
+def decode_pieces(
+    reader: PieceReader,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    piece_size: int = PIECE_SIZE,
+) -> Generator[object, None, None]:
+    """decode_batches over the input of `reader`, read `piece_size` bytes at a time (more only for a
+    batch that long whose CRC verified): what decode_batches gives for the whole input, in flat
+    memory. The reader is opened at the first item and closed at the end."""
+    if piece_size < 2 * HEADER_SIZE:
+        raise ValueError(f"piece size {piece_size} under {2 * HEADER_SIZE} bytes")
+    with reader:
+        total = reader.size
+        window = Window(
+            0, total, piece_size, _crc_reader(reader, piece_size), [RESYNC_CRC_FACTOR * total + RESYNC_CRC_SLACK]
+        )
+        buf = reader.read(0, min(piece_size, total))
+        while True:
+            yield from decode_batches(buf, partitions, make_record, make_value, window)
+            held = window.base + len(buf)
+            if held >= total or window.resume >= total:
+                return
+            # The next piece: what this one did not decode, then as much again from the input.
+            keep = buf[window.resume - window.base :]
+            window.base = window.resume
+            want = min(total, window.base + max(piece_size, window.need)) - held
+            buf = keep + reader.read(held, want) if want > 0 else keep
+
+
+def _crc_reader(reader: PieceReader, piece_size: int) -> Callable[[int, int], int]:
+    def crc_of(start: int, stop: int) -> int:
+        value = 0
+        for position in range(start, stop, piece_size):
+            value = crc32c(reader.read(position, min(piece_size, stop - position)), value)
+        return value
+
+    return crc_of
+
+
+def _no_reader(start: int, stop: int) -> int:
+    raise AssertionError("a whole input has nothing past its end")
 
 
 def _decode_single_record(
@@ -164,10 +334,10 @@ def _decode_single_record(
     end: int,
     offset: int,
     timestamp_ms: int,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> TransactionLogRecord | RecordError | None:
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> object | None:
     """The one record of a batch, when it has the shape a coordinator writes; else None, and
     _decode_record reads it (and finds what is wrong with it, if anything).
 
@@ -214,10 +384,10 @@ def _decode_record(
     index: int,
     base_ts: int,
     log_append_ts: int | None,
-    partitions: bool | PartitionsMemo = True,
-    make_record=TransactionLogRecord,
-    make_value=TransactionLogValue,
-) -> tuple[TransactionLogRecord | RecordError, int]:
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> tuple[object, int]:
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index
     try:
@@ -313,37 +483,49 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise DecodeError("bad_length", "varint longer than 10 bytes")
 
 
-def _resync(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> Generator[BatchError, None, int]:
-    """Where decoding resumes after the bad batch at `pos`; yields one more error if the CRC budget
-    ran out first (then the rest of the input is skipped)."""
-    resume, gave_up_at = _next_valid_batch(buf, pos + 1, budget)
-    if gave_up_at is not None:
-        yield BatchError(
-            gave_up_at,
-            DecodeError(
-                "crc_mismatch",
-                f"resynchronisation gave up after {RESYNC_CRC_FACTOR}x the input's size in failed CRCs: "
-                f"the last {len(buf) - gave_up_at} bytes are skipped",
-            ),
-        )
+def _resync(buf: bytes, pos: int, window: Window) -> Generator[BatchError, None, int]:
+    """Where decoding resumes, the next batch that verifies from `pos` on (after a bad batch at
+    `pos - 1`); yields one more error if the CRC budget ran out first (then the rest of the input is
+    skipped). When this piece ends before that is known, sets window.resyncing (and resume)."""
+    resume, gave_up_at = _next_valid_batch(buf, pos, window)
+    if gave_up_at is None:
+        return resume
+    base = window.base
+    yield BatchError(
+        base + gave_up_at,
+        DecodeError(
+            "crc_mismatch",
+            f"resynchronisation gave up after {RESYNC_CRC_FACTOR}x the input's size in failed CRCs: "
+            f"the last {window.total - base - gave_up_at} bytes are skipped",
+        ),
+    )
     return resume
 
 
-def _next_valid_batch(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> tuple[int, int | None]:
-    """The next position from `pos` holding a whole batch with a valid CRC, else the end; and the
-    position where the CRC budget (`budget[0]`, spent here) ran out, if it did."""
+def _next_valid_batch(buf: bytes, pos: int, window: Window) -> tuple[int, int | None]:
+    """The next position from `pos` holding a whole batch with a valid CRC, else the input's end
+    (from the buffer's start); and the position where the CRC budget (window.budget, spent here) ran
+    out, if it did. If the piece ends first, window.resyncing is set and resume is where to go on."""
     end = len(buf)
+    input_end = window.total - window.base
+    budget = window.budget
     while True:
         magic_at = buf.find(b"\x02", pos + _MAGIC_POSITION)
         if magic_at < 0 or magic_at + HEADER_SIZE - _MAGIC_POSITION > end:
-            return end, None
+            if input_end > end:  # candidates from here on need the next piece
+                window.resyncing = True
+                window.resume = window.base + (
+                    magic_at - _MAGIC_POSITION if magic_at >= 0 else max(pos, end - _MAGIC_POSITION)
+                )
+                return end, None
+            return input_end, None
         candidate = magic_at - _MAGIC_POSITION
         batch_length, crc, attributes, last_offset_delta, count = _CANDIDATE.unpack_from(buf, candidate)
         candidate_end = candidate + LOG_OVERHEAD + batch_length
         # Checks every batch Kafka writes passes, in order of cost: most garbage fails the first.
         if (
             batch_length >= HEADER_SIZE - LOG_OVERHEAD
-            and candidate_end <= end
+            and candidate_end <= input_end
             and not attributes & _UNKNOWN_ATTRIBUTES
             and attributes & _COMPRESSION_MASK <= _MAX_COMPRESSION
             and last_offset_delta >= 0
@@ -356,16 +538,23 @@ def _next_valid_batch(buf: bytes | mmap.mmap, pos: int, budget: list[int]) -> tu
         ):
             span = candidate_end - candidate - _CRC_START
             if span > budget[0]:
-                return end, candidate
-            if _crc(buf, candidate + _CRC_START, candidate_end) == crc:
+                return input_end, candidate
+            if candidate_end <= end:
+                verified = _crc(buf, candidate + _CRC_START, candidate_end) == crc
+            elif candidate_end - candidate <= window.capacity:  # whole in the next piece
+                window.resyncing = True
+                window.resume = window.base + candidate
+                return end, None
+            else:  # longer than a piece: its CRC through the reader
+                verified = window.crc_of(window.base + candidate + _CRC_START, window.base + candidate_end) == crc
+            if verified:
                 return candidate, None
             budget[0] -= span
         pos = candidate + 1
 
 
-def _crc(buf: bytes | mmap.mmap, start: int, stop: int) -> int:
-    """CRC32C of buf[start:stop]; a span that is not small is read through a view, not copied (an
-    mmap'd file's bytes stay in the file whatever a batch's length)."""
+def _crc(buf: bytes, start: int, stop: int) -> int:
+    """CRC32C of buf[start:stop]; a span that is not small is read through a view, not copied."""
     if stop - start < _COPIED_BELOW:
         return crc32c(buf[start:stop])
     with memoryview(buf) as view, view[start:stop] as span:

@@ -7,7 +7,13 @@ Layouts (Kafka's TransactionLogKey.json / TransactionLogValue.json):
          TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64
   v0 is the classic encoding, v1 the flexible one (compact lengths and tagged fields after every
   struct; top-level tags 0 PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion,
-  3 NextProducerEpoch).
+  3 NextProducerEpoch, which Kafka's trunk writes (KIP-939)).
+
+Tags this codec does not name (a newer Kafka's: KAFKA-20357 persists the last producer epoch as a
+further tagged field) are kept, as (tag, bytes) in tag order, in the value's `unknown_tagged_fields`,
+and the value decodes without them, as the broker's reader does. A value version above 1 is a
+DecodeError of its own reason (unknown_value_version): Kafka changes the layout only with a version.
+Tagged fields inside a partitions entry (no Kafka version defines any) are skipped.
 
 Decoding is on the exporter's hot path, so it works on offsets into the buffer with precompiled
 structs instead of a generic reader object; truncation surfaces as IndexError/struct.error and is
@@ -29,6 +35,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
@@ -67,20 +75,57 @@ VALUE_VERSIONS = (0, 1)
 _VERSION_0, _VERSION_1 = (_I16.pack(v) for v in VALUE_VERSIONS)
 
 
-class _PartitionsSkipped:
+class _PartitionsSkipped(Enum):
     """The `partitions` of a value decoded with partitions=False. Deliberately not a mapping: code
-    that reads partitions from such a value fails loudly instead of seeing none."""
+    that reads partitions from such a value fails loudly instead of seeing none. (A one-member enum:
+    `partitions is PARTITIONS_SKIPPED` narrows the field's type, and a pickled value keeps it.)"""
 
-    __slots__ = ()
+    PARTITIONS_SKIPPED = "PARTITIONS_SKIPPED"
 
     def __repr__(self) -> str:
         return "PARTITIONS_SKIPPED"
 
+    __str__ = __repr__
 
-PARTITIONS_SKIPPED = _PartitionsSkipped()
+
+PARTITIONS_SKIPPED: Final = _PartitionsSkipped.PARTITIONS_SKIPPED
+
+# {topic: [partition ids]} in the order the coordinator wrote them.
+Partitions = dict[str, list[int]]
+# A value's `partitions`: None when written as null; PARTITIONS_SKIPPED when decoded with partitions=False.
+PartitionsField = Partitions | _PartitionsSkipped | None
+
+_M = TypeVar("_M")  # what a PartitionsMemo converts an array to
+_V = TypeVar("_V")  # what `make=` builds a value into
+_P_contra = TypeVar("_P_contra", contravariant=True)
+_V_co = TypeVar("_V_co", covariant=True)
 
 
-class PartitionsMemo:
+class ValueMaker(Protocol[_P_contra, _V_co]):
+    """`make=`: called as TransactionLogValue is, with its fields in order (the tagged fields only
+    when one is not at its default; the unknown ones, maybe none, whenever all are passed), the
+    partitions as `partitions=` made them."""
+
+    def __call__(
+        self,
+        version: int,
+        producer_id: int,
+        producer_epoch: int,
+        transaction_timeout_ms: int,
+        state: TransactionState,
+        partitions: _P_contra,
+        last_update_timestamp_ms: int,
+        start_timestamp_ms: int,
+        previous_producer_id: int = ...,
+        next_producer_id: int = ...,
+        client_transaction_version: int = ...,
+        next_producer_epoch: int = ...,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
+        /,
+    ) -> _V_co: ...
+
+
+class PartitionsMemo(Generic[_M]):
     """A `partitions=` mode for a caller that makes something of each distinct partitions array
     rather than of each record's (txn-exporter decode: its JSON text). A v1 array that no fast path
     reads reaches `make` as `convert(its dict)`, made once per distinct array while it stays in
@@ -92,9 +137,9 @@ class PartitionsMemo:
 
     __slots__ = ("convert", "known", "limit")
 
-    def __init__(self, convert: Callable[[dict[str, list[int]]], object], limit: int) -> None:
+    def __init__(self, convert: Callable[[Partitions | None], _M], limit: int) -> None:
         self.convert = convert
-        self.known: dict[bytes, object] = {}
+        self.known: dict[bytes, _M] = {}
         self.limit = limit
 
 
@@ -107,7 +152,7 @@ class TransactionLogValue:
     state: TransactionState
     # {topic: [partition ids]} in the order the coordinator wrote them; None when written as null;
     # PARTITIONS_SKIPPED when decoded with partitions=False.
-    partitions: dict[str, list[int]] | _PartitionsSkipped | None
+    partitions: PartitionsField
     last_update_timestamp_ms: int
     start_timestamp_ms: int
     # Tagged fields (v1 only); their defaults when absent.
@@ -115,6 +160,8 @@ class TransactionLogValue:
     next_producer_id: int = -1
     client_transaction_version: int = 0
     next_producer_epoch: int = -1
+    # Tagged fields this codec does not name, as (tag, bytes) in the order read.
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
 
 
 @dataclass(slots=True)
@@ -162,7 +209,15 @@ def decode_key(buf: bytes) -> str:
     return _utf8(buf[4 : 4 + length])
 
 
-def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=TransactionLogValue) -> TransactionLogValue:
+@overload
+def decode_value(buf: bytes, partitions: bool = True) -> TransactionLogValue: ...
+@overload
+def decode_value(buf: bytes, partitions: bool, make: ValueMaker[PartitionsField, _V]) -> _V: ...
+@overload
+def decode_value(buf: bytes, partitions: PartitionsMemo[_M], make: ValueMaker[Partitions | _M | None, _V]) -> _V: ...
+def decode_value(
+    buf: bytes, partitions: bool | PartitionsMemo[Any] = True, make: ValueMaker[Any, object] = TransactionLogValue
+) -> object:
     """Decodes a non-null value; with partitions=False, see PARTITIONS_SKIPPED; for `make`, the
     module doc; for PartitionsMemo, its doc. Raises DecodeError.
 
@@ -195,7 +250,8 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
                         previous_id,
                     )
                 producer_id, epoch, timeout_ms, last_update, start = _V1_NO_PARTITIONS.unpack_from(buf, 0)
-                topics = ({} if count else None) if partitions else PARTITIONS_SKIPPED
+                # (A PartitionsField, or what a PartitionsMemo made of the array.)
+                topics: object = ({} if count else None) if partitions else PARTITIONS_SKIPPED
                 pos = 34
             elif count == 2 and 0 < n < 0x7F and len(buf) >= 42 + n and buf[19 + n] == 2 and buf[24 + n] == 0:
                 # One topic with one partition and no tagged fields in its entry: Ongoing and Prepare*.
@@ -255,20 +311,9 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
                 return make(
                     1, producer_id, epoch, timeout_ms, state, topics, last_update, start, -1, -1, client_version
                 )
-            previous_id, next_id, client_version, next_epoch = _v1_tagged_fields(buf, pos)
+            # (The general path: every field, unknown tagged fields included, passed.)
             return make(
-                1,
-                producer_id,
-                epoch,
-                timeout_ms,
-                state,
-                topics,
-                last_update,
-                start,
-                previous_id,
-                next_id,
-                client_version,
-                next_epoch,
+                1, producer_id, epoch, timeout_ms, state, topics, last_update, start, *_v1_tagged_fields(buf, pos)
             )
         if version == _VERSION_0:
             return _decode_value_v0(buf, partitions, make)
@@ -281,7 +326,7 @@ def decode_value(buf: bytes, partitions: bool | PartitionsMemo = True, make=Tran
     raise DecodeError("unknown_value_version", f"value version {_I16.unpack_from(buf, 0)[0]}")
 
 
-def _decode_value_v0(buf: bytes, build_partitions: bool | PartitionsMemo, make) -> TransactionLogValue:
+def _decode_value_v0(buf: bytes, build_partitions: bool | PartitionsMemo[Any], make: ValueMaker[Any, _V]) -> _V:
     # (PartitionsMemo gets dicts here: v0 values are from brokers before 4.0, and rare.)
     _, producer_id, epoch, timeout_ms, status, count = _VALUE_HEAD_V0.unpack_from(buf, 0)
     state = _STATES.get(status)
@@ -304,6 +349,7 @@ def _decode_value_v0(buf: bytes, build_partitions: bool | PartitionsMemo, make) 
                     last_update,
                     start,
                 )
+    partitions: PartitionsField
     if count == -1:
         partitions = None if build_partitions else PARTITIONS_SKIPPED
     elif count < 0:
@@ -359,7 +405,7 @@ def _v0_partitions_end(buf: bytes, count: int) -> int:
     return pos
 
 
-def _memo_v1_partitions(buf: bytes, memo: PartitionsMemo) -> tuple[object, int]:
+def _memo_v1_partitions(buf: bytes, memo: PartitionsMemo[_M]) -> tuple[_M, int]:
     """For PartitionsMemo: what the v1 array is converted to, and where it ends."""
     size = len(buf)
     # Where the array ends if the value ends with one of the tagged-field shapes decode_value knows
@@ -376,7 +422,7 @@ def _memo_v1_partitions(buf: bytes, memo: PartitionsMemo) -> tuple[object, int]:
     if pos > 17:
         found = known.get(buf[17:pos], known)  # (`known` itself: never a value in it)
         if found is not known:
-            return found, pos
+            return found, pos  # type: ignore[return-value]  # because not `known`, so one of its values
     topics, pos = _v1_partitions(buf)
     if len(known) >= memo.limit:
         known.clear()
@@ -384,7 +430,7 @@ def _memo_v1_partitions(buf: bytes, memo: PartitionsMemo) -> tuple[object, int]:
     return found, pos
 
 
-def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
+def _v1_partitions(buf: bytes) -> tuple[Partitions | None, int]:
     """The v1 partitions array in general; returns it and the position after it."""
     size = len(buf)
     count = buf[17]
@@ -398,7 +444,7 @@ def _v1_partitions(buf: bytes) -> tuple[dict[str, list[int]] | None, int]:
     # Each entry takes at least 3 bytes (topic length, ids length, tag count).
     if count * 3 > size - pos:
         raise IndexError
-    partitions = {}
+    partitions: Partitions = {}
     for _ in range(count):
         n = buf[pos]
         if n < 0x80:
@@ -466,9 +512,11 @@ def _v1_partitions_end(buf: bytes) -> int:
     return pos
 
 
-def _v1_tagged_fields(buf: bytes, pos: int) -> list[int]:
-    """The value's top-level tagged fields at `pos` (at least one), by tag; unknown tags skipped."""
+def _v1_tagged_fields(buf: bytes, pos: int) -> tuple[int, int, int, int, tuple[tuple[int, bytes], ...]]:
+    """The value's top-level tagged fields at `pos` (at least one), by tag (0 to 3), then the unknown
+    ones as a tuple of (tag, bytes)."""
     fields = [-1, -1, 0, -1]  # defaults, indexed by tag (0 to 3)
+    unknown: list[tuple[int, bytes]] | None = None
     tags, pos = _uvarint(buf, pos)
     size = len(buf)
     for _ in range(tags):
@@ -487,8 +535,12 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> list[int]:
             if length != known.size:
                 raise DecodeError("bad_length", f"tagged field {tag} of {length} bytes")
             fields[tag] = known.unpack_from(buf, pos)[0]
+        elif unknown is None:
+            unknown = [(tag, bytes(buf[pos:end]))]
+        else:
+            unknown.append((tag, bytes(buf[pos:end])))
         pos = end
-    return fields
+    return fields[0], fields[1], fields[2], fields[3], () if unknown is None else tuple(unknown)
 
 
 _STATES = {int(state): state for state in TransactionState}
@@ -585,6 +637,8 @@ def encode_value(value: TransactionLogValue) -> bytes:
         )
     )
     partitions = value.partitions
+    if partitions is PARTITIONS_SKIPPED:  # (len() below raised this TypeError, less plainly)
+        raise TypeError("cannot encode a value decoded without its partitions (PARTITIONS_SKIPPED)")
     if flexible:
         out += _encode_uvarint(0 if partitions is None else len(partitions) + 1)
     else:
@@ -611,6 +665,7 @@ def encode_value(value: TransactionLogValue) -> bytes:
             )
             if field != default
         ]
+        tagged = sorted(tagged + list(value.unknown_tagged_fields), key=lambda t: t[0])
         out += _encode_uvarint(len(tagged))
         for tag, raw in tagged:
             out += _encode_uvarint(tag) + _encode_uvarint(len(raw)) + raw

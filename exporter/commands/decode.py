@@ -4,13 +4,15 @@ The output is a public contract (field names and order):
   {"offset", "timestamp_ms", "transactional_id", "value"}   value: null for a tombstone, else
   {"version", "producer_id", "producer_epoch", "transaction_timeout_ms", "state", "partitions",
    "last_update_timestamp_ms", "start_timestamp_ms", "previous_producer_id", "next_producer_id",
-   "client_transaction_version", "next_producer_epoch"}
+   "client_transaction_version", "next_producer_epoch"}, then, only in a value carrying tagged fields
+  this decoder does not name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
   {"offset", "error"} for an undecodable record, {"position", "error"} for an undecodable batch.
 When several files are decoded (a directory, or more than one FILE), every line ends with
 "partition" (the __transaction_state partition, from the directory name; null if none) and "file",
 as grep names the file of each line only when given several.
-Exit status 1 if any error was met (bad bytes, a file that is not a segment, an unreadable file),
-2 if a path is not a regular file (nothing is decoded then), else 0.
+Exit status 1 if any error was met (bad bytes, a file that is not a segment, an unreadable file, a
+file cut short while it was read: a live broker's, its lines up to there written, then one line on
+stderr), 2 if a path is not a regular file (nothing is decoded then), else 0.
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Callable
 from itertools import islice
 from json.encoder import encode_basestring as _json_str
 from pathlib import Path
 from typing import TextIO
 
-from exporter.codec import TransactionLogRecord, TransactionState
-from exporter.codec.record_batch import BatchError, RecordError
-from exporter.codec.transaction_log import PartitionsMemo
-from exporter.sources.segment_files import NotARegularFile, check_regular, partition_of, read_segment, segments_in
+from exporter.codec import PARTITIONS_SKIPPED, TransactionLogRecord, TransactionState
+from exporter.codec.record_batch import BatchError, RecordError, RecordMaker
+from exporter.codec.transaction_log import Partitions, PartitionsMemo, ValueMaker
+from exporter.sources.segment_files import (
+    NotARegularFile,
+    SegmentShrank,
+    check_regular,
+    partition_of,
+    read_segment,
+    segments_in,
+)
 
 _PROG = "txn-exporter decode"
 
@@ -108,10 +116,18 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
     # The codec hands over each record as its JSON line (see _line_makers), errors as objects.
     items = read_segment(path, partitions=partitions, make_record=make_record, make_value=make_value)
     first = True
+    shrank = None
     # A write per line costs as much as formatting half of one: one per _LINES_PER_WRITE.
-    while chunk := list(islice(items, _LINES_PER_WRITE)):
+    while True:
+        chunk: list[str | RecordError | BatchError] = []
         try:
-            text = "".join(chunk)
+            chunk.extend(islice(items, _LINES_PER_WRITE))  # (extend keeps what came before an error)
+        except SegmentShrank as e:  # a live segment cut short: what was read is written, then said
+            shrank = e
+        if not chunk:
+            break
+        try:
+            text = "".join(chunk)  # type: ignore[arg-type]  # because an error among the lines raises TypeError, caught here
         except TypeError:  # errors among the lines (rare): no loop over the lines otherwise
             failed = True
             if first and len(chunk) == 1 and type(chunk[0]) is BatchError and chunk[0].position == 0:
@@ -121,9 +137,15 @@ def decode_file(path: Path, out: TextIO, tail: str = "") -> bool:
                     file=sys.stderr,
                 )
                 return True
-            text = "".join(item if type(item) is str else _error_line(item, tail) for item in chunk)
+            text = "".join(item if isinstance(item, str) else _error_line(item, tail) for item in chunk)
         out.write(text)
         first = False
+        if shrank is not None:
+            break
+    if shrank is not None:
+        out.flush()  # its lines before the error line
+        print(f"{_PROG}: {shrank}", file=sys.stderr)
+        return True
     return failed
 
 
@@ -142,48 +164,51 @@ def format_record(record: TransactionLogRecord, tail: str = "") -> str:
     """The JSON line decode_file writes for `record` (`tail`: see _names)."""
     _, make_record, make_value = _line_makers(tail)
     v = record.value
-    return make_record(
-        record.offset,
-        record.timestamp_ms,
-        record.transactional_id,
-        None
-        if v is None
-        else make_value(
+    value = None
+    if v is not None:
+        partitions = v.partitions
+        if partitions is PARTITIONS_SKIPPED:  # (it failed on them further on, less plainly)
+            raise TypeError("cannot format a record decoded without its partitions (PARTITIONS_SKIPPED)")
+        value = make_value(
             v.version,
             v.producer_id,
             v.producer_epoch,
             v.transaction_timeout_ms,
             v.state,
-            v.partitions,
+            partitions,
             v.last_update_timestamp_ms,
             v.start_timestamp_ms,
             v.previous_producer_id,
             v.next_producer_id,
             v.client_transaction_version,
             v.next_producer_epoch,
-        ),
-    )
+            v.unknown_tagged_fields,
+        )
+    return make_record(record.offset, record.timestamp_ms, record.transactional_id, value)
 
 
-def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callable[..., str]]:
+def _line_makers(
+    tail: str,
+) -> tuple[PartitionsMemo[str], RecordMaker[str, str], ValueMaker[Partitions | str | None, str]]:
     """The codec's partitions, make_record and make_value (see decode_batches) for lines ending
     with `tail`: each record's JSON line straight from its parsed fields, with no object in between.
     Built by hand: json.dumps of a dict per record would halve the throughput.
 
     The text of partitions is made once per distinct array while the codec's memo holds it, and
     once per distinct (topic, ids) entry while `entries` holds it (both bounded)."""
-    entries: dict[tuple, str] = {}
-    few_values: dict[tuple, tuple[str, str, str]] = {}
+    entries: dict[tuple[str | int, ...], str] = {}  # by (topic, *ids)
+    few_values: dict[tuple[int, int, int, TransactionState, int, int, int], tuple[str, str, str]] = {}
     # The last value's last-update time and its text: the record's own timestamp is usually the
     # same (the coordinator reads its clock for both), and so is the start time of an ONGOING.
-    last_update, last_update_text = None, ""
+    last_update: int | None = None
+    last_update_text = ""
 
-    def partitions_json(partitions: dict[str, list[int]] | None) -> str:
+    def partitions_json(partitions: Partitions | None) -> str:
         if not partitions:  # (the codec's memo can have these too, from a count written on 2 bytes)
             return "null" if partitions is None else "{}"
         texts = []
         for topic, ids in partitions.items():
-            key = (topic, *ids)
+            key: tuple[str | int, ...] = (topic, *ids)
             text = entries.get(key)
             if text is None:
                 if len(entries) >= _CACHED_ENTRIES:
@@ -198,13 +223,14 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
         producer_epoch: int,
         timeout_ms: int,
         state: TransactionState,
-        partitions: dict[str, list[int]] | str | None,
+        partitions: Partitions | str | None,
         last_update_ms: int,
         start_ms: int,
         previous_producer_id: int = -1,
         next_producer_id: int = -1,
         client_transaction_version: int = 0,
         next_producer_epoch: int = -1,
+        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
     ) -> str:
         # An int's text costs as much as a dict lookup and a half: the fields that take few values
         # are looked up, as three fragments, by their values.
@@ -230,10 +256,14 @@ def _line_makers(tail: str) -> tuple[PartitionsMemo, Callable[..., str], Callabl
             )
         lead, middle, end = fragments
         if type(partitions) is not str:  # else the codec's memo made it
-            partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"
+            # (`type() is not str`, cheaper than isinstance here, does not narrow the type for mypy.)
+            partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"  # type: ignore[arg-type]
         nonlocal last_update, last_update_text
         last_update, last_update_text = last_update_ms, f"{last_update_ms}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
+        if unknown_tagged_fields:  # (rare: a newer Kafka's tagged fields)
+            shown = ", ".join(f'{{"tag": {tag}, "bytes": "{raw.hex()}"}}' for tag, raw in unknown_tagged_fields)
+            end = f'{end[:-1]}, "unknown_tagged_fields": [{shown}]}}'
         return (
             f'{lead}{pid}{middle}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
             f'"start_timestamp_ms": {last_update_text if start_ms == last_update_ms else start_ms}, '

@@ -185,20 +185,20 @@ def _unreachable(bootstrap_servers: str, timeout: float) -> str | None:
 def _within(timeout: float, call: Callable[[], T]) -> T:
     """call() in a daemon thread, waited for `timeout` seconds: TimeoutError if it has not returned
     (the thread is left to the process's exit)."""
-    outcome: list[tuple[bool, object]] = []
+    returned: list[T] = []
+    raised: list[Exception] = []
 
     def target() -> None:
         try:
-            outcome.append((True, call()))
+            returned.append(call())
         except Exception as e:  # re-raised in the caller's thread
-            outcome.append((False, e))
+            raised.append(e)
 
     thread = threading.Thread(target=target, name="hanging-connect", daemon=True)
     thread.start()
     thread.join(timeout)
-    if not outcome:
+    if not returned and not raised:
         raise TimeoutError
-    ok, value = outcome[0]
-    if not ok:
-        raise value  # type: ignore[misc]
-    return value  # type: ignore[return-value]
+    if raised:
+        raise raised[0]
+    return returned[0]

@@ -108,15 +108,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _Progress:
-    """One line per step on stderr, with elapsed time; Spark's own bar shows each stage's tasks."""
+    """One line per step on stderr, with elapsed time; on a terminal, a bar shows each stage's tasks."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.t0 = time.monotonic()
+        self.clear = "\r\x1b[K" if sys.stderr.isatty() else ""  # the progress bar's line, if drawn
 
     def __call__(self, name: str) -> None:
         if not self.quiet:
-            print(f"[{time.monotonic() - self.t0:7.1f}s] {name}", file=sys.stderr, flush=True)
+            print(f"{self.clear}[{time.monotonic() - self.t0:7.1f}s] {name}", file=sys.stderr, flush=True)
 
 
 def _guarded(fn):
@@ -147,23 +148,25 @@ def _kafka_inputs(args: argparse.Namespace):
     from exporter.pipeline.sources import check_reachable
     from exporter.pipeline.tables import KafkaInput
 
-    options = []
+    options: list[tuple[str, str]] = []
     for spec in args.kafka_option:
         key, sep, value = spec.partition("=")
         if not sep or not key:
             raise PipelineError(f"--kafka-option wants KEY=VALUE, got {spec!r}")
         options.append((key, value))
-    options = tuple(options)
-    inputs = [KafkaInput(c, b, options) for c, b in _labelled(args.kafka, "kafka")]
+    inputs = [KafkaInput(c, b, tuple(options)) for c, b in _labelled(args.kafka, "kafka")]
     for k in inputs:
         check_reachable(k)
     return inputs
 
 
-def _session(args: argparse.Namespace, kafka: bool):
-    from exporter.pipeline.session import spark_session
+def _session(args: argparse.Namespace, kafka: bool, step: _Progress):
+    """Spark, its JVM's output in OUT/logs/spark-STEP.log (under spark-submit: where it sends it)."""
+    from exporter.pipeline.session import spark_session, under_spark_submit
 
-    return spark_session(args.master, kafka=kafka, progress=None if not args.quiet else False)
+    log = None if under_spark_submit() else Path(args.out).resolve() / "logs" / f"spark-{args.pipeline_command}.log"
+    step("starting Spark" + (f" (Spark's log: {log})" if log else ""))
+    return spark_session(args.master, kafka=kafka, progress=None if not args.quiet else False, log=log)
 
 
 @_guarded
@@ -176,8 +179,7 @@ def _build(args: argparse.Namespace) -> int:
     if not kafka and not segments:
         raise PipelineError("nothing to read: give --kafka CLUSTER=HOST:PORT and/or --segments CLUSTER=PATH")
     step = _Progress(args.quiet)
-    step("starting Spark")
-    spark = _session(args, kafka=bool(kafka))
+    spark = _session(args, kafka=bool(kafka), step=step)
     build(
         spark,
         kafka,
@@ -199,8 +201,7 @@ def _stream(args: argparse.Namespace) -> int:
     if not kafka:
         raise PipelineError("stream reads live clusters: give --kafka CLUSTER=HOST:PORT")
     step = _Progress(args.quiet)
-    step("starting Spark")
-    spark = _session(args, kafka=True)
+    spark = _session(args, kafka=True, step=step)
     out = str(Path(args.out).resolve())
     run_stream(
         spark,
@@ -231,10 +232,13 @@ def _backfill(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     _require_tables(out, "pending_history", "lifecycles")
     step = _Progress(args.quiet)
-    spark = _session(args, kafka=False)
+    spark = _session(args, kafka=False, step=step)
     step("writing OpenMetrics")
     series = write_openmetrics(spark, str(out), args.file)
-    step(f"done: {args.file} ({series} samples)")
+    if series:
+        step(f"done: {args.file} ({series} samples)")
+    else:  # the file is valid, its families empty
+        step(f"done: {args.file} has no samples: no transaction was prepared, so no markers were ever pending")
     return 0
 
 
@@ -243,9 +247,9 @@ def _report(args: argparse.Namespace) -> int:
     from exporter.pipeline.report import write_report
 
     out = Path(args.out).resolve()
-    _require_tables(out, "lifecycles", "pending_history", "transactional_ids")
+    _require_tables(out, "lifecycles", "pending_history", "transactional_ids", "candidates", "as_of")
     step = _Progress(args.quiet)
-    spark = _session(args, kafka=False)
+    spark = _session(args, kafka=False, step=step)
     step("writing report")
     write_report(spark, str(out), args.html, top=args.top)
     step(f"done: {args.html}")

@@ -88,6 +88,11 @@ class TransactionLogAppendFailed:
     # Kafka error name: the raw append error when the DEBUG line was there, else the coordinator's
     # mapped error of the INFO line; UNKNOWN if neither names a Kafka error.
     error: str
+    # Whose transition (the transactions view notes the error on its __transaction_state partition),
+    # and the wall clock (ms) when the exporter read the line; not compared: the counters use the
+    # target state and the error only.
+    transactional_id: str | None = field(default=None, compare=False)
+    seen_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,8 @@ class HangingScanCompleted:
     ok: bool = True
     # The round's verdicts (late and hanging), for the transactions view.
     findings: tuple[Finding, ...] = ()
+    # Wall clock (ms) when the round completed (0: not said), for the view's "last scan at".
+    completed_ms: int = field(default=0, compare=False)
 
 
 # What the `__transaction_state` tail (exporter.sources.topic_tail) yields.

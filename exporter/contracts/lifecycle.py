@@ -144,6 +144,15 @@ def is_timeout_abort(
     )
 
 
+def is_stuck_prepare(state_entered_ms: int, transaction_timeout_ms: int, now_ms: int, padding_ms: int) -> bool:
+    """A PREPARE_COMMIT/PREPARE_ABORT is stuck when it has been in that state longer than its own
+    transaction timeout plus the padding (--late-transaction-padding-seconds), the twin of the lateness
+    rule for ONGOING: a coordinator writes the markers within milliseconds and retries them without
+    end, and no timeout ever ends a PREPARE_*, so one still there after the transaction's own time
+    budget, and the padding, is held up (kafka_transactions_stuck_in_prepare, the view's "stuck")."""
+    return state_entered_ms + transaction_timeout_ms + padding_ms < now_ms
+
+
 def abort_cause(ongoing: Transition, prepare_abort: Transition) -> str:
     """Why a PREPARE_ABORT that directly follows `ongoing` was written (module docstring)."""
     if ongoing.state != ONGOING:

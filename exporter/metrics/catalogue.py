@@ -1,9 +1,11 @@
 """The one catalogue of metrics: names, types, units, labels, help, KIP-1344 mapping, buckets.
 
-Every sink (the Prometheus collector and, through it, OTLP) and every generated artifact (dashboards,
-alerts, the mixin, the docs) reads names from here so nothing drifts. A counter or gauge the model
-counts names its snapshot field (`reads`) and is rendered from it with no code of its own. `name` is the exposed sample name exactly as users query it (counters with their
-`_total`, info with `_info`); units are OpenMetrics units and always the name's suffix.
+Every sink (the Prometheus collector and, through it, OTLP) and every generated file (dashboards,
+alerts, the mixin, the README's metric table: `make generate`, generators/) reads names from here
+so nothing drifts. A counter or gauge the model counts names its snapshot field (`reads`) and is
+rendered from it with no code of its own. `name` is the exposed sample name exactly as users query
+it (counters with their `_total`, info with `_info`); units are OpenMetrics units and always the
+name's suffix.
 """
 
 from __future__ import annotations
@@ -174,6 +176,14 @@ DECODE_ERRORS = MetricSpec(
     labels=("reason",),
     reads="decode_errors",
 )
+UNKNOWN_TAGGED_FIELDS = MetricSpec(
+    "kafka_transaction_state_log_unknown_tagged_fields_total",
+    MetricType.COUNTER,
+    "__transaction_state records carrying a tagged field the exporter does not know (a newer Kafka's),"
+    " by tag (above 63: other); they are decoded without it. Replayed and live records alike.",
+    labels=("tag",),
+    reads="unknown_tagged_fields",
+)
 
 _BROKER_LOG = " From the broker's log file (--broker-log)."
 APPEND_ERRORS = MetricSpec(
@@ -219,6 +229,16 @@ TRANSACTIONS_LATE = MetricSpec(
     " each transaction's timeout instead of transaction.max.timeout.ms. The coordinator should have"
     " aborted them (KIP-588).",
     reads="late_transactions",
+)
+TRANSACTIONS_STUCK_IN_PREPARE = MetricSpec(
+    "kafka_transactions_stuck_in_prepare",
+    MetricType.GAUGE,
+    "PREPARE_COMMIT/PREPARE_ABORT transactions in that state longer than their own transaction timeout"
+    " plus the same padding (--late-transaction-padding-seconds): a coordinator writes the markers within"
+    " milliseconds and retries them without end, and no timeout ends a PREPARE_*, so these are held up"
+    " (a data partition refusing the markers, or the final append failing). The transactions view"
+    " (/transactions) names them and says why.",
+    reads="stuck_prepares",
 )
 TIMEOUTS = MetricSpec(
     "kafka_transaction_timeouts_total",
@@ -348,11 +368,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     RECORDS,
     TOMBSTONES,
     DECODE_ERRORS,
+    UNKNOWN_TAGGED_FIELDS,
     APPEND_ERRORS,
     MARKER_RETRIES,
     MARKER_FAILURES,
     COMPLETE_APPEND_RETRIES,
     TRANSACTIONS_LATE,
+    TRANSACTIONS_STUCK_IN_PREPARE,
     TIMEOUTS,
     PRODUCER_ID_ROTATIONS,
     TRANSACTION_DURATION,

@@ -29,14 +29,20 @@ import math
 import os
 import threading
 import time
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import urlsplit
 
 from prometheus_client.metrics_core import Metric as PromMetric
+from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.metrics import catalogue as c
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model.sinks import DurationSink, ObservationSinks
+
+if TYPE_CHECKING:  # the SDK is imported when a pusher is made, not with this module
+    from opentelemetry.sdk.metrics import Exemplar
+    from opentelemetry.sdk.metrics.export import ExponentialHistogram, Histogram, Metric, MetricExporter, MetricsData
 
 log = logging.getLogger("txn_exporter.otlp")
 
@@ -128,14 +134,31 @@ def enabled_by_environment(environ: dict[str, str] | os._Environ[str] = os.envir
     return bool(environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
+class _Times(TypedDict):
+    """A data point's times, as its keyword arguments."""
+
+    start_time_unix_nano: int
+    time_unix_nano: int
+
+
+class _Series(TypedDict):
+    """One histogram series of a family, gathered from its samples."""
+
+    bounds: list[float]
+    cumulative: list[int]
+    sum: float
+    count: int
+    exemplars: list[Exemplar]
+
+
 class OtlpPusher:
     def __init__(
         self,
-        collector: object,
+        collector: Collector,
         endpoint: str | None = None,
         exponential: ExponentialRecorders | None = None,
         interval_seconds: float = 60.0,
-        exporter: object | None = None,
+        exporter: MetricExporter | None = None,
     ) -> None:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.sdk.resources import Resource
@@ -165,7 +188,7 @@ class OtlpPusher:
         if self._thread is not None:
             self._thread.join()
         self.push()
-        self._exporter.shutdown()  # type: ignore[attr-defined]
+        self._exporter.shutdown()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
@@ -175,7 +198,7 @@ class OtlpPusher:
         from opentelemetry.sdk.metrics.export import MetricExportResult
 
         try:
-            result = self._exporter.export(self.collect(), timeout_millis=10_000)  # type: ignore[attr-defined]
+            result = self._exporter.export(self.collect(), timeout_millis=10_000)
         except Exception:  # the receiver's problem must not stop the exporter
             log.warning("OTLP push failed", exc_info=True)
             result = None
@@ -184,24 +207,25 @@ class OtlpPusher:
         self.failures += not ok
         return ok
 
-    def collect(self):  # -> opentelemetry.sdk.metrics.export.MetricsData
+    def collect(self) -> MetricsData:
         from opentelemetry.sdk.metrics.export import MetricsData, ResourceMetrics, ScopeMetrics
 
         now_ns = time.time_ns()
-        metrics = [m for family in self._collector.collect() if (m := self._convert(family, now_ns))]  # type: ignore[attr-defined]
+        metrics = [m for family in self._collector.collect() if (m := self._convert(family, now_ns))]
         scope = ScopeMetrics(scope=self._scope, metrics=metrics, schema_url="")
         return MetricsData(
             resource_metrics=[ResourceMetrics(resource=self._resource, scope_metrics=[scope], schema_url="")]
         )
 
-    def _convert(self, family: PromMetric, now_ns: int):
+    def _convert(self, family: PromMetric, now_ns: int) -> Metric | None:
         from opentelemetry.sdk.metrics.export import AggregationTemporality, Gauge, Metric, NumberDataPoint, Sum
 
         spec = self._specs.get(family.name)
         if spec is None:
             return None  # not ours (cannot happen with TransactionCollector)
-        times = {"start_time_unix_nano": self._start_ns, "time_unix_nano": now_ns}
+        times: _Times = {"start_time_unix_nano": self._start_ns, "time_unix_nano": now_ns}
         unit = _UCUM.get(spec.unit, spec.unit)
+        data: Histogram | ExponentialHistogram | Sum | Gauge
         if spec.type is c.MetricType.HISTOGRAM:
             data = self._histogram(family, times)
         else:
@@ -217,7 +241,7 @@ class OtlpPusher:
                 data = Gauge(points)
         return Metric(name=spec.name, description=spec.help, unit=unit, data=data)
 
-    def _histogram(self, family: PromMetric, times: dict[str, int]):
+    def _histogram(self, family: PromMetric, times: _Times) -> Histogram | ExponentialHistogram:
         from opentelemetry.sdk.metrics import Exemplar
         from opentelemetry.sdk.metrics._internal.point import Buckets
         from opentelemetry.sdk.metrics.export import (
@@ -228,7 +252,7 @@ class OtlpPusher:
             HistogramDataPoint,
         )
 
-        series: dict[tuple[tuple[str, str], ...], dict] = {}
+        series: dict[tuple[tuple[str, str], ...], _Series] = {}
         for sample in family.samples:
             labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
             entry = series.setdefault(labels, {"bounds": [], "cumulative": [], "sum": 0.0, "count": 0, "exemplars": []})
@@ -238,19 +262,16 @@ class OtlpPusher:
                     entry["bounds"].append(float(sample.labels["le"]))
                 entry["cumulative"].append(int(sample.value))
                 if (kept := sample.exemplar) is not None:
-                    entry["exemplars"].append(
-                        Exemplar(
-                            dict(kept.labels),
-                            kept.value,
-                            round(kept.timestamp * 1e9),  # type: ignore[operator]
-                        )
-                    )
+                    # (TransactionCollector's exemplars have their observation's time; one without
+                    # would take the collection's.)
+                    at = times["time_unix_nano"] if kept.timestamp is None else round(float(kept.timestamp) * 1e9)
+                    entry["exemplars"].append(Exemplar(dict(kept.labels), kept.value, at))
             elif suffix == "_sum":
                 entry["sum"] = sample.value
             elif suffix == "_count":
                 entry["count"] = int(sample.value)
         if self._exponential is not None:
-            points = []
+            exponential_points = []
             for labels, entry in series.items():
                 counts = self._exponential.series[(family.name, tuple(v for _, v in labels))]
                 positive = Buckets(offset=0, bucket_counts=[])
@@ -260,7 +281,7 @@ class OtlpPusher:
                         offset=low, bucket_counts=[counts.counts.get(i, 0) for i in range(low, high + 1)]
                     )
                 empty = counts.count == 0
-                points.append(
+                exponential_points.append(
                     ExponentialHistogramDataPoint(
                         attributes=dict(labels),
                         count=counts.count,
@@ -276,7 +297,7 @@ class OtlpPusher:
                         **times,
                     )
                 )
-            return ExponentialHistogram(points, AggregationTemporality.CUMULATIVE)
+            return ExponentialHistogram(exponential_points, AggregationTemporality.CUMULATIVE)
         points = []
         for labels, entry in series.items():
             cumulative = entry["cumulative"]
@@ -288,8 +309,10 @@ class OtlpPusher:
                     sum=entry["sum"],
                     bucket_counts=per_bucket,
                     explicit_bounds=entry["bounds"],
-                    min=None,
-                    max=None,  # type: ignore[arg-type]
+                    # None: OTLP's min and max are optional and /metrics' buckets carry neither; the
+                    # SDK's encoder leaves None unset, though its type says float.
+                    min=None,  # type: ignore[arg-type]  # because optional in OTLP (above)
+                    max=None,  # type: ignore[arg-type]  # because optional in OTLP (above)
                     exemplars=entry["exemplars"],
                     **times,
                 )

@@ -59,13 +59,32 @@ _ID_BUDGET = EXEMPLAR_LABELS_MAX - len("transactional_id") - len("producer_id")
 
 
 def _family(spec: c.MetricSpec) -> Metric:
-    kwargs = {"labels": spec.labels} if spec.labels else {}
-    if spec.type is c.MetricType.COUNTER:
-        return CounterMetricFamily(spec.family_name, spec.help, unit=spec.unit, **kwargs)
-    if spec.type is c.MetricType.GAUGE:
-        return GaugeMetricFamily(spec.family_name, spec.help, unit=spec.unit, **kwargs)
+    """An empty family of any type (describe())."""
     if spec.type is c.MetricType.HISTOGRAM:
-        return HistogramMetricFamily(spec.family_name, spec.help, unit=spec.unit, **kwargs)
+        return _histogram(spec)
+    if spec.type is c.MetricType.INFO:
+        return _info(spec)
+    return _scalar(spec)
+
+
+def _scalar(spec: c.MetricSpec) -> CounterMetricFamily | GaugeMetricFamily:
+    """A counter's or a gauge's family: one value per label set."""
+    if spec.type is c.MetricType.COUNTER:
+        return CounterMetricFamily(spec.family_name, spec.help, labels=spec.labels, unit=spec.unit)
+    if spec.type is c.MetricType.GAUGE:
+        return GaugeMetricFamily(spec.family_name, spec.help, labels=spec.labels, unit=spec.unit)
+    raise ValueError(f"{spec.name} is a {spec.type}, not a counter or a gauge")
+
+
+def _histogram(spec: c.MetricSpec) -> HistogramMetricFamily:
+    if spec.type is not c.MetricType.HISTOGRAM:
+        raise ValueError(f"{spec.name} is a {spec.type}, not a histogram")
+    return HistogramMetricFamily(spec.family_name, spec.help, labels=spec.labels, unit=spec.unit)
+
+
+def _info(spec: c.MetricSpec) -> InfoMetricFamily:
+    if spec.type is not c.MetricType.INFO:
+        raise ValueError(f"{spec.name} is a {spec.type}, not an info metric")
     # An info metric's labels are the keys of the value it is given.
     return InfoMetricFamily(spec.family_name, spec.help)
 
@@ -102,21 +121,21 @@ class TransactionCollector(Collector):
 
     def _histograms(self, now_ms: int) -> list[Metric]:
         """The recorders' families; read inside the model's snapshot, as the model writes them."""
-        latency = _family(c.APPEND_LATENCY)
-        quantiles = _family(c.APPEND_LATENCY_QUANTILE)
+        latency = _histogram(c.APPEND_LATENCY)
+        quantiles = _scalar(c.APPEND_LATENCY_QUANTILE)
         # Every live record with a target state is exactly one append-latency observation.
-        records = _family(c.RECORDS)
+        records = _scalar(c.RECORDS)
         for state, recorder in zip(c.TARGET_STATES, self._recorders.append_latency):
             snapshot = self._add_histogram(latency, (state,), recorder, now_ms)
             for label, value in zip(_QUANTILE_LABELS, snapshot.quantiles):
                 quantiles.add_metric((state, label), value)
             records.add_metric((state,), snapshot.cumulative_buckets[-1])
 
-        completion = _family(c.MARKER_COMPLETION)
+        completion = _histogram(c.MARKER_COMPLETION)
         for result, recorder in self._recorders.marker_completion.items():
             self._add_histogram(completion, (result,), recorder, now_ms)
 
-        duration = _family(c.TRANSACTION_DURATION)
+        duration = _histogram(c.TRANSACTION_DURATION)
         for result, recorder in self._recorders.transaction_duration.items():
             self._add_histogram(duration, (result,), recorder, now_ms, self._duration_bounds)
         return [latency, quantiles, records, completion, duration]
@@ -134,9 +153,9 @@ class TransactionCollector(Collector):
         families.append(_single(c.PENDING_MARKERS_OLDEST_AGE, oldest_age))
         families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state)))
         families.append(_labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items())))
-        append_errors = _family(c.APPEND_ERRORS)
+        append_errors = _scalar(c.APPEND_ERRORS)
         for (state, error), count in sorted(model.append_errors.items()):
-            append_errors.add_metric((c.TARGET_STATES[state], error), count)  # type: ignore[attr-defined]
+            append_errors.add_metric((c.TARGET_STATES[state], error), count)
         families.append(append_errors)
         broker_log = model.broker_log
         families.append(_single(c.BROKER_LOG_LINES, broker_log.lines))
@@ -146,8 +165,8 @@ class TransactionCollector(Collector):
         families.append(_single(c.BROKER_LOG_ROTATIONS, broker_log.rotations))
 
         phases = dict.fromkeys(c.PARTITION_PHASES, 0)
-        lag = _family(c.PARTITION_CONSUMER_LAG)
-        last_record = _family(c.PARTITION_LAST_RECORD_TIMESTAMP)
+        lag = _scalar(c.PARTITION_CONSUMER_LAG)
+        last_record = _scalar(c.PARTITION_LAST_RECORD_TIMESTAMP)
         for row in model.partitions:
             phases["live" if row.live else "replaying"] += 1
             label = (str(row.partition),)
@@ -160,7 +179,7 @@ class TransactionCollector(Collector):
 
     def _add_histogram(
         self,
-        family: Metric,
+        family: HistogramMetricFamily,
         labels: tuple[str, ...],
         recorder: LatencyRecorder,
         now_ms: int,
@@ -168,19 +187,17 @@ class TransactionCollector(Collector):
     ) -> LatencySnapshot:
         snapshot = recorder.snapshot(now_ms, c.QUANTILES)
         bounds = bounds or self._bucket_bounds
-        buckets = [
-            (bound, count, None if kept is None else exemplar(kept))
+        buckets: list[tuple[str, float] | tuple[str, float, Exemplar]] = [
+            (bound, count) if kept is None else (bound, count, exemplar(kept))
             for bound, count, kept in zip(bounds, snapshot.cumulative_buckets, snapshot.exemplars)
         ]
-        family.add_metric(labels, buckets, snapshot.sum_seconds)  # type: ignore[attr-defined]
+        family.add_metric(labels, buckets, snapshot.sum_seconds)
         return snapshot
 
     @staticmethod
     def _build_info() -> Metric:
-        info = _family(c.BUILD_INFO)
-        info.add_metric(  # type: ignore[attr-defined]
-            (), {"version": __version__, "python_version": platform.python_version()}
-        )
+        info = _info(c.BUILD_INFO)
+        info.add_metric((), {"version": __version__, "python_version": platform.python_version()})
         return info
 
 
@@ -201,8 +218,8 @@ def fit(value: str, limit: int) -> str:
 
 
 def _single(spec: c.MetricSpec, value: float) -> Metric:
-    family = _family(spec)
-    family.add_metric((), value)  # type: ignore[attr-defined]
+    family = _scalar(spec)
+    family.add_metric((), value)
     return family
 
 
@@ -214,7 +231,7 @@ def _read(spec: c.MetricSpec, value: float | Mapping[str, float]) -> Metric:
 
 
 def _labelled(spec: c.MetricSpec, values: Iterable[tuple[str, float]]) -> Metric:
-    family = _family(spec)
+    family = _scalar(spec)
     for label, value in values:
-        family.add_metric((label,), value)  # type: ignore[attr-defined]
+        family.add_metric((label,), value)
     return family

@@ -18,6 +18,7 @@ aborts: exporter.contracts.lifecycle.is_timeout_abort, shared with the Spark pip
 
 from exporter.model.coordinator import CoordinatorModel, Event
 from exporter.model.reading import (
+    AppendErrorRow,
     InFlightSelection,
     InFlightTransaction,
     MarkerErrorRow,
@@ -28,6 +29,7 @@ from exporter.model.reading import (
 from exporter.model.sinks import DurationSink, ObservationSinks
 
 __all__ = [
+    "AppendErrorRow",
     "CoordinatorModel",
     "DurationSink",
     "Event",

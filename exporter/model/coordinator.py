@@ -22,20 +22,24 @@ Decisions a reader of the metrics needs to know:
   record is replayed, which would fake an old pending transaction.
 - Decode errors count replayed and live records alike: the record is broken either way. (A replay
   hands over only each id's last record, exporter.sources.topic_tail: the ones it replaces never
-  reach the codec.)
+  reach the codec.) So do records carrying tagged fields the codec does not name (a newer Kafka's),
+  by tag (`unknown_tagged_fields`; tags above 63 as "other"); they are applied as any other record.
+  The first record of each such tag, and the first value version above 1 (an
+  unknown_value_version decode error), are logged as a warning; later ones are only counted.
 - In-flight transactions (ONGOING, PREPARE_*) keep their last record, the only per-transaction data
-  beyond the packed state (`in_flight()`, for the transactions view); a marker error from the broker
+  beyond the packed state (`in_flight_transactions()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
   record is not noted (the coordinator logs the next retry again).
 - Broker-log events (exporter.sources.broker_log_tail) only count, except one: a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
-  `pending_markers()`'s count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
+  the pending-markers count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
   of an id the model does not hold as pending (its record not read yet, or already completed) is
   counted but changes nothing: the coordinator logs it again on its next retry.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -60,7 +64,7 @@ from exporter.contracts.events import (
     TransactionLogRecords,
     UndecodableRecord,
 )
-from exporter.contracts.lifecycle import is_timeout_abort
+from exporter.contracts.lifecycle import is_stuck_prepare, is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -82,6 +86,8 @@ from exporter.model.reading import (
 )
 from exporter.model.sinks import ObservationSinks
 
+log = logging.getLogger(__name__)
+
 Event = (
     TopicEvent
     | TransactionLogAppendFailed
@@ -94,6 +100,9 @@ Event = (
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
+# Unknown tagged fields are counted by tag up to this one, the rest together: a bounded label.
+MAX_TAG_LABEL = 63
+OTHER_TAGS = "other"
 _ONGOING_STATE = TransactionState.ONGOING
 _PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
@@ -158,6 +167,8 @@ class CoordinatorModel:
         # per target state are not counted here: each is exactly one append-latency observation.
         self._tombstones = 0
         self._decode_errors: dict[str, int] = dict.fromkeys(DecodeError.REASONS, 0)
+        # Records carrying tagged fields the codec does not name, by tag ("4"... or OTHER_TAGS).
+        self._unknown_tagged_fields: dict[str, int] = {}
         self._unwritten_states: dict[TransactionState, int] = dict.fromkeys(EFFECTIVE_STATE_OF_UNWRITTEN, 0)
         self._source_up = False
         # From the broker log: (target state id, error name) -> failed appends; error -> count.
@@ -207,6 +218,8 @@ class CoordinatorModel:
                 new = ABSENT
             else:
                 new = value.state
+                if value.unknown_tagged_fields:  # a newer Kafka's record (rare)
+                    self._count_unknown_tags(partition, record.offset, tid, value.unknown_tagged_fields)
                 if new > _LAST_WRITTEN_STATE:
                     # Applied as what a broker writes instead, but never observed as a target state.
                     self._unwritten_states[new] += 1
@@ -275,6 +288,28 @@ class CoordinatorModel:
                 if self._record_duration:
                     self._record_duration[result](timestamp_ms - start_ms, received_ms, tid, producer_id)
 
+    def _count_unknown_tags(
+        self, partition: int, offset: int, tid: str, unknown: tuple[tuple[int, bytes], ...]
+    ) -> None:
+        counts = self._unknown_tagged_fields
+        labels: dict[str, int] = {}  # each label once per record, with its first tag (named in the warning)
+        for tag, _ in unknown:
+            labels.setdefault(str(tag) if tag <= MAX_TAG_LABEL else OTHER_TAGS, tag)
+        for label, tag in labels.items():
+            seen = counts.get(label, 0)
+            counts[label] = seen + 1
+            if not seen:
+                log.warning(
+                    "__transaction_state partition %d offset %d (transactional id %r): tagged field %d is not one "
+                    "this exporter knows (a newer Kafka's?); its records are decoded without it and counted in "
+                    'kafka_transaction_state_log_unknown_tagged_fields_total{tag="%s"} (this is said once per tag)',
+                    partition,
+                    offset,
+                    tid[:100],
+                    tag,
+                    label,
+                )
+
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Applies events in order under `lock`, taking it once for the whole batch."""
         apply = self.apply
@@ -284,7 +319,18 @@ class CoordinatorModel:
 
     def _apply_control(self, event: Event) -> None:
         if type(event) is UndecodableRecord:
-            self._decode_errors[event.error.reason] += 1
+            reason = event.error.reason
+            self._decode_errors[reason] += 1
+            if reason == "unknown_value_version" and self._decode_errors[reason] == 1:
+                log.warning(
+                    "__transaction_state partition %d offset %d: %s, which this exporter cannot read (a newer "
+                    "Kafka's?); such records are skipped and counted in "
+                    'kafka_transaction_state_log_decode_errors_total{reason="unknown_value_version"} (this is '
+                    "said once)",
+                    event.partition,
+                    event.offset,
+                    event.error.detail,
+                )
             part = self._partitions.get(event.partition)
             if part is not None:
                 part.next_offset = max(part.next_offset, event.offset + 1)
@@ -314,6 +360,7 @@ class CoordinatorModel:
         elif type(event) is TransactionLogAppendFailed:
             key = (event.target_state, event.error)
             self._append_errors[key] = self._append_errors.get(key, 0) + 1
+            self._note_append_error(event)
         elif type(event) is MarkerWriteFailed:
             self._marker_failures[event.error] = self._marker_failures.get(event.error, 0) + 1
             self._note_marker_error(event)
@@ -352,11 +399,27 @@ class CoordinatorModel:
                 prepared = part.inflight[state]
                 entry = prepared.get(tid)
                 if entry is not None:
-                    errors = dict(entry[5] or ())
-                    previous = errors.get(partition)
-                    errors[partition] = (event.error, 1 if previous is None else previous[1] + 1, event.seen_ms)
+                    errors: dict[tuple[str, str], tuple[int, int]] = dict(entry[5] or {})
+                    key = (partition, event.error)
+                    previous = errors.get(key)
+                    errors[key] = (1 if previous is None else previous[0] + 1, event.seen_ms)
                     prepared[tid] = (*entry[:5], errors)
                     return
+
+    def _note_append_error(self, event: TransactionLogAppendFailed) -> None:
+        """Notes a failed append on the `__transaction_state` partition holding its transactional id
+        (copy on write); an id the model does not track yet (a first InitProducerId) is only counted."""
+        tid = event.transactional_id
+        if tid is None:
+            return
+        for part in self._partitions.values():  # rare: a scan beats knowing the partition count
+            if tid in part.states:
+                errors = dict(part.append_errors)
+                key = (event.target_state, event.error)
+                previous = errors.get(key)
+                errors[key] = (1 if previous is None else previous[0] + 1, event.seen_ms)
+                part.append_errors = errors
+                return
 
     # --- Queries (any thread: each takes the lock itself) ---
 
@@ -370,10 +433,12 @@ class CoordinatorModel:
                 source_up=self._source_up,
                 transactions_by_state=self._transactions_by_state(),
                 late_transactions=self._late_transactions(now_ms, late_padding_ms),
+                stuck_prepares=self._stuck_prepares(now_ms, late_padding_ms),
                 pending_markers=pending,
                 oldest_prepare_ms=oldest_prepare_ms,
                 tombstones=self._tombstones,
                 decode_errors=dict(self._decode_errors),
+                unknown_tagged_fields=dict(self._unknown_tagged_fields),
                 unwritten_states=dict(self._unwritten_states),
                 append_errors=dict(self._append_errors),
                 marker_retries=dict(self._marker_retries),
@@ -398,11 +463,14 @@ class CoordinatorModel:
         the live partitions that entered their state at least `min_age_ms` before `now_ms`."""
         with self._lock:  # only references are copied under it (no allocation per transaction)
             entries: list[InFlightEntry] = []
-            for part in self._partitions.values():
+            append_errors: dict[int, dict[tuple[int, str], tuple[int, int]]] = {}
+            for partition, part in self._partitions.items():
                 if part.live:
                     for state in IN_FLIGHT_STATES if states is None else states:
                         entries += part.inflight[state].values()
-        return select_in_flight(entries, limit, min_age_ms, now_ms)
+                    if part.append_errors:
+                        append_errors[partition] = part.append_errors
+        return select_in_flight(entries, limit, min_age_ms, now_ms, append_errors)
 
     def tracked_id(self, transactional_id: str) -> TrackedId | None:
         """`transactional_id`'s last written state, producer id and epoch; None if not tracked."""
@@ -440,6 +508,21 @@ class CoordinatorModel:
             if part.live and part.ongoing:
                 late += sum(1 for deadline in part.ongoing.values() if deadline < cutoff)
         return late
+
+    def _stuck_prepares(self, now_ms: int, padding_ms: int) -> int:
+        """PREPARE_* transactions in that state longer than their own timeout plus `padding_ms`
+        (exporter.contracts.lifecycle.is_stuck_prepare), over live partitions. O(pending transactions)."""
+        stuck = 0
+        for part in self._partitions.values():
+            if part.live and part.pending:
+                for state in _PREPARES:
+                    for entry in part.inflight[state].values():
+                        value = entry[4].value
+                        if value is not None and is_stuck_prepare(
+                            entry[0], value.transaction_timeout_ms, now_ms, padding_ms
+                        ):
+                            stuck += 1
+        return stuck
 
     def _pending_markers(self) -> tuple[int, int | None]:
         """(transactions whose last state is PREPARE_* and whose final append is not in the retry

@@ -38,9 +38,14 @@ class PartitionState:
     the others), so the view's usual question (which PREPARE_COMMITs are old?) reads only that
     state's tuples. A tuple is replaced, never changed, so a reader can copy references under the
     model's lock and read them after releasing it.
+
+    `append_errors` holds the failed `__transaction_state` appends the broker log showed for this
+    partition, as {(target state id, error): (count, last seen ms)}; replaced, never changed, like
+    the tuples (a reader takes the reference under the lock).
     """
 
     __slots__ = (
+        "append_errors",
         "high_watermark",
         "inflight",
         "last_record",
@@ -71,6 +76,7 @@ class PartitionState:
         # advance it through `last_record`.
         self.next_offset = 0
         self.high_watermark: int | None = None
+        self.append_errors: dict[tuple[int, str], tuple[int, int]] = {}
 
     @property
     def last_record_timestamp_ms(self) -> int | None:
@@ -92,7 +98,7 @@ class PartitionState:
 
 
 # An in-flight transaction as the model keeps it: InFlight's fields in a plain tuple.
-InFlightEntry = tuple[int, str, int, int, TransactionLogRecord, "dict[str, tuple[str, int, int]] | None"]
+InFlightEntry = tuple[int, str, int, int, TransactionLogRecord, "dict[tuple[str, str], tuple[int, int]] | None"]
 
 
 class InFlight(NamedTuple):
@@ -106,8 +112,9 @@ class InFlight(NamedTuple):
     packed: int  # state, producer id and epoch (see unpack)
     # Its last record: timeout, start, partitions (or, decoded without them, `raw_value` to decode).
     record: TransactionLogRecord
-    # None, or for PREPARE_*, from the broker log: {"topic-N": (error, count, last seen ms)}.
-    marker_errors: dict[str, tuple[str, int, int]] | None
+    # None, or for PREPARE_*, from the broker log: {("topic-N", error): (count, last seen ms)}, every
+    # error a data partition answered (a leader that moved, then an ISR too small: both explained).
+    marker_errors: dict[tuple[str, str], tuple[int, int]] | None
 
 
 # `states` packing: the low 3 bits are the state id (ABSENT = 6 fits), then the epoch, then the

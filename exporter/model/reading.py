@@ -10,7 +10,7 @@ after it is released, so a large view never stalls the source (bench/transaction
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -36,10 +36,12 @@ class ModelSnapshot:
     source_up: bool
     transactions_by_state: tuple[int, ...]  # tracked ids by state id, EMPTY..COMPLETE_ABORT
     late_transactions: int
+    stuck_prepares: int  # PREPARE_* longer than their own timeout plus the padding
     pending_markers: int
     oldest_prepare_ms: int | None
     tombstones: int
     decode_errors: dict[str, int]
+    unknown_tagged_fields: dict[str, int]  # records carrying a tagged field the codec does not name, by tag
     unwritten_states: dict[TransactionState, int]
     append_errors: dict[tuple[int, str], int]  # (target state id, error) -> failed appends
     marker_retries: dict[str, int]
@@ -63,9 +65,21 @@ class TrackedId(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class MarkerErrorRow:
-    """The last marker error a data partition returned for a PREPARE_* transaction (broker log)."""
+    """An error a data partition returned to a PREPARE_* transaction's markers (broker log): how
+    often, and when last read."""
 
     partition: str  # topic-N
+    error: str
+    count: int
+    last_seen_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendErrorRow:
+    """Failed `__transaction_state` appends on a transaction's coordinator partition (broker log),
+    of any transactional id there, since the transaction entered its state."""
+
+    target_state: TransactionState
     error: str
     count: int
     last_seen_ms: int
@@ -86,7 +100,8 @@ class InFlightTransaction:
     coordinator_partition: int  # of __transaction_state
     partitions: tuple[str, ...]  # topic-N, as the record lists them
     partitions_error: str | None  # why the partitions could not be decoded (then none are listed)
-    marker_errors: tuple[MarkerErrorRow, ...]  # by partition
+    marker_errors: tuple[MarkerErrorRow, ...]  # by partition, the most recent error first
+    append_errors: tuple[AppendErrorRow, ...] = ()  # the most recent first
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +110,18 @@ class InFlightSelection:
     matching: int  # how many are in the states asked for and old enough
 
 
-def select_in_flight(entries: Sequence[InFlightEntry], limit: int, min_age_ms: int, now_ms: int) -> InFlightSelection:
-    """The oldest `limit` of `entries` (InFlight tuples) in their state for at least `min_age_ms`."""
+AppendErrors = dict[tuple[int, str], tuple[int, int]]  # PartitionState.append_errors
+
+
+def select_in_flight(
+    entries: Sequence[InFlightEntry],
+    limit: int,
+    min_age_ms: int,
+    now_ms: int,
+    append_errors: Mapping[int, AppendErrors] | None = None,
+) -> InFlightSelection:
+    """The oldest `limit` of `entries` (InFlight tuples) in their state for at least `min_age_ms`,
+    with their coordinator partition's append errors (`append_errors`, by partition)."""
     # The tuples order by (entered_ms, transactional id, partition), unique, so no key function.
     oldest = heapq.nsmallest(limit, entries)
     matching = len(entries)
@@ -107,10 +132,11 @@ def select_in_flight(entries: Sequence[InFlightEntry], limit: int, min_age_ms: i
         old_enough = cutoff.__gt__
         oldest = [e for e in oldest if old_enough(e)]
         matching = sum(map(old_enough, entries))
-    return InFlightSelection([in_flight_row(InFlight._make(e)) for e in oldest], matching)
+    errors = append_errors or {}
+    return InFlightSelection([in_flight_row(InFlight._make(e), errors.get(e[2])) for e in oldest], matching)
 
 
-def in_flight_row(entry: InFlight) -> InFlightTransaction:
+def in_flight_row(entry: InFlight, append_errors: AppendErrors | None = None) -> InFlightTransaction:
     value = entry.record.value
     if value is None:  # never: a tombstone ends a transaction
         raise ValueError(f"in-flight entry of {entry.transactional_id!r} without a value")
@@ -135,6 +161,12 @@ def in_flight_row(entry: InFlight) -> InFlightTransaction:
         partitions=tuple(f"{topic}-{p}" for topic, ids in listed.items() for p in ids),
         partitions_error=error,
         marker_errors=tuple(
-            MarkerErrorRow(p, e, count, seen) for p, (e, count, seen) in sorted((entry.marker_errors or {}).items())
+            MarkerErrorRow(p, e, count, seen)
+            for (p, e), (count, seen) in sorted((entry.marker_errors or {}).items(), key=lambda i: (i[0][0], -i[1][1]))
+        ),
+        append_errors=tuple(
+            AppendErrorRow(TransactionState(state), e, count, seen)
+            for (state, e), (count, seen) in sorted((append_errors or {}).items(), key=lambda i: -i[1][1])
+            if seen >= entry.entered_ms
         ),
     )

@@ -8,7 +8,8 @@ Series (one per cluster; the names are a contract):
       before the sample's time, counted from the start of the data
   kafka_txn_history_timed_out_transactions_total{cluster} counter: of those, aborted on timeout
 Samples every bucket (--pending-resolution-seconds of the build, a minute by default), timestamps in
-seconds. Families are written whole, series by series in time order, then `# EOF`.
+seconds. Families are written whole, series by series in time order, then `# EOF`. With no
+history (no transaction was ever prepared) the families have no samples: a valid, empty file.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def _label(value: str) -> str:
 def write_openmetrics(spark, out: str, path: Path) -> int:
     from pyspark.sql import functions as F
 
-    history = spark.read.parquet(f"{out}/pending_history").select("cluster", "time_ms", "pending", "pending_max")
+    from exporter.pipeline.tables import read_table
+
+    history = read_table(spark, out, "pending_history").select("cluster", "time_ms", "pending", "pending_max")
     # The bucket size the build used: the step between a cluster's first two buckets (60 s if one).
     steps = (
         history.groupBy("cluster")
@@ -33,7 +36,7 @@ def write_openmetrics(spark, out: str, path: Path) -> int:
         .select("cluster", F.when(F.size("t") > 1, F.col("t")[1] - F.col("t")[0]).otherwise(60_000).alias("step"))
     )
     resolution = {r["cluster"]: r["step"] for r in steps.collect()}
-    lc = spark.read.parquet(f"{out}/lifecycles").where(F.col("complete_ms").isNotNull())
+    lc = read_table(spark, out, "lifecycles").where(F.col("complete_ms").isNotNull())
     completions: dict[tuple[str, str], dict[int, int]] = {}
     timeouts: dict[str, dict[int, int]] = {}
     for cluster, step in resolution.items():

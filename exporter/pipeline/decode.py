@@ -14,44 +14,43 @@ take and yield pyarrow RecordBatches, and are tested and benchmarked without a J
 from __future__ import annotations
 
 import gc
-import mmap
 import re
 from collections.abc import Iterable, Iterator
 from operator import attrgetter
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from exporter.codec import DecodeError, TransactionLogRecord, decode_key, decode_value
-from exporter.codec.record_batch import BatchError, RecordError, decode_batches
+from exporter.codec.record_batch import BatchError, Decoded, RecordError, decode_batches
 from exporter.codec.states import TransactionState
-from exporter.sources.segment_files import mapped
+from exporter.sources.segment_files import read_segment
 
 # One row per record. Tombstones have state null; undecodable records (or batches) have `error`.
-TRANSITIONS_SCHEMA = pa.schema(
-    [
-        ("cluster", pa.string()),
-        ("partition", pa.int32()),  # the __transaction_state partition: the coordinator's
-        ("offset", pa.int64()),  # null for an undecodable batch
-        ("timestamp_ms", pa.int64()),
-        ("transactional_id", pa.string()),
-        ("state", pa.string()),
-        ("producer_id", pa.int64()),
-        ("producer_epoch", pa.int32()),
-        ("transaction_timeout_ms", pa.int32()),
-        ("partitions", pa.list_(pa.string())),  # "topic-N", in the order the coordinator wrote them
-        ("last_update_timestamp_ms", pa.int64()),
-        ("start_timestamp_ms", pa.int64()),
-        ("value_version", pa.int32()),
-        ("previous_producer_id", pa.int64()),
-        ("next_producer_id", pa.int64()),
-        ("client_transaction_version", pa.int32()),
-        ("next_producer_epoch", pa.int32()),
-        ("error", pa.string()),
-    ]
-)
+_TRANSITIONS_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("cluster", pa.string()),
+    ("partition", pa.int32()),  # the __transaction_state partition: the coordinator's
+    ("offset", pa.int64()),  # null for an undecodable batch
+    ("timestamp_ms", pa.int64()),
+    ("transactional_id", pa.string()),
+    ("state", pa.string()),
+    ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int32()),
+    ("transaction_timeout_ms", pa.int32()),
+    ("partitions", pa.list_(pa.string())),  # "topic-N", in the order the coordinator wrote them
+    ("last_update_timestamp_ms", pa.int64()),
+    ("start_timestamp_ms", pa.int64()),
+    ("value_version", pa.int32()),
+    ("previous_producer_id", pa.int64()),
+    ("next_producer_id", pa.int64()),
+    ("client_transaction_version", pa.int32()),
+    ("next_producer_epoch", pa.int32()),
+    ("error", pa.string()),
+]
+TRANSITIONS_SCHEMA = pa.schema(_TRANSITIONS_FIELDS)
 # The same as Spark DDL (mapInArrow's output schema).
 TRANSITIONS_DDL = ", ".join(
     f"`{f.name}` {_t}"
@@ -107,7 +106,11 @@ def partition_of_path(path: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _partitions_text(partitions: dict[str, list[int]] | None, cache: dict) -> list[str] | None:
+# Each (topic, partition)'s text, as a one-item list: the partitions of most values.
+_PartitionsCache = dict[tuple[str, int], list[str]]
+
+
+def _partitions_text(partitions: dict[str, list[int]] | None, cache: _PartitionsCache) -> list[str] | None:
     if not partitions:
         return None if partitions is None else []
     if len(partitions) == 1:
@@ -125,12 +128,17 @@ def _partitions_text(partitions: dict[str, list[int]] | None, cache: dict) -> li
 
 
 def records_to_batch(
-    cluster: str, partition: int, records: list[TransactionLogRecord], errors: list[tuple[int | None, str]], cache: dict
+    cluster: str,
+    partition: int,
+    records: list[TransactionLogRecord],
+    errors: list[tuple[int | None, str]],
+    cache: _PartitionsCache,
 ) -> pa.RecordBatch:
     """Transition rows of decoded records (and error rows), as one Arrow batch."""
     n = len(records)
     values = [r.value for r in records]
-    cols: dict[str, list] = {}
+    # By field: a list of Python values (a tuple for a moment), or the state's Arrow array.
+    cols: dict[str, Any] = {}
     if records:
         offsets, timestamps, tids = zip(*map(_RECORD_FIELDS, records))
         # Lists, not the tuples zip gives: pa.array converts a tuple ~40x slower (pyarrow 26).
@@ -159,7 +167,8 @@ def records_to_batch(
         cols["partitions"] = [_partitions_text(p, cache) for p in parts]
     else:  # tombstones among them: null value fields
         cols["state"] = _state_names([None if v is None else v.state for v in values])
-        cols["partitions"] = [None if v is None else _partitions_text(v.partitions, cache) for v in values]
+        # (Values decoded with their partitions: never PARTITIONS_SKIPPED.)
+        cols["partitions"] = [None if v is None else _partitions_text(v.partitions, cache) for v in values]  # type: ignore[arg-type]
         for name, attr in (
             ("producer_id", "producer_id"),
             ("producer_epoch", "producer_epoch"),
@@ -196,7 +205,10 @@ def records_to_batch(
                 cols[name].append(None)
         error_col = pa.array([None] * n + [m for _, m in errors], pa.string())
     total = n + len(errors)
-    arrays = [pa.repeat(pa.scalar(cluster, pa.string()), total), pa.repeat(pa.scalar(partition, pa.int32()), total)]
+    arrays: list[pa.Array] = [
+        pa.repeat(pa.scalar(cluster, pa.string()), total),
+        pa.repeat(pa.scalar(partition, pa.int32()), total),
+    ]
     for field in TRANSITIONS_SCHEMA:
         if field.name in ("cluster", "partition"):
             continue
@@ -218,16 +230,22 @@ def _state_names(ids: list[int | None]) -> pa.Array:
 
 
 def decode_segment(
-    cluster: str, partition: int, data: bytes | mmap.mmap, batch_rows: int = _BATCH_ROWS
+    cluster: str, partition: int, data: bytes, batch_rows: int = _BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """Transition batches of one segment file's bytes, through the codec's decode_batches."""
+    return _segment_rows(cluster, partition, decode_batches(data), batch_rows)
+
+
+def _segment_rows(
+    cluster: str, partition: int, items: Iterator[Decoded], batch_rows: int = _BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
     records: list[TransactionLogRecord] = []
     errors: list[tuple[int | None, str]] = []
-    cache: dict = {}
+    cache: _PartitionsCache = {}
     append = records.append
     # Millions of short-lived acyclic objects: the cyclic GC would re-scan every batch being built
     # (measured: it doubles the cost). Off for the whole segment; objects die by refcount.
-    for item in _no_gc(decode_batches(data)):
+    for item in _no_gc(items):
         if type(item) is TransactionLogRecord:
             append(item)
             if len(records) >= batch_rows:
@@ -257,25 +275,28 @@ def decode_segment_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     """mapInArrow function: rows (cluster, path, partition) of segment files -> transitions.
 
     The path must be readable where the task runs (a local disk in local mode, a shared mount on a
-    cluster). A segment is mapped, not read whole: a task's memory does not grow with its size."""
+    cluster). A segment is read in pieces, not whole: a task's memory does not grow with its size."""
     for batch in batches:
         for cluster, path, partition in zip(*(c.to_pylist() for c in batch.columns)):
-            with mapped(Path(path)) as data:
-                yield from decode_segment(cluster, partition, data)
+            yield from _segment_rows(cluster, partition, read_segment(Path(path)))
+
+
+# (Scalars as pyarrow.compute would make them of b"\x00\x00" and 2.)
+_VERSION_0 = pa.scalar(b"\x00\x00", pa.binary())
+_TWO = pa.scalar(2, pa.int64())
 
 
 def _tids(keys: pa.Array) -> tuple[list[str | None], list[int]]:
     """Transactional ids of a column of v0 keys, vectorised; indexes of keys that need the codec."""
-    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
+    keys = cast(pa.BinaryArray, keys.cast(pa.binary()) if keys.type != pa.binary() else keys)
     lengths = pc.binary_length(keys)
     head = pc.binary_slice(keys, 0, 4)
     # A v0 key whose length prefix matches its size: bytes 0-1 are 0, bytes 2-3 the id's length.
     ids = pc.binary_slice(keys, 4, 4 + 0x7FFF)  # an explicit stop: no stop overflows in pyarrow 26
     ok = pc.and_(
-        pc.equal(pc.binary_slice(head, 0, 2), b"\x00\x00"),
+        pc.equal(pc.binary_slice(head, 0, 2), _VERSION_0),
         pc.equal(pc.subtract(lengths, 4), _be16(pc.binary_slice(head, 2, 4))),
-    )
-    ok = pc.fill_null(ok, False)
+    ).fill_null(False)
     try:
         as_text = pc.if_else(ok, ids, pa.scalar(b"", pa.binary())).cast(pa.string())
     except pa.ArrowInvalid:  # invalid UTF-8 somewhere: let the codec report which
@@ -284,12 +305,12 @@ def _tids(keys: pa.Array) -> tuple[list[str | None], list[int]]:
     return as_text.to_pylist(), bad
 
 
-def _be16(two_bytes: pa.Array) -> pa.Array:
+def _be16(two_bytes: pa.BinaryArray) -> pa.Array:
     """Big-endian uint16 of 2-byte binaries, through a fixed-size view (pyarrow has no bytes-to-int
     kernel); anything not 2 bytes long reads as 0xFFFF, which no caller accepts."""
-    fixed = pc.if_else(pc.equal(pc.binary_length(two_bytes), 2), two_bytes, pa.scalar(b"\xff\xff", pa.binary())).cast(
-        pa.binary(2)
-    )
+    fixed = pc.if_else(
+        pc.equal(pc.binary_length(two_bytes), _TWO), two_bytes, pa.scalar(b"\xff\xff", pa.binary())
+    ).cast(pa.binary(2))
     raw = np.frombuffer(fixed.buffers()[1], dtype=">u2", count=len(fixed), offset=fixed.offset * 2)
     return pa.array(raw.astype(np.int64))
 
@@ -297,22 +318,24 @@ def _be16(two_bytes: pa.Array) -> pa.Array:
 def decode_kafka_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow function: Kafka source rows (cluster, partition, offset, timestamp_ms, key, value)
     -> transitions. Values go through the codec's decode_value, keys vectorised (see module doc)."""
-    cache: dict = {}
+    cache: _PartitionsCache = {}
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        clusters = batch.column("cluster").to_pylist()
-        partitions = batch.column("partition").to_pylist()
-        offsets = batch.column("offset").to_pylist()
-        timestamps = batch.column("timestamp_ms").to_pylist()
+        # (The Kafka source's cluster, partition, offset and timestamp are never null.)
+        clusters = cast("list[str]", batch.column("cluster").to_pylist())
+        partitions = cast("list[int]", batch.column("partition").to_pylist())
+        offsets = cast("list[int]", batch.column("offset").to_pylist())
+        timestamps = cast("list[int]", batch.column("timestamp_ms").to_pylist())
         values = batch.column("value").to_pylist()
         tids, bad = _tids(batch.column("key"))
         key_errors: dict[int, str] = {}
         if bad:
             keys = batch.column("key").to_pylist()
             for i in bad:
+                key = keys[i]
                 try:
-                    tids[i] = decode_key(keys[i]) if keys[i] is not None else None
+                    tids[i] = decode_key(key) if key is not None else None
                     if tids[i] is None:
                         key_errors[i] = str(DecodeError("truncated", "null key"))
                 except DecodeError as e:
@@ -335,7 +358,10 @@ def decode_kafka_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBa
                 try:
                     records.append(
                         TransactionLogRecord(
-                            offsets[i], timestamps[i], tids[i], None if raw is None else decode_value(raw)
+                            offsets[i],
+                            timestamps[i],
+                            tids[i],  # type: ignore[arg-type]  # because a row without a key error has its id
+                            None if raw is None else decode_value(raw),
                         )
                     )
                 except DecodeError as e:

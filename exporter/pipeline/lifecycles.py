@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from operator import attrgetter
+from typing import Any
 
 import pyarrow as pa
 
@@ -30,32 +31,31 @@ INPUT_COLUMNS = (
     "start_timestamp_ms",
     "client_transaction_version",
 )
-LIFECYCLES_SCHEMA = pa.schema(
-    [
-        ("cluster", pa.string()),
-        ("transactional_id", pa.string()),
-        ("partition", pa.int32()),  # coordinator partition
-        ("producer_id", pa.int64()),
-        ("producer_epoch", pa.int32()),
-        ("transaction_timeout_ms", pa.int32()),
-        ("client_transaction_version", pa.int32()),
-        ("begin_ms", pa.int64()),
-        ("prepare_ms", pa.int64()),
-        ("complete_ms", pa.int64()),
-        ("result", pa.string()),  # commit, abort; null while open
-        ("abort_cause", pa.string()),  # client, timeout, fenced; null unless aborted
-        ("timed_out", pa.bool_()),
-        ("state", pa.string()),  # the last state written
-        ("partitions", pa.list_(pa.string())),  # "topic-N", sorted
-        ("partition_count", pa.int32()),
-        ("duration_ms", pa.int64()),  # begin -> complete
-        ("ongoing_ms", pa.int64()),  # begin -> prepare
-        ("markers_ms", pa.int64()),  # prepare -> complete
-        ("first_offset", pa.int64()),
-        ("last_offset", pa.int64()),
-        ("records", pa.int32()),
-    ]
-)
+_LIFECYCLES_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("cluster", pa.string()),
+    ("transactional_id", pa.string()),
+    ("partition", pa.int32()),  # coordinator partition
+    ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int32()),
+    ("transaction_timeout_ms", pa.int32()),
+    ("client_transaction_version", pa.int32()),
+    ("begin_ms", pa.int64()),
+    ("prepare_ms", pa.int64()),
+    ("complete_ms", pa.int64()),
+    ("result", pa.string()),  # commit, abort; null while open
+    ("abort_cause", pa.string()),  # client, timeout, fenced; null unless aborted
+    ("timed_out", pa.bool_()),
+    ("state", pa.string()),  # the last state written
+    ("partitions", pa.list_(pa.string())),  # "topic-N", sorted
+    ("partition_count", pa.int32()),
+    ("duration_ms", pa.int64()),  # begin -> complete
+    ("ongoing_ms", pa.int64()),  # begin -> prepare
+    ("markers_ms", pa.int64()),  # prepare -> complete
+    ("first_offset", pa.int64()),
+    ("last_offset", pa.int64()),
+    ("records", pa.int32()),
+]
+LIFECYCLES_SCHEMA = pa.schema(_LIFECYCLES_FIELDS)
 _DDL_TYPES = {
     pa.string(): "string",
     pa.int32(): "int",
@@ -78,7 +78,7 @@ _read_plain = attrgetter(*_PLAIN)
 def _rows(items: list[tuple[str, Lifecycle]]) -> pa.RecordBatch:
     lifecycles = [lc for _, lc in items]
     plain = zip(*map(_read_plain, lifecycles)) if lifecycles else [[] for _ in _PLAIN]
-    cols: dict[str, list] = {name: list(col) for name, col in zip(_PLAIN, plain)}
+    cols: dict[str, list[Any]] = {name: list(col) for name, col in zip(_PLAIN, plain)}
     cols["cluster"] = [cluster for cluster, _ in items]
     cols["partition"] = [lc.coordinator_partition for lc in lifecycles]
     cols["state"] = [STATE_NAMES[lc.state] for lc in lifecycles]
@@ -95,7 +95,7 @@ def lifecycles_of_sorted(batches: Iterable[pa.RecordBatch], batch_rows: int = 20
     out: list[tuple[str, Lifecycle]] = []
     key = None
     tracker: LifecycleTracker | None = None
-    cluster = None
+    cluster = ""  # the tracker's
     for batch in batches:
         cols = [batch.column(name).to_pylist() for name in INPUT_COLUMNS]
         for c, tid, partition, offset, ts, state, pid, epoch, timeout, parts, start, ctv in zip(*cols):
@@ -104,7 +104,7 @@ def lifecycles_of_sorted(batches: Iterable[pa.RecordBatch], batch_rows: int = 20
                     out.append((cluster, tracker.current))
                 key, cluster = (c, tid, partition), c
                 tracker = LifecycleTracker(tid, partition)
-            done = tracker.apply(
+            done = tracker.apply(  # type: ignore[union-attr]  # because the first row starts one (key is None before it)
                 Transition(
                     offset, ts, TOMBSTONE if state is None else STATE_IDS[state], pid, epoch, timeout, parts, start, ctv
                 )

@@ -3,6 +3,10 @@
 Checks first what would otherwise surface as a page of JVM stack trace: pyspark installed, Java
 17 to 22 found. Static settings (jars, driver memory) only apply before the process's first
 SparkSession, which is why they are all set here.
+
+With `log`, what the JVM prints goes to that file, not the terminal: its start-up lines (incubator
+modules, the log4j profile, native-hadoop), Spark's own log and its Python workers' output; the
+progress bar on a terminal is then drawn from here.
 """
 
 from __future__ import annotations
@@ -12,6 +16,11 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from exporter.pipeline.errors import PipelineError
 
@@ -51,8 +60,10 @@ def spark_session(
     shuffle_partitions: int | None = None,
     extra_conf: dict[str, str] | None = None,
     progress: bool | None = None,
+    log: str | os.PathLike | None = None,
 ):
-    """The process's SparkSession (created on first call with these settings)."""
+    """The process's SparkSession (created on first call with these settings; `log`: the file the
+    JVM's output goes to when this call starts it)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -61,16 +72,17 @@ def spark_session(
     # Workers must run this interpreter (it has pyarrow and the exporter package).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    submitted = _submitted()
+    submitted = under_spark_submit()
     builder = SparkSession.builder.appName(app_name)
     if master or not submitted:
         builder = builder.master(master or "local[*]")
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    show_progress = progress if progress is not None else sys.stderr.isatty()
+    log = None if submitted else log  # spark-submit started the JVM: its output goes where it says
     conf = {
         "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "true"
-        if (progress if progress is not None else sys.stderr.isatty())
-        else "false",
+        # With a log, Spark's bar would write there: drawn from here instead (_stage_progress).
+        "spark.ui.showConsoleProgress": "true" if show_progress and log is None else "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -92,11 +104,67 @@ def spark_session(
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if log is not None:
+        with _output_to(Path(log)):
+            spark = builder.getOrCreate()
+        if show_progress:
+            _stage_progress(spark)
+    else:
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TXN_EXPORTER_SPARK_LOG_LEVEL", "WARN"))
     if kafka and submitted:
         _check_connector(spark)
     return spark
+
+
+@contextmanager
+def _output_to(log: Path) -> Iterator[None]:
+    """This process's stdout and stderr are `log` meanwhile: a JVM started then inherits them."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as e:
+        raise PipelineError(f"cannot write Spark's log {log}: {e.strerror}") from None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (fd, *saved):
+            os.close(f)
+
+
+def _stage_progress(spark, period_s: float = 0.5) -> None:
+    """Spark's console progress bar, drawn from here: Spark's own writes to the JVM's stderr, the
+    log. One line, `[Stage N: done + running / tasks]` per active stage, cleared when none is."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def draw() -> None:
+        shown = ""
+        while True:
+            time.sleep(period_s)
+            try:
+                stages = [tracker.getStageInfo(i) for i in sorted(tracker.getActiveStageIds())]
+            except Exception:  # the session stopped, or the process is exiting
+                return
+            line = " ".join(
+                f"[Stage {s.stageId}: {s.numCompletedTasks} + {s.numActiveTasks} / {s.numTasks}]"
+                for s in stages
+                if s is not None
+            )
+            if line != shown:
+                sys.stderr.write("\r" + " " * len(shown) + "\r" + line)
+                sys.stderr.flush()
+                shown = line
+
+    threading.Thread(target=draw, name="spark-progress", daemon=True).start()
 
 
 def _check_connector(spark) -> None:
@@ -115,6 +183,6 @@ def _check_connector(spark) -> None:
         ) from None
 
 
-def _submitted() -> bool:
+def under_spark_submit() -> bool:
     """Under spark-submit, the master comes from there."""
     return "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(os.environ.get("SPARK_ENV_LOADED"))

@@ -38,13 +38,13 @@ def check_reachable(source: KafkaInput, timeout_s: float = 15.0) -> None:
     Spark retrying for minutes and then printing a JVM stack trace."""
     from confluent_kafka.admin import AdminClient
 
-    conf = {"bootstrap.servers": source.bootstrap_servers, "logger": _silent}
+    conf: dict[str, str | int | float | bool] = {"bootstrap.servers": source.bootstrap_servers}
     # kafka.* source options are client settings (security...): pass what librdkafka understands.
     for key, value in source.options:
         if key.startswith("kafka.") and key[6:] in _LIBRDKAFKA_SHARED:
             conf[key[6:]] = value
     try:
-        topics = AdminClient(conf).list_topics(timeout=timeout_s).topics
+        topics = AdminClient(conf, logger=_silent).list_topics(timeout=timeout_s).topics
     except Exception as e:  # KafkaException: transport failure, all brokers down
         raise PipelineError(
             f"cannot reach Kafka cluster {source.cluster} at {source.bootstrap_servers} within {timeout_s:.0f} s ({_reason(e)})"

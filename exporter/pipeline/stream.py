@@ -25,9 +25,13 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from exporter.pipeline import tables
 from exporter.pipeline.tables import KafkaInput
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class StreamState:
@@ -95,15 +99,13 @@ def process_batch(spark, store: StreamState, batch_df, batch_id: int) -> None:
     staging = store.staging(batch_id)
     new = batch_df.persist()
     try:
-        new.write.mode("overwrite").partitionBy("cluster", "date").parquet(str(staging / "transitions"))
+        tables.write(new, str(staging), "transitions")
         state_path = store.state_dir(previous)
         ok = new.where(F.col("error").isNull())
         combined = ok.unionByName(spark.read.parquet(str(state_path))) if previous >= 0 and state_path.exists() else ok
         combined = combined.persist()
         lc = tables.lifecycles(combined).persist()
-        lc.where(F.col("result").isNotNull()).write.mode("overwrite").partitionBy("cluster", "date").parquet(
-            str(staging / "lifecycles")
-        )
+        tables.write(lc.where(F.col("result").isNotNull()), str(staging), "lifecycles")
         open_lc = lc.where(F.col("result").isNull())
         open_lc.write.mode("overwrite").parquet(str(store.open_dir(batch_id)))
         keys = open_lc.select("cluster", "transactional_id", "partition", F.col("first_offset"))
@@ -129,20 +131,18 @@ def process_batch(spark, store: StreamState, batch_df, batch_id: int) -> None:
 
 
 def finish(spark, out: str, resolution_s: int, late_markers_ms: int, step=lambda name: None) -> None:
-    """as_of and the derived tables, from what the stream has written so far."""
+    """as_of and the derived tables, from what the stream has written so far: every table, empty
+    when the stream has read nothing (yet) or completed no transaction."""
     store = StreamState(out)
     batch = store.committed()
-    if batch < 0:
-        return
-    known = json.loads((store.root / "as_of.json").read_text())
+    marks_path = store.root / "as_of.json"
+    known = json.loads(marks_path.read_text()) if batch >= 0 and marks_path.exists() else {}
     marks = spark.createDataFrame(sorted(known.items()), "cluster string, as_of_ms bigint")
-    tables.write(marks, f"{out}/as_of", partition_by=("cluster",))
+    tables.write(marks, out, "as_of")
+    for name in ("transitions", "lifecycles"):  # publish makes them only for rows
+        Path(out, name).mkdir(parents=True, exist_ok=True)
     open_dir = store.open_dir(batch)
-    open_lc = spark.read.parquet(str(open_dir)) if open_dir.exists() else None
-    if not (Path(out) / "lifecycles").exists():  # nothing completed yet: an empty table of the right shape
-        spark.read.parquet(str(open_dir)).limit(0).write.mode("overwrite").partitionBy("cluster", "date").parquet(
-            f"{out}/lifecycles"
-        )
+    open_lc = spark.read.parquet(str(open_dir)) if batch >= 0 and open_dir.exists() else None
     tables.derive(spark, out, resolution_s, late_markers_ms, step, open_lifecycles=open_lc)
 
 
@@ -170,9 +170,12 @@ def run_stream(
     decoded = parts[0]
     for part in parts[1:]:
         decoded = decoded.unionByName(part)
-    writer = decoded.writeStream.option("checkpointLocation", checkpoint).foreachBatch(
-        lambda df, batch_id: (step(f"micro-batch {batch_id}"), process_batch(spark, store, df, batch_id))
-    )
+
+    def each_batch(df: DataFrame, batch_id: int) -> None:
+        step(f"micro-batch {batch_id}")
+        process_batch(spark, store, df, batch_id)
+
+    writer = decoded.writeStream.option("checkpointLocation", checkpoint).foreachBatch(each_batch)
     writer = (
         writer.trigger(availableNow=True) if trigger == "available-now" else writer.trigger(processingTime=interval)
     )

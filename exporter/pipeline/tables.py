@@ -15,6 +15,13 @@ Output layout under OUT (Parquet; the column lists are a contract):
                         fenced, open, duration p50/p99/max, markers p99, producer ids; by cluster
   as_of/                per cluster, the newest record timestamp read (where open transactions stop)
 
+Each table's columns and types are `schema(name)` (its partition columns last): every table is
+written in that shape and read with it, so a table with no rows (a healthy cluster's candidates, a
+cluster that prepared nothing) is a directory without data files that reads as empty; other readers
+of OUT should pass the same schema. A build replaces what it read: the tables per record or
+transaction (transitions, lifecycles, as_of) for the clusters and dates it read, the derived tables
+(pending_history, candidates, transactional_ids: from every lifecycle in OUT) whole.
+
 A transaction has pending markers from its PREPARE_* record's timestamp (inclusive) to its
 COMPLETE_* record's (exclusive), or to the end of the data if there is none.
 """
@@ -27,12 +34,93 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from exporter.pipeline.decode import SEGMENTS_INPUT_DDL, TRANSITIONS_DDL, decode_kafka_rows, decode_segment_files
-from exporter.pipeline.lifecycles import INPUT_COLUMNS, LIFECYCLES_DDL, lifecycles_of_sorted
+from exporter.pipeline.decode import (
+    SEGMENTS_INPUT_DDL,
+    TRANSITIONS_DDL,
+    TRANSITIONS_SCHEMA,
+    decode_kafka_rows,
+    decode_segment_files,
+)
+from exporter.pipeline.lifecycles import INPUT_COLUMNS, LIFECYCLES_DDL, LIFECYCLES_SCHEMA, lifecycles_of_sorted
 
 TOPIC = "__transaction_state"
 DEFAULT_RESOLUTION_S = 60
 DEFAULT_LATE_MARKERS_MS = 60_000
+
+_SPARK_TYPES = {
+    pa.string(): "string",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.bool_(): "boolean",
+    pa.list_(pa.string()): "array<string>",
+}
+
+
+def _arrow_columns(arrow_schema: pa.Schema) -> list[tuple[str, str]]:
+    return [(f.name, _SPARK_TYPES[f.type]) for f in arrow_schema if f.name != "cluster"]
+
+
+# Each table's data columns, in the order written; its partition columns follow (PARTITIONS).
+COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "transitions": [*_arrow_columns(TRANSITIONS_SCHEMA), ("timestamp", "timestamp")],
+    "lifecycles": [*_arrow_columns(LIFECYCLES_SCHEMA), ("begin", "timestamp")],
+    "pending_history": [
+        ("time_ms", "bigint"),
+        ("pending", "int"),
+        ("pending_max", "int"),
+        ("prepares", "int"),
+        ("completes", "int"),
+        ("time", "timestamp"),
+    ],
+    "candidates": [
+        ("transactional_id", "string"),
+        ("partition", "int"),
+        ("producer_id", "bigint"),
+        ("producer_epoch", "int"),
+        ("kind", "string"),
+        ("reasons", "array<string>"),
+        ("state", "string"),
+        ("result", "string"),
+        ("abort_cause", "string"),
+        ("begin_ms", "bigint"),
+        ("prepare_ms", "bigint"),
+        ("complete_ms", "bigint"),
+        ("age_ms", "bigint"),
+        ("transaction_timeout_ms", "int"),
+        ("markers_ms", "bigint"),
+        ("partitions", "array<string>"),
+        ("as_of_ms", "bigint"),
+        ("begin", "timestamp"),
+    ],
+    "transactional_ids": [
+        ("transactional_id", "string"),
+        ("transactions", "int"),
+        ("commits", "int"),
+        ("aborts", "int"),
+        ("timeouts", "int"),
+        ("fenced", "int"),
+        ("open", "int"),
+        ("p50_duration_ms", "double"),
+        ("p99_duration_ms", "double"),
+        ("max_duration_ms", "bigint"),
+        ("p99_markers_ms", "double"),
+        ("producer_ids", "int"),
+        ("first_begin_ms", "bigint"),
+        ("last_complete_ms", "bigint"),
+    ],
+    "as_of": [("as_of_ms", "bigint")],
+}
+PARTITIONS: dict[str, tuple[str, ...]] = dict.fromkeys(COLUMNS, ("cluster", "date")) | {
+    "transactional_ids": ("cluster",),
+    "as_of": ("cluster",),
+}
+_PARTITION_TYPES = {"cluster": "string", "date": "date"}
+
+
+def schema(name: str) -> str:
+    """The table's schema as Spark DDL: its data columns, then its partition columns."""
+    columns = COLUMNS[name] + [(c, _PARTITION_TYPES[c]) for c in PARTITIONS[name]]
+    return ", ".join(f"`{column}` {kind}" for column, kind in columns)
 
 
 @dataclass(frozen=True)
@@ -162,6 +250,10 @@ def as_of(transitions):
 # -- pending history -----------------------------------------------------------------------------
 
 PENDING_DDL = "cluster string, time_ms bigint, pending int, pending_max int, prepares int, completes int"
+_PENDING_FIELDS: list[tuple[str, pa.DataType]] = [("cluster", pa.string()), ("time_ms", pa.int64())]
+_PENDING_SCHEMA = pa.schema(
+    _PENDING_FIELDS + [(name, pa.int32()) for name in ("pending", "pending_max", "prepares", "completes")]
+)
 
 
 def _sweep(resolution_ms: int):
@@ -175,7 +267,7 @@ def _sweep(resolution_ms: int):
         completes = table.column("completes").to_numpy()
         # Boundary rows (net 0) carry the end of the data; a cluster without any prepare has no series.
         if prepares.sum() == 0:
-            return pa.table({k: [] for k in ("cluster", "time_ms", "pending", "pending_max", "prepares", "completes")})
+            return _PENDING_SCHEMA.empty_table()
         running = np.cumsum(net)  # pending right after each millisecond's changes
         first = (ts[prepares > 0].min() // resolution_ms) * resolution_ms
         last = (ts.max() // resolution_ms) * resolution_ms
@@ -193,14 +285,8 @@ def _sweep(resolution_ms: int):
         np.add.at(bucket_prepares, idx[inside], prepares[inside])
         np.add.at(bucket_completes, idx[inside], completes[inside])
         return pa.table(
-            {
-                "cluster": pa.array([cluster] * len(buckets), pa.string()),
-                "time_ms": pa.array(buckets, pa.int64()),
-                "pending": pa.array(pending, pa.int32()),
-                "pending_max": pa.array(pending_max, pa.int32()),
-                "prepares": pa.array(bucket_prepares, pa.int32()),
-                "completes": pa.array(bucket_completes, pa.int32()),
-            }
+            [[cluster] * len(buckets), buckets, pending, pending_max, bucket_prepares, bucket_completes],
+            schema=_PENDING_SCHEMA,
         )
 
     return sweep
@@ -280,28 +366,7 @@ def candidates(lifecycles_df, as_of_df, late_markers_ms: int = DEFAULT_LATE_MARK
         .withColumn("reasons", reasons)
         .where(F.size("reasons") > 0)
         .withColumn("kind", F.when(open_, F.lit("hanging")).otherwise(F.lit("late")))
-        .select(
-            "cluster",
-            "transactional_id",
-            "partition",
-            "producer_id",
-            "producer_epoch",
-            "kind",
-            "reasons",
-            "state",
-            "result",
-            "abort_cause",
-            "begin_ms",
-            "prepare_ms",
-            "complete_ms",
-            "age_ms",
-            "transaction_timeout_ms",
-            "markers_ms",
-            "partitions",
-            "as_of_ms",
-            "begin",
-            "date",
-        )
+        .select("cluster", *(name for name, _ in COLUMNS["candidates"]), "date")
     )
 
 
@@ -331,8 +396,23 @@ def transactional_id_summary(lifecycles_df):
 # -- writing -------------------------------------------------------------------------------------
 
 
-def write(df, path: str, partition_by: Sequence[str] = ("cluster", "date"), mode: str = "overwrite") -> None:
-    df.write.mode(mode).partitionBy(*partition_by).parquet(path)
+def write(df, out: str, name: str, whole: bool = False) -> None:
+    """Writes table `name` of OUT in its schema. Replaces the partitions `df` has rows in, or, when
+    `whole`, the whole table (then no rows leave none: nothing of an earlier write stays)."""
+    from pyspark.sql import functions as F
+
+    shaped = df.select(*(F.col(c).cast(t) for c, t in COLUMNS[name]), *PARTITIONS[name])
+    (
+        shaped.write.mode("overwrite")
+        .option("partitionOverwriteMode", "static" if whole else "dynamic")
+        .partitionBy(*PARTITIONS[name])
+        .parquet(f"{out}/{name}")
+    )
+
+
+def read_table(spark, out: str, name: str):
+    """Table `name` of OUT, read with its schema: empty (not an error) when it has no rows."""
+    return spark.read.schema(schema(name)).parquet(f"{out}/{name}")
 
 
 def derive(
@@ -344,17 +424,17 @@ def derive(
     open_lifecycles=None,
 ) -> None:
     """pending_history, candidates and transactional_ids from OUT's lifecycles and as_of (plus the
-    open transactions a stream keeps apart, if given)."""
-    lc = spark.read.parquet(f"{out}/lifecycles")
+    open transactions a stream keeps apart, if given), each written whole."""
+    lc = read_table(spark, out, "lifecycles")
     if open_lifecycles is not None:
         lc = lc.unionByName(open_lifecycles)
-    marks = spark.read.parquet(f"{out}/as_of")
+    marks = read_table(spark, out, "as_of")
     step("pending_history")
-    write(pending_history(lc, marks, resolution_s), f"{out}/pending_history", mode="overwrite")
+    write(pending_history(lc, marks, resolution_s), out, "pending_history", whole=True)
     step("candidates")
-    write(candidates(lc, marks, late_markers_ms), f"{out}/candidates", mode="overwrite")
+    write(candidates(lc, marks, late_markers_ms), out, "candidates", whole=True)
     step("transactional_ids")
-    write(transactional_id_summary(lc), f"{out}/transactional_ids", partition_by=("cluster",), mode="overwrite")
+    write(transactional_id_summary(lc), out, "transactional_ids", whole=True)
 
 
 def build(
@@ -367,7 +447,8 @@ def build(
     step=lambda name: None,
 ) -> None:
     """The batch pipeline: decode every input once into transitions/, then the rest from there.
-    Overwrites the clusters it reads (dynamic partition overwrite), leaves others in OUT alone."""
+    Overwrites the clusters it reads (dynamic partition overwrite), leaves others in OUT alone; the
+    derived tables are rebuilt whole from every cluster's lifecycles."""
     parts = [decode_kafka(kafka_raw(spark, k)) for k in kafka]
     if segments:
         parts.append(decode_segments(spark, segments))
@@ -375,12 +456,12 @@ def build(
     for part in parts[1:]:
         transitions = transitions.unionByName(part)
     step("transitions")
-    write(transitions, f"{out}/transitions")
+    write(transitions, out, "transitions")
     clusters = [k.cluster for k in kafka] + [s.cluster for s in segments]
-    stored = spark.read.parquet(f"{out}/transitions").where(_in_clusters(clusters))
+    stored = read_table(spark, out, "transitions").where(_in_clusters(clusters))
     step("lifecycles")
-    write(lifecycles(stored), f"{out}/lifecycles")
-    write(as_of(stored), f"{out}/as_of", partition_by=("cluster",))
+    write(lifecycles(stored), out, "lifecycles")
+    write(as_of(stored), out, "as_of")
     derive(spark, out, resolution_s, late_markers_ms, step)
 
 

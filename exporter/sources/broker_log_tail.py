@@ -177,8 +177,8 @@ class BrokerLogFollower:
             self._count_and_log(renamed, truncated, copy, len(rotated))
             if old is not None:
                 head, stat = os.pread(old, _FINGERPRINT_BYTES, 0), os.fstat(old)
-                if renamed:  # now one of the rotated files
-                    self._rotated[self._identity] = (stat.st_size, head)  # type: ignore[index]
+                if renamed and self._identity is not None:  # now one of the rotated files (open, so known)
+                    self._rotated[self._identity] = (stat.st_size, head)
                 if truncated or not position:  # its earlier lines may be in copies of it
                     rotated.append(_Source(old, 0, head, stat.st_mtime_ns, ""))
                 else:
@@ -199,9 +199,9 @@ class BrokerLogFollower:
                     self._drain(source.fd, lines, seek=False)
                 self._flush_partial(lines)
         finally:
-            for source in (copy, *rotated):
-                if source is not None and source.fd >= 0 and source.fd != old:
-                    os.close(source.fd)
+            for held in (copy, *rotated):
+                if held is not None and held.fd >= 0 and held.fd != old:
+                    os.close(held.fd)
         if new is not None:
             self.close()
             self._follow(new, at_end=False)
@@ -247,9 +247,9 @@ class BrokerLogFollower:
                     if not keep:
                         os.close(fd)
         except BaseException:
-            for source in (copy, *rotated):
-                if source is not None and source.fd >= 0:
-                    os.close(source.fd)
+            for held in (copy, *rotated):
+                if held is not None and held.fd >= 0:
+                    os.close(held.fd)
             raise
         self._rotated = remembered
         return copy, rotated
@@ -293,7 +293,8 @@ class BrokerLogFollower:
 
     def _siblings(self) -> list[tuple[Identity, Path, os.stat_result]]:
         """Files beside the followed one whose names extend its name, i.e. its rotations."""
-        name, found = self.path.name, []
+        name = self.path.name
+        found: list[tuple[Identity, Path, os.stat_result]] = []
         try:
             entries = os.scandir(self.path.parent)
         except FileNotFoundError:  # the broker has not created its log directory yet

@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import (
@@ -79,10 +80,11 @@ _KAFKA_PYTHON_SETTINGS = {
 }
 
 
-def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, object]:
+def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, Any]:
     """KafkaAdminClient arguments from the exporter's librdkafka-style settings; settings with no
     kafka-python equivalent are skipped (logged once by the caller)."""
-    config: dict[str, object] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
+    # (Any: the user's strings are passed on for kafka-python to check, as its keyword arguments.)
+    config: dict[str, Any] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
     for key, value in kafka_settings.items():
         if key in _KAFKA_PYTHON_SETTINGS:
             config[_KAFKA_PYTHON_SETTINGS[key]] = value
@@ -235,6 +237,7 @@ class HangingScanner:
             partitions_with_late_transactions=partitions_with_late_transactions(late),
             hanging_transactions=sum(1 for f in findings if f.verdict == HANGING),
             findings=tuple(findings),
+            completed_ms=int(self._clock() * 1000),
         )
         return ScanResult(event, self._unreadable)
 
@@ -300,6 +303,7 @@ class HangingScanner:
                         result.event.partitions_with_late_transactions,
                         result.event.hanging_transactions,
                         findings=result.event.findings,
+                        completed_ms=result.event.completed_ms,
                     ),
                     result.unreadable_topics,
                 )

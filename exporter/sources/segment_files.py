@@ -1,18 +1,32 @@
-"""Segment files of `__transaction_state` on disk (a broker's log dir, or a copy of one)."""
+"""Segment files of `__transaction_state` on disk (a broker's log dir, or a copy of one).
+
+A live broker's segments may shrink or go while they are read (truncated, cleaned, deleted): they
+are read with pread in pieces, never mapped, so that is an error of that file (SegmentShrank, or the
+OSError of a file gone before it was opened; one deleted once open is read whole, as Linux keeps it).
+"""
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
-from inspect import GEN_CLOSED, getgeneratorstate
-from itertools import islice
 from pathlib import Path
+from typing import Any, TypeVar, overload
 
-from exporter.codec.record_batch import Decoded, decode_batches
+from exporter.codec.record_batch import BatchError, Decoded, RecordError, RecordMaker, decode_pieces
+from exporter.codec.transaction_log import (
+    Partitions,
+    PartitionsField,
+    PartitionsMemo,
+    TransactionLogRecord,
+    TransactionLogValue,
+    ValueMaker,
+)
+
+_M = TypeVar("_M")
+_V = TypeVar("_V")
+_R = TypeVar("_R")
 
 _PARTITION_DIR = re.compile(r"^__transaction_state-(\d+)$")
 
@@ -30,46 +44,75 @@ def check_regular(path: Path) -> None:
         raise NotARegularFile(f"{path}: not a regular file ({_kind(mode)}), so not a segment")
 
 
-@contextmanager
-def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
-    """The file's bytes, mapped read-only rather than read: memory stays flat whatever its size
-    (the kernel pages it in and out). Raises NotARegularFile, or OSError if it cannot be read.
-
-    Opened non-blocking, so a FIFO that replaced the file after check_regular cannot hang the open.
-    The size is taken once: bytes appended afterwards are not seen. (A segment truncated by its
-    broker while it is mapped would fault on the lost pages: decode copies of live segments.)"""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(f"{path}: not a regular file ({_kind(st.st_mode)}), so not a segment")
-        if st.st_size == 0:
-            yield b""  # mmap refuses empty files
-            return
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
-            data.madvise(mmap.MADV_SEQUENTIAL)  # read once, front to back
-            yield data
-    finally:
-        os.close(fd)
+class SegmentShrank(OSError):
+    """The file got shorter while it was read: its broker truncated it (a follower's truncation, a
+    segment it recovered) or replaced it. What was read before is decoded; the rest is not."""
 
 
-def read_segment(path: Path, **options) -> Iterator[Decoded]:
-    """Decodes one segment file (`options`: decode_batches'). Raises NotARegularFile or OSError if
-    it cannot be read; bad bytes come as errors.
+class _SegmentFile:
+    """A segment file read in pieces (exporter.codec.record_batch.PieceReader), with pread: a file
+    that shrinks meanwhile is a SegmentShrank, never a fault (a mapped file truncated under its map
+    kills the process with SIGBUS)."""
 
-    The pages read are dropped from the process every _RELEASE_EVERY items (they stay in the page
-    cache): else a mapped file's pages count in the process's resident memory until it ends."""
-    with mapped(path) as data:
-        items = decode_batches(data, **options)
-        if type(data) is bytes:
-            yield from items
-            return
-        while getgeneratorstate(items) != GEN_CLOSED:
-            yield from islice(items, _RELEASE_EVERY)
-            data.madvise(mmap.MADV_DONTNEED)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = 0
+        self._fd = -1
+
+    def __enter__(self) -> _SegmentFile:
+        # Non-blocking, so a FIFO that replaced the file after check_regular cannot hang the open.
+        self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotARegularFile(f"{self.path}: not a regular file ({_kind(st.st_mode)}), so not a segment")
+            self.size = st.st_size  # taken once: bytes appended afterwards are not read
+            os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # read once, front to back
+        except BaseException:
+            os.close(self._fd)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)
+
+    def read(self, position: int, n: int) -> bytes:
+        data = os.pread(self._fd, n, position)
+        while len(data) < n:  # at the end of the file: it shrank since it was opened
+            more = os.pread(self._fd, n - len(data), position + len(data))
+            if not more:
+                now = os.fstat(self._fd).st_size
+                raise SegmentShrank(
+                    f"{self.path}: truncated to {now} bytes while being read (it had {self.size}): what it "
+                    f"held from byte {position} on is not decoded (its broker truncated or replaced it)"
+                )
+            data += more
+        return data
 
 
-_RELEASE_EVERY = 1 << 16  # records: about 10 MiB of a segment
+@overload
+def read_segment(path: Path, partitions: bool = True) -> Iterator[Decoded]: ...
+@overload
+def read_segment(
+    path: Path, partitions: bool, make_record: RecordMaker[_V, _R], make_value: ValueMaker[PartitionsField, _V]
+) -> Iterator[_R | RecordError | BatchError]: ...
+@overload
+def read_segment(
+    path: Path,
+    partitions: PartitionsMemo[_M],
+    make_record: RecordMaker[_V, _R],
+    make_value: ValueMaker[Partitions | _M | None, _V],
+) -> Iterator[_R | RecordError | BatchError]: ...
+def read_segment(
+    path: Path,
+    partitions: bool | PartitionsMemo[Any] = True,
+    make_record: RecordMaker[Any, object] = TransactionLogRecord,
+    make_value: ValueMaker[Any, object] = TransactionLogValue,
+) -> Iterator[object]:
+    """Decodes one segment file (the options are decode_batches'), read in pieces, in flat memory.
+    Raises NotARegularFile, OSError if it cannot be read, or SegmentShrank if it shrinks meanwhile
+    (after the records read before); bad bytes come as errors."""
+    return decode_pieces(_SegmentFile(path), partitions, make_record, make_value)
 
 
 def partition_of(path: Path) -> int | None:

@@ -36,9 +36,9 @@ import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from exporter.codec import DecodeError, TransactionLogRecord, TransactionState, decode_record
 from exporter.contracts.events import (
@@ -151,6 +151,19 @@ def _log_observed(partition: int, record: TransactionLogRecord, received_ms: int
     _records_log.debug("live record %s", json.dumps(fields, ensure_ascii=False))
 
 
+class _Fetched(Protocol):
+    """What _consume reads of a fetched confluent_kafka.Message. The client's types leave its
+    partition and offset optional, for the messages that carry an error(); a message without one is
+    a record, and librdkafka always sets them."""
+
+    def error(self) -> KafkaError | None: ...
+    def partition(self) -> int: ...
+    def offset(self) -> int: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+
+
 class OwnershipError(Exception):
     """The exporter cannot tell which partitions to follow (a configuration problem)."""
 
@@ -208,7 +221,7 @@ class TransactionLogTail:
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
         # Replaying partitions -> their records not yet decoded: the last message of each key.
-        self._replay_windows: dict[int, dict[bytes, Message]] = {}
+        self._replay_windows: dict[int, dict[bytes, _Fetched]] = {}
         # When the exporter, never having seen the topic, first found it absent (ms); then, once it
         # exists, its partitions whose records from that time on are live (until their first record
         # is read, or another broker is seen leading them).
@@ -413,7 +426,7 @@ class TransactionLogTail:
         first = self._consumer.poll(timeout)
         if first is None:
             return
-        messages = [first, *self._consumer.consume(max_records - 1, 0)]
+        messages: list[_Fetched] = [first, *self._consumer.consume(max_records - 1, 0)]  # type: ignore[list-item]  # because one without error() has its partition and offset (_Fetched)
         received_ms = self._now_ms()
         observed = _records_log.isEnabledFor(logging.DEBUG)
         followed = self._followed
@@ -446,7 +459,7 @@ class TransactionLogTail:
                     append(UndecodableRecord(partition, offset, DecodeError("bad_length", "null key")))
                 else:
                     window[key] = message
-                if offset + 1 >= followed[partition]:
+                if offset + 1 >= followed[partition]:  # type: ignore[operator]  # because replaying, so its target is set
                     self._end_replay(partition, events)
                 elif len(window) >= _REPLAY_WINDOW_IDS:
                     self._hand_over_replayed(partition, events)

@@ -1,18 +1,29 @@
-"""The `/transactions` route of the exporter's HTTP server: HTML to browsers, JSON otherwise."""
+"""The `/transactions` route of the exporter's HTTP server: HTML to browsers, JSON otherwise.
+
+`scope=cluster` (beside the view's own filters): this exporter's view merged with its configured
+peers' (exporter.view.cluster.Peers), each row naming its broker, a peer that does not answer a
+line; without peers, this exporter's view alone in the merged form.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
 
+from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot
 from exporter.model import CoordinatorModel
-from exporter.view import page
+from exporter.view import cluster, diagnosis, page
 from exporter.view.query import QueryError, document, parse_query
 
 PATH = "/transactions"
+SCOPES = ("broker", "cluster")
 Response = tuple[int, dict[str, str], bytes]
+# Looks up the cluster's state of some topics (metadata, min.insync.replicas) and partitions
+# (DescribeProducers); bounded in time, never raising (exporter.sources.cluster_state.ClusterStateSource.lookup).
+ClusterLookup = Callable[[set[str], list[tuple[str, int]]], ClusterSnapshot]
 
 
 class TransactionsEndpoint:
@@ -23,21 +34,58 @@ class TransactionsEndpoint:
         bootstrap_servers: str,
         broker_log: bool,
         clock: Callable[[], float] = time.time,
+        broker_id: Callable[[], int | None] = lambda: None,
+        peers: cluster.Peers | None = None,
+        name: str = "this exporter",
+        url: str = "",
+        cluster_state: ClusterLookup | None = None,
+        coordinator: Callable[[], int | None] | None = None,
     ) -> None:
+        """`broker_id`: the broker this exporter follows, once known (the topic tail's; also the
+        coordinator of its rows when the metadata does not say); `peers`: the other exporters
+        scope=cluster asks; `name` and `url`: how a merged view names this one; `cluster_state`: where
+        the diagnosis looks the cluster up (None: it says what the rows show, the cluster unknown);
+        `coordinator`: the coordinator of every row when the metadata does not say (default `broker_id`;
+        None with --all-partitions, whose rows have many coordinators)."""
         self._model = model
+        self._cluster_state = cluster_state
+        self._coordinator = coordinator or broker_id
         self._padding_ms = int(late_padding_seconds * 1000)
         self._bootstrap_servers = bootstrap_servers
         self._broker_log = broker_log
         self._clock = clock
+        self._broker_id = broker_id
+        self._peers = peers
+        self._name = name
+        self._url = url
 
-    def __call__(self, query_string: str, accept: str) -> Response:
+    def __call__(self, query_string: str, accept: str, authorization: str | None = None) -> Response:
         try:
+            query_string, scope = _take_scope(query_string)
             query = parse_query(query_string)
         except QueryError as e:
             return HTTPStatus.BAD_REQUEST, {"Content-Type": "text/plain; charset=utf-8"}, f"{e}\n".encode()
         doc = document(
             self._model, query, int(self._clock() * 1000), self._padding_ms, self._bootstrap_servers, self._broker_log
         )
+        # The model's lock is not held here: the lookup waits for Kafka a bounded time at most. Each
+        # exporter diagnoses its own rows (a merged view shows the diagnoses its peers sent).
+        snapshot = EMPTY_SNAPSHOT
+        if doc["transactions"] and self._cluster_state is not None:
+            snapshot = self._cluster_state(*diagnosis.wanted(doc["transactions"]))
+        diagnosis.attach(doc, snapshot, self._bootstrap_servers, self._coordinator())
+        # Which exporter answers (a merged view names each row's broker by it): the broker it sits
+        # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
+        doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}
+        doc["peers"] = len(self._peers or ())  # scope=cluster asks them too
+        if scope == "cluster":
+            own = cluster.Answer(cluster.Source(self._name, self._url), doc, None, 0.0)
+            try:
+                asked = self._peers.answers(query.parameters(format="json"), authorization) if self._peers else []
+            except cluster.PeersBusy as e:
+                headers = {"Content-Type": "text/plain; charset=utf-8", "Retry-After": "1"}
+                return HTTPStatus.SERVICE_UNAVAILABLE, headers, f"{e}\n".encode()
+            doc = {**cluster.merge([own, *asked], query.limit), "peers": doc["peers"]}
         headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
         if query.format == "html" or (query.format is None and "text/html" in accept):
             headers["Content-Type"] = "text/html; charset=utf-8"
@@ -45,3 +93,20 @@ class TransactionsEndpoint:
             return HTTPStatus.OK, headers, page.render(doc, query).encode()
         headers["Content-Type"] = "application/json"
         return HTTPStatus.OK, headers, json.dumps(doc).encode() + b"\n"
+
+
+def _take_scope(query_string: str) -> tuple[str, str]:
+    """(the query string without `scope`, the scope); QueryError for an unknown scope."""
+    if "scope" not in query_string:
+        return query_string, SCOPES[0]
+    try:
+        pairs = urllib.parse.parse_qsl(query_string, keep_blank_values=True, max_num_fields=32)
+    except ValueError as e:
+        raise QueryError(f"bad query string: {e}") from None
+    scopes = [value.strip().lower() for key, value in pairs if key == "scope" and value.strip()]
+    for scope in scopes:
+        if scope not in SCOPES:
+            shown = repr(scope[:40])
+            raise QueryError(f"scope: {shown} is neither broker nor cluster")
+    rest = urllib.parse.urlencode([(key, value) for key, value in pairs if key != "scope"])
+    return rest, scopes[-1] if scopes else SCOPES[0]

@@ -1,6 +1,12 @@
 """The transactions view as one server-rendered HTML page: readable on a phone (the table turns
 into one card per transaction on a narrow screen), refreshes itself, no script at all.
 
+Every stuck, late or erroring transaction gets its diagnosis (exporter.view.diagnosis) in a row of
+its own under it: the cause, each troubled data partition's leader, replicas, ISR and
+min.insync.replicas, the runbook section and Kafka's commands. While one is shown the page
+refreshes every STUCK_REFRESH_SECONDS instead of REFRESH_SECONDS (a meta refresh: still no script),
+so a hold of a few seconds is seen as it happens.
+
 Every value is escaped: transactional ids and topic names are whatever clients sent, so characters
 that are not printable are shown as escapes (\\x1b, \\u200b) and the rest is HTML-escaped.
 """
@@ -11,9 +17,11 @@ import html
 import time
 from typing import Any
 
+from exporter.view.cluster import broker_of, source_lines
 from exporter.view.query import HANGING_STATE, STATES, Query
 
 REFRESH_SECONDS = 10
+STUCK_REFRESH_SECONDS = 2
 # The page needs nothing but its own inline style: no script, no request elsewhere.
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'"
 
@@ -30,6 +38,10 @@ th{background:#f3f3f3;font-weight:600}
 td.id,code{font-family:ui-monospace,monospace;word-break:break-all}td.n{white-space:nowrap}
 @media (min-width:48em){span.n{white-space:nowrap}}
 .late,.error{color:#b00020;font-weight:600}.none{color:#777}
+tr.diagnosis td{background:#fff8f0;border-bottom:2px solid #e0c8b0;padding:.4em .8em .6em}
+.diagnosis p{margin:.2em 0}.diagnosis ul,.diagnosis ol{margin:.2em 0 .3em;padding-left:1.4em}
+.diagnosis li{margin:.15em 0}.purpose{font-size:.8em;text-transform:uppercase;color:#555;margin-right:.3em}
+.fix{color:#0b6b2b}.resort{color:#9a5b00}.why{color:#555}
 @media (max-width:48em){
  table,thead,tbody,tr,td{display:block}thead{display:none}
  tr{border:1px solid #ccc;border-radius:6px;margin:0 0 .7em;padding:.3em}
@@ -71,24 +83,44 @@ def utc(ms: int, now_ms: int | None = None) -> str:
     return time.strftime(layout, time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
+def refresh_seconds(doc: dict[str, Any]) -> int:
+    """How often the page reloads itself: faster while a transaction with a diagnosis is shown."""
+    return STUCK_REFRESH_SECONDS if any(r.get("diagnosis") for r in doc["transactions"]) else REFRESH_SECONDS
+
+
 def render(doc: dict[str, Any], query: Query) -> str:
     now_ms = doc["now_ms"]
     rows = doc["transactions"]
+    refresh = refresh_seconds(doc)
+    padding = f"{doc['late_padding_seconds']:g} s"
+    every = (
+        f"every {refresh} s while something is stuck (else {REFRESH_SECONDS} s)"
+        if refresh != REFRESH_SECONDS
+        else f"every {refresh} s"
+    )
+    merged = "sources" in doc  # exporter.view.cluster's merge (scope=cluster): rows name their broker
+    scope = "&amp;scope=cluster" if merged else ""
     parts = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">',
+        f'<meta http-equiv="refresh" content="{refresh}">',
         "<title>In-flight transactions - kafka-txn-exporter</title>",
         f"<style>{_STYLE}</style></head><body>",
-        "<h1>In-flight transactions</h1>",
+        "<h1>In-flight transactions</h1>" if not merged else "<h1>In-flight transactions of the cluster</h1>",
         f'<p class="meta">{doc["in_flight_matching"]} in flight match, {len(rows)} shown, oldest first.'
-        f" Updated {utc(now_ms)} UTC, every {REFRESH_SECONDS} s."
-        f" Late: ONGOING past its timeout + {doc['late_padding_seconds']:g} s."
+        f" Updated {utc(now_ms)} UTC, {every}."
+        f" <b>Late</b>: ONGOING past its own timeout + {padding}. <b>Stuck</b>: PREPARE_* in that state longer"
+        f" than its own timeout + {padding} (the coordinator retries its markers without end)."
+        " <b>In state</b>: since it entered its state; <b>duration</b>: since the transaction began"
+        " (kafka-transactions.sh describe's)."
         f"{'' if doc['broker_log'] else ' Marker errors need --broker-log.'}"
-        f' <a href="?{text(query.parameters(format="json"))}">JSON</a></p>',
-        _form(query),
-        _transactions(rows, now_ms),
-        _hanging(doc),
+        f' <a href="?{text(query.parameters(format="json"))}{scope}">JSON</a>{_scope_link(doc, query)}</p>',
+        _sources(doc) if merged else "",
+        _form(query).replace("</form>", '<input type="hidden" name="scope" value="cluster"></form>')
+        if merged
+        else _form(query),
+        _with_broker(_transactions(rows, now_ms, merged), rows) if merged else _transactions(rows, now_ms),
+        _with_broker(_hanging(doc), doc["hanging"]) if merged else _hanging(doc),
         "</body></html>\n",
     ]
     return "".join(parts)
@@ -118,18 +150,35 @@ def _single_state(query: Query) -> str:
 _COLUMNS = (
     "Transactional id",
     "State",
-    "Producer id / epoch",
-    "Age",
-    "Entered state (UTC)",
+    "Late / stuck",
+    "In state (since, UTC)",
+    "Duration",
     "Timeout",
-    "Late",
-    "__transaction_state partition",
+    "Producer id / epoch",
+    "Coordinator",
     "Data partitions",
     "Marker errors",
 )
 
 
-def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
+def flag(row: dict[str, Any]) -> str:
+    """ "late" (ONGOING), "stuck" (PREPARE_*) or "" (neither); the other state's flag never applies."""
+    return "late" if row.get("late") else "stuck" if row.get("stuck") else ""
+
+
+def coordinator(row: dict[str, Any]) -> str:
+    broker = row.get("coordinator_broker")  # (a merged view's row from an older exporter has none)
+    return f"broker {'?' if broker is None else broker}, __transaction_state-{row['coordinator_partition']}"
+
+
+def marker_error(error: dict[str, Any], now_ms: int) -> str:
+    """One marker error as text: `held-0: NOT_ENOUGH_REPLICAS x21234, last 0.1 s ago` (the table's too)."""
+    last = age(max(0, now_ms - error["last_seen_ms"]) / 1000)
+    return f"{error['partition']}: {error['error']} x{error['count']}, last {last} ago"
+
+
+def _transactions(rows: list[dict[str, Any]], now_ms: int, broker_column: bool = False) -> str:
+    """The table; `broker_column`: a merged view's, to which _with_broker adds a first column."""
     if not rows:
         return '<p class="none">No in-flight transaction matches.</p>'
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
@@ -146,20 +195,122 @@ def _transactions(rows: list[dict[str, Any]], now_ms: int) -> str:
         partitions = (
             ", ".join(f'<span class="n">{text(p)}</span>' for p in r["partitions"]) or '<span class="none">-</span>'
         )
+        flagged = flag(r)
         cells = (
             (f'<td class="id">{text(r["transactional_id"])}</td>'),
             f"<td>{r['state']}</td>",
-            f"<td>{r['producer_id']} / {r['producer_epoch']}</td>",
-            f'<td class="n">{age(r["age_seconds"])}</td>',
-            f'<td class="n">{utc(r["state_entered_ms"], now_ms)}</td>',
+            f'<td class="late">{flagged}</td>' if flagged else '<td><span class="none">-</span></td>',
+            f'<td class="n">{age(r["age_seconds"])}<br><span class="none">{utc(r["state_entered_ms"], now_ms)}</span></td>',
+            f'<td class="n">{"?" if r.get("duration_seconds") is None else age(r["duration_seconds"])}</td>',
             f'<td class="n">{r["transaction_timeout_ms"] / 1000:g} s</td>',
-            '<td class="late">late</td>' if r["late"] else "<td>no</td>",
-            f"<td>{r['coordinator_partition']}</td>",
+            f"<td>{r['producer_id']} / {r['producer_epoch']}</td>",
+            f"<td>{text(coordinator(r))}</td>",
             f"<td>{partitions}</td>",
             f"<td>{errors}</td>",
         )
         body.append("<tr>" + "".join(_labelled(cell, label) for cell, label in zip(cells, _COLUMNS)) + "</tr>")
+        if r.get("diagnosis"):
+            body.append(
+                f'<tr class="diagnosis"><td colspan="{len(_COLUMNS) + broker_column}" data-label="Diagnosis">'
+                f"{_diagnosis(r['diagnosis'], now_ms)}</td></tr>"
+            )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _ids(ids: list[int] | None) -> str:
+    return "?" if ids is None else "[" + ", ".join(map(str, ids)) + "]"
+
+
+def text_facts(p: dict[str, Any]) -> str:
+    """A partition's leader, replicas, ISR and min.insync.replicas, or why they are unknown."""
+    if not p["exists"]:
+        return "does not exist"
+    if p["replicas"] is None:
+        return f"leader, replicas and ISR unknown ({p['unknown']})"
+    leader = "none" if p["leader"] is None else p["leader"]
+    out = f" (out: {_ids(p['out_of_isr'])})" if p["out_of_isr"] else ""
+    down = f", down: {_ids(p['brokers_down'])}" if p["brokers_down"] else ""
+    min_isr = (
+        f"min.insync.replicas {p['min_insync_replicas']} ({p['min_insync_replicas_source']})"
+        if p["min_insync_replicas"] is not None
+        else "min.insync.replicas unknown"
+    )
+    return f"leader {leader}, replicas {_ids(p['replicas'])}, ISR {_ids(p['isr'])}{out}{down}, {min_isr}"
+
+
+def _diagnosis(d: dict[str, Any], now_ms: int) -> str:
+    parts = [f"<p><b>Why:</b> {text(d['summary'])}</p>"]
+    items = []
+    said: set[str] = set()  # causes already shown: a topic's partitions often share one
+    for p in d["partitions"]:
+        lines = [f"<code>{text(p['partition'])}</code>: {text(text_facts(p))}"]
+        lines += [
+            f'<br><span class="error">{text(e["error"])}</span> x{e["count"]}, last '
+            f"{age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {_once(e['cause'], said)}"
+            for e in p["errors"]
+        ]
+        if p["cause"] and not p["errors"]:
+            lines.append(f"<br>{text(p['cause'])}")
+        if "producer" in p:
+            lines.append(f"<br>{text(producer_text(p['producer']))}")
+        items.append("<li>" + "".join(lines) + "</li>")
+    c = d["coordinator"]
+    if c["append_errors"] or c["cause"]:
+        lines = [f"Coordinator broker {'?' if c['broker'] is None else c['broker']}, <code>{c['partition']}</code>: "]
+        lines.append(text(text_facts(c)))
+        lines += [
+            f'<br><span class="error">{text(e["error"])}</span> x{e["count"]} ({e.get("target_state", "?")}), last '
+            f"{age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {text(e['cause'])}"
+            for e in c["append_errors"]
+        ]
+        if c["cause"] and not c["append_errors"]:
+            lines.append(f"<br>{text(c['cause'])}")
+        items.append("<li>" + "".join(lines) + "</li>")
+    if d.get("partitions_not_shown"):
+        items.append(f'<li class="none">and {d["partitions_not_shown"]} more partitions (JSON: limited too)</li>')
+    if items:
+        parts.append("<ul>" + "".join(items) + "</ul>")
+    runbook = d["runbook"]
+    parts.append(f'<p><b>Runbook:</b> <a href="{text(runbook["url"])}">{text(runbook["section"])}</a></p>')
+    parts.append(_commands(d["commands"]))
+    if not d["abort"]["allowed"]:
+        parts.append(f'<p class="why"><b>Do not abort it:</b> {text(d["abort"]["why"])}.</p>')
+    return "".join(parts)
+
+
+def _once(cause: str, said: set[str]) -> str:
+    if cause in said:
+        return '<span class="none">the same cause as above</span>'
+    said.add(cause)
+    return text(cause)
+
+
+_PURPOSE_CLASS = {"confirm": "purpose", "fix": "purpose fix", "last resort": "purpose resort"}
+
+
+def _commands(commands: list[dict[str, str]]) -> str:
+    items = "".join(
+        f'<li><span class="{_PURPOSE_CLASS.get(c["purpose"], "purpose")}">{text(c["purpose"])}</span>'
+        f'<code>{text(c["command"])}</code> <span class="why">{text(c["why"])}</span></li>'
+        for c in commands
+    )
+    return f"<p><b>Commands</b> (Kafka's own tools):</p><ol>{items}</ol>"
+
+
+def producer_text(producer: dict[str, Any]) -> str:
+    if "unknown" in producer:
+        return f"producer state unknown ({producer['unknown']})"
+    if not producer["found"]:
+        return "no state of this producer here (DescribeProducers)"
+    open_ = (
+        f"open transaction from offset {producer['transaction_start_offset']}"
+        if producer["transaction_start_offset"] >= 0
+        else "no open transaction"
+    )
+    return (
+        f"DescribeProducers: last write {age(producer['last_write_seconds_ago'])} ago, epoch"
+        f" {producer['producer_epoch']}, coordinator epoch {producer['coordinator_epoch']}, {open_}"
+    )
 
 
 def _labelled(cell: str, label: str) -> str:
@@ -172,10 +323,21 @@ _HANGING_COLUMNS = (
     "Producer id / epoch",
     "Start offset",
     "Transactional id",
+    "Coordinator",
     "Age",
     "Reason",
     "Abort command (after checking it)",
 )
+
+
+def last_scan(doc: dict[str, Any]) -> str:
+    """When the last hanging-transaction scan completed: `at 12:00:01 UTC, 4.2 s ago`; "" when the
+    document does not say (a merged view of exporters that do not)."""
+    scan_ms = doc.get("hanging_scan_ms")
+    if not scan_ms:
+        return ""
+    now_ms = doc["now_ms"]
+    return f"at {utc(scan_ms, now_ms)} UTC, {age(max(0, now_ms - scan_ms) / 1000)} ago"
 
 
 def _hanging(doc: dict[str, Any]) -> str:
@@ -183,8 +345,13 @@ def _hanging(doc: dict[str, Any]) -> str:
     if not doc["hanging_scan"]:
         return title + '<p class="none">No hanging-transaction scan has completed yet.</p>'
     rows = doc["hanging"]
+    when = last_scan(doc)
     if not rows:
-        return title + f'<p class="none">None in the last scan ({doc["hanging_matching"]} match).</p>'
+        at = f"{when}; " if when else ""
+        return title + f'<p class="none">None in the last scan ({at}{doc["hanging_matching"]} match).</p>'
+    runbook = rows[0].get("runbook")
+    link = f' Runbook: <a href="{text(runbook["url"])}">{text(runbook["section"])}</a>.' if runbook else ""
+    title += f'<p class="meta">Last scan {when or "time unknown"}.{link}</p>'
     head = "".join(f"<th>{c}</th>" for c in _HANGING_COLUMNS)
     body = []
     for r in rows:
@@ -193,9 +360,48 @@ def _hanging(doc: dict[str, Any]) -> str:
             f"<td>{r['producer_id']} / {r['epoch']}</td>",
             f"<td>{r['start_offset']}</td>",
             f'<td class="id">{text(r["transactional_id"] or "-")}</td>',
+            f"<td>{'?' if r.get('coordinator_broker') is None else 'broker ' + str(r['coordinator_broker'])}</td>",
             f'<td class="n">{age(r["age_seconds"])}</td>',
             f"<td>{text(r['reason'])}</td>",
             f"<td><code>{text(r['abort_command'])}</code></td>",
         )
         body.append("<tr>" + "".join(_labelled(c, label) for c, label in zip(cells, _HANGING_COLUMNS)) + "</tr>")
     return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+# -- the cluster view (scope=cluster): which broker each row is from, and the exporters asked --------
+
+
+def _scope_link(doc: dict[str, Any], query: Query) -> str:
+    if "sources" in doc:
+        return f' <a href="?{text(query.parameters())}">This exporter only</a>'
+    if doc.get("peers"):
+        return f' <a href="?{text(query.parameters(scope="cluster"))}">Whole cluster ({doc["peers"] + 1} exporters)</a>'
+    return ""
+
+
+def _sources(doc: dict[str, Any]) -> str:
+    # Which exporters have no hanging scan yet: the hanging section says so for all of them.
+    lines = [line for line in source_lines(doc) if not line.startswith("No hanging-transaction scan")]
+    if doc.get("peers") == 0:
+        lines.append("This exporter has no peers (--peer): its own view only.")
+    return "".join(
+        f'<p class="{"error" if line.startswith("NOT ANSWERING") else "meta"}">{text(line)}</p>' for line in lines
+    )
+
+
+def _with_broker(table: str, rows: list[dict[str, Any]]) -> str:
+    """`table` (the <table> of `rows`) with a first column naming each row's broker. A row is found by
+    its first cell's label (the first column's), so rows of another kind in the table are left be."""
+    head, found, body = table.partition("<tbody>")
+    if not found:
+        return table  # no table: "none match"
+    first = head.partition("<tr><th>")[2].partition("</th>")[0]
+    head = head.replace("<tr><th>", "<tr><th>Broker</th><th>", 1)
+    marker = f'<tr><td data-label="{first}"'
+    pieces = body.split(marker)
+    out = [pieces[0]]
+    for n, piece in enumerate(pieces[1:]):
+        broker = broker_of(rows[n]) if n < len(rows) else "?"
+        out.append(f'<tr><td data-label="Broker">{text(broker)}</td><td data-label="{first}"{piece}')
+    return head + "<tbody>" + "".join(out)

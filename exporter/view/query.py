@@ -6,24 +6,32 @@ first, selected and built off the model's lock) and its last hanging scan.
 
 from __future__ import annotations
 
+import math
 import re
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
 from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
+from exporter.contracts.lifecycle import is_stuck_prepare
 from exporter.model import CoordinatorModel, InFlightTransaction
+from exporter.view.diagnosis import hanging_advice
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 # State filter names; HANGING selects the hanging-transaction scan's findings.
 STATES = {state.name: int(state) for state in IN_FLIGHT_STATES}
 HANGING_STATE = "HANGING"
-# A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit.
-_AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?")
+# A number as an alert template prints {{ $value }} (123.4, 1.5e+06), with an optional unit. ASCII
+# digits only: float() and int() take other scripts' digits, or refuse some that \d matches.
+_AGE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(ms|s|m|h)?", re.ASCII)
 _UNIT_MS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "h": 3_600_000}
+MAX_AGE_MS = 100 * 365 * 24 * 3_600_000  # older than any record: beyond it, a typo
+_LIMIT = re.compile(r"0*[0-9]{1,4}", re.ASCII)  # before int(): no conversion of thousands of digits
 PARAMETERS = ("state", "min_age", "limit", "format")
+MAX_PARAMETERS = 32
 
 
 class QueryError(ValueError):
@@ -57,18 +65,13 @@ class Query:
 
 
 def parse_query(query_string: str) -> Query:
-    """QueryError (one line) for an unknown parameter or a bad value."""
-    try:
-        pairs = urllib.parse.parse_qsl(
-            query_string, keep_blank_values=True, strict_parsing=bool(query_string), max_num_fields=32
-        )
-    except ValueError as e:
-        raise QueryError(f"bad query string: {e}") from None
+    """QueryError (one line, of bounded length) for an unknown parameter or a bad value, whatever the
+    input: every value is checked before it is converted."""
     states: set[int] | None = None
     hanging = True
     min_age_ms, limit, format_ = 0, DEFAULT_LIMIT, None
     seen_state = False
-    for key, value in pairs:
+    for key, value in _pairs(query_string):
         if key not in PARAMETERS:
             raise QueryError(f"unknown parameter {_shown(key)}; known: {', '.join(PARAMETERS)}")
         if not value.strip():  # a form's empty field: the default
@@ -80,25 +83,50 @@ def parse_query(query_string: str) -> Query:
                 if name == HANGING_STATE:
                     hanging = True
                 elif name in STATES:
-                    states.add(STATES[name])  # type: ignore[union-attr]
+                    states.add(STATES[name])  # type: ignore[union-attr]  # because a set since the first state (seen_state)
                 else:
                     raise QueryError(f"state: {_shown(name)} is none of {', '.join([*STATES, HANGING_STATE])}")
         elif key == "min_age":
-            # An unescaped "+" of an exponent arrives as a space.
-            match = _AGE.fullmatch(value.strip().replace(" ", "+"))
-            if match is None:
-                raise QueryError(f"min_age: {_shown(value)} is not an age (seconds, or 500ms, 90s, 5m, 2h)")
-            min_age_ms = round(float(match[1]) * _UNIT_MS[match[2]])
+            min_age_ms = _age_ms(value)
         elif key == "limit":
-            if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+            text = value.strip()
+            if not _LIMIT.fullmatch(text) or not 1 <= int(text) <= MAX_LIMIT:
                 raise QueryError(f"limit: {_shown(value)} is not a number from 1 to {MAX_LIMIT}")
-            limit = int(value)
+            limit = int(text)
         else:
             if value not in ("json", "html"):
                 raise QueryError(f"format: {_shown(value)} is neither json nor html")
             format_ = value
     frozen = None if states is None else frozenset(states)
     return Query(frozen, hanging, min_age_ms, limit, format_)
+
+
+def _pairs(query_string: str) -> list[tuple[str, str]]:
+    """The query's (name, value) pairs, decoded as a form's (`+` is a space); every field must be
+    name=value (a blank value is kept)."""
+    if not query_string:
+        return []
+    fields = query_string.split("&", MAX_PARAMETERS)
+    if len(fields) > MAX_PARAMETERS:
+        raise QueryError(f"bad query string: more than {MAX_PARAMETERS} parameters")
+    pairs = []
+    for field in fields:
+        name, sep, value = field.partition("=")
+        if not sep:
+            raise QueryError(f"bad query string: {_shown(field)} is not name=value")
+        pairs.append((urllib.parse.unquote_plus(name), urllib.parse.unquote_plus(value)))
+    return pairs
+
+
+def _age_ms(value: str) -> int:
+    # An unescaped "+" of an exponent arrives as a space.
+    match = _AGE.fullmatch(value.strip().replace(" ", "+"))
+    if match is None:
+        raise QueryError(f"min_age: {_shown(value)} is not an age (seconds, or 500ms, 90s, 5m, 2h)")
+    ms = float(match[1]) * _UNIT_MS[match[2]]  # a float never raises: too large is inf
+    if not math.isfinite(ms) or ms > MAX_AGE_MS:
+        raise QueryError(f"min_age: {_shown(value)} is too large (at most 100 years)")
+    return round(ms)
 
 
 def _shown(text: str) -> str:
@@ -112,7 +140,7 @@ def document(
     late_padding_ms: int,
     bootstrap_servers: str,
     broker_log: bool,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""
     selection = model.in_flight_transactions(query.states, query.limit, query.min_age_ms, now_ms)
     scan = model.last_hanging_scan()
@@ -126,6 +154,8 @@ def document(
         },
         "late_padding_seconds": late_padding_ms / 1000,
         "broker_log": broker_log,
+        # When the last hanging-transaction scan completed (ms; None: no scan completed yet).
+        "hanging_scan_ms": None if scan is None or not scan.completed_ms else scan.completed_ms,
         "in_flight_matching": selection.matching,
         "transactions": [transaction_row(txn, now_ms, late_padding_ms) for txn in selection.transactions],
         "hanging_scan": scan is not None,
@@ -136,23 +166,39 @@ def document(
 
 def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int) -> dict[str, object]:
     deadline_ms = txn.start_ms + txn.timeout_ms
+    ongoing = txn.state == TransactionState.ONGOING
     row: dict[str, object] = {
         "transactional_id": txn.transactional_id,
         "state": txn.state.name,
         "producer_id": txn.producer_id,
         "producer_epoch": txn.producer_epoch,
         "state_entered_ms": txn.state_entered_ms,
+        # In its state (since it entered it), and the transaction's duration (since its start, as
+        # kafka-transactions.sh describe's TransactionDurationMs): equal for ONGOING.
         "age_seconds": round(max(0, now_ms - txn.state_entered_ms) / 1000, 3),
+        "duration_seconds": round(max(0, now_ms - txn.start_ms) / 1000, 3),
         "transaction_start_ms": txn.start_ms,
         "transaction_timeout_ms": txn.timeout_ms,
-        # kafka_transactions_late's rule: ONGOING past its own timeout plus the padding.
-        "late": txn.state == TransactionState.ONGOING and deadline_ms < now_ms - late_padding_ms,
+        # kafka_transactions_late's rule: ONGOING past its own timeout plus the padding (None: PREPARE_*).
+        "late": deadline_ms < now_ms - late_padding_ms if ongoing else None,
+        # kafka_transactions_stuck_in_prepare's rule: PREPARE_* in that state longer than its own
+        # timeout plus the padding (None: ONGOING).
+        "stuck": None if ongoing else is_stuck_prepare(txn.state_entered_ms, txn.timeout_ms, now_ms, late_padding_ms),
         "coordinator_partition": txn.coordinator_partition,
+        # The coordinator: the leader of that __transaction_state partition (filled in by the endpoint).
+        "coordinator_broker": None,
         "partitions": list(txn.partitions),
         "marker_errors": [
             {"partition": m.partition, "error": m.error, "count": m.count, "last_seen_ms": m.last_seen_ms}
             for m in txn.marker_errors
         ],
+        # Failed __transaction_state appends on that partition since the transaction entered its state.
+        "append_errors": [
+            {"target_state": a.target_state.name, "error": a.error, "count": a.count, "last_seen_ms": a.last_seen_ms}
+            for a in txn.append_errors
+        ],
+        # Why it is stuck and what to do (exporter.view.diagnosis), for the rows that need one.
+        "diagnosis": None,
     }
     if txn.partitions_error is not None:
         row["partitions_error"] = txn.partitions_error
@@ -175,5 +221,7 @@ def hanging_rows(
     for finding in found[: query.limit]:
         row = finding_row(finding, now_ms - finding.transaction.last_timestamp_ms)
         row["abort_command"] = abort_command(bootstrap_servers, finding.transaction)
+        row["coordinator_broker"] = finding.coordinator_id
+        row.update(hanging_advice(row, bootstrap_servers))
         rows.append(row)
     return rows, len(found)

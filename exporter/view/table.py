@@ -9,22 +9,34 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from exporter.view import page
+from exporter.view import cluster, page
 
 COLUMNS = (
     "TRANSACTIONAL_ID",
     "STATE",
+    "FLAG",
+    "IN_STATE",
+    "DURATION",
+    "TIMEOUT",
     "PRODUCER_ID",
     "EPOCH",
-    "AGE",
-    "TIMEOUT",
-    "LATE",
+    "COORDINATOR",
     "TXN_PARTITION",
     "PARTITIONS",
     "MARKER_ERRORS",
 )
 ABORT_INTRO = "To abort a hanging transaction, after checking it (kafka-transactions.sh describe-producers):"
-HANGING_COLUMNS = ("PARTITION", "PRODUCER_ID", "EPOCH", "START_OFFSET", "TRANSACTIONAL_ID", "AGE", "REASON")
+HANGING_COLUMNS = (
+    "PARTITION",
+    "PRODUCER_ID",
+    "EPOCH",
+    "START_OFFSET",
+    "TRANSACTIONAL_ID",
+    "COORDINATOR",
+    "AGE",
+    "REASON",
+)
+BROKER_COLUMN = "BROKER"  # a merged view's (exporter.view.cluster): which broker each row is from
 
 
 safe = page.printable
@@ -42,31 +54,43 @@ def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _marker_error(error: dict[str, Any], now_ms: int) -> str:
-    last = age(max(0, now_ms - error["last_seen_ms"]) / 1000)
-    return f"{error['partition']}:{error['error']}(x{error['count']},last:{last}ago)"
-
-
 def render(doc: dict[str, Any]) -> str:
     now_ms = doc["now_ms"]
     rows = [
         [
             safe(r["transactional_id"]),
             r["state"],
+            page.flag(r).upper() or "-",
+            age(r["age_seconds"]),
+            "?" if r.get("duration_seconds") is None else age(r["duration_seconds"]),
+            f"{r['transaction_timeout_ms'] / 1000:g}s",
             str(r["producer_id"]),
             str(r["producer_epoch"]),
-            age(r["age_seconds"]),
-            f"{r['transaction_timeout_ms'] / 1000:g}s",
-            "LATE" if r["late"] else "-",
+            "?" if r.get("coordinator_broker") is None else str(r["coordinator_broker"]),
             str(r["coordinator_partition"]),
             safe(",".join(r["partitions"]) or "-"),
-            safe(",".join(_marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
+            # The last column: its spaces need no care.
+            safe("; ".join(page.marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
         ]
         for r in doc["transactions"]
     ]
+    merged = cluster.is_merged(doc)
+    columns = (BROKER_COLUMN, *COLUMNS) if merged else COLUMNS
+    if merged:
+        rows = [[safe(cluster.broker_of(r)), *row] for r, row in zip(doc["transactions"], rows)]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
-    lines = aligned(COLUMNS, rows) if rows else ["No in-flight transaction matches."]
-    lines.append(f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC).")
+    lines = aligned(columns, rows) if rows else ["No in-flight transaction matches."]
+    padding = f"{doc['late_padding_seconds']:g}s"
+    lines.append(
+        f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC)."
+        f" LATE: ONGOING past its timeout + {padding}; STUCK: PREPARE_* in that state longer than its timeout +"
+        f" {padding}. IN_STATE: since it entered its state; DURATION: since the transaction began."
+    )
+    diagnosed = [r for r in doc["transactions"] if r.get("diagnosis")]
+    if diagnosed:
+        lines.append("\nDiagnosis:")
+        for r in diagnosed:
+            lines += diagnosis_lines(r, now_ms)
     if doc["hanging"]:
         hanging = [
             [
@@ -75,14 +99,67 @@ def render(doc: dict[str, Any]) -> str:
                 str(h["epoch"]),
                 str(h["start_offset"]),
                 safe(h["transactional_id"] or "-"),
+                "?" if h.get("coordinator_broker") is None else str(h["coordinator_broker"]),
                 age(h["age_seconds"]),
                 safe(h["reason"]),
             ]
             for h in doc["hanging"]
         ]
-        lines += ["\nHanging transactions (last scan):", *aligned(HANGING_COLUMNS, hanging)]
+        hanging_columns = (BROKER_COLUMN, *HANGING_COLUMNS) if merged else HANGING_COLUMNS
+        if merged:
+            hanging = [[safe(cluster.broker_of(h)), *row] for h, row in zip(doc["hanging"], hanging)]
+        when = page.last_scan(doc)
+        lines += [
+            f"\nHanging transactions (last scan{' ' + when if when else ''}):",
+            *aligned(hanging_columns, hanging),
+        ]
+        runbook = doc["hanging"][0].get("runbook")
+        if runbook:
+            lines.append(f"Runbook: {runbook['url']}")
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
-    elif not doc["hanging_scan"]:
+    elif doc["hanging_scan"]:
+        when = page.last_scan(doc)
+        lines.append(f"No hanging transaction in the last scan{f' ({when})' if when else ''}.")
+    elif not merged:
         lines.append("No hanging-transaction scan has completed on this exporter.")
+    if merged:
+        lines += ["", *(safe(line) for line in cluster.source_lines(doc))]
     return "\n".join(lines) + "\n"
+
+
+def diagnosis_lines(row: dict[str, Any], now_ms: int) -> list[str]:
+    """One diagnosed transaction, indented under its id (also `txn-exporter transactions`'s)."""
+    d = row["diagnosis"]
+    flagged = page.flag(row)
+    head = f"{row['state']}{', ' + flagged if flagged else ''}, coordinator {page.coordinator(row)}"
+    lines = [f"\n{safe(row['transactional_id'])} ({head}):", f"  why: {safe(d['summary'])}"]
+    said: set[str] = set()
+    for p in d["partitions"]:
+        lines.append(f"  {safe(p['partition'])}: {safe(page.text_facts(p))}")
+        for e in p["errors"]:
+            cause = "the same cause as above" if e["cause"] in said else safe(e["cause"])
+            said.add(e["cause"])
+            last = page.age(max(0, now_ms - e["last_seen_ms"]) / 1000)
+            lines.append(f"    {e['error']} x{e['count']}, last {last} ago: {cause}")
+        if p["cause"] and not p["errors"]:
+            lines.append(f"    {safe(p['cause'])}")
+        if "producer" in p:
+            lines.append(f"    {safe(page.producer_text(p['producer']))}")
+    if d.get("partitions_not_shown"):
+        lines.append(f"  and {d['partitions_not_shown']} more partitions")
+    c = d["coordinator"]
+    if c["append_errors"] or c["cause"]:
+        lines.append(f"  coordinator {c['partition']}: {safe(page.text_facts(c))}")
+        lines += [
+            f"    {e['error']} x{e['count']} ({e.get('target_state', '?')}), last"
+            f" {page.age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {safe(e['cause'])}"
+            for e in c["append_errors"]
+        ]
+        if c["cause"] and not c["append_errors"]:
+            lines.append(f"    {safe(c['cause'])}")
+    lines.append(f"  runbook: {d['runbook']['section']} {d['runbook']['url']}")
+    lines += [f"  {c['purpose']}: {safe(c['command'])}" for c in d["commands"]]
+    if not d["abort"]["allowed"]:
+        lines.append(f"  do not abort it: {d['abort']['why']}.")
+    return lines

@@ -107,3 +107,17 @@ def test_marker_errors_are_stamped_with_the_time_they_were_read():
     again = parser.feed([retry.format(200).encode(), retry.format(300).encode()], now_ms=2_000)  # cached: same body
     assert first == again[:1] == [MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "t-1", "orders-3")]
     assert [e.seen_ms for e in first + again] == [1_000, 2_000, 2_000]
+
+
+def test_append_failures_name_their_transactional_id_and_when_they_were_read():
+    meta = META_41.format("PREPARE_ABORT")
+    parser = BrokerLogParser()
+    assert parser.feed([debug_line(meta, tid="pay-1").encode()], now_ms=1_000) == []
+    (paired,) = parser.feed([info_line(meta, tid="pay-1").encode()], now_ms=2_000)
+    (info_only,) = parser.feed([info_line(meta, tid="pay-2").encode()], now_ms=3_000)
+    assert (paired.transactional_id, paired.seen_ms, paired.error) == ("pay-1", 2_000, "NOT_ENOUGH_REPLICAS")
+    assert (info_only.transactional_id, info_only.seen_ms, info_only.error) == (
+        "pay-2",
+        3_000,
+        "COORDINATOR_NOT_AVAILABLE",
+    )

@@ -35,6 +35,13 @@ names = st.text(min_size=0, max_size=40)
 partitions = st.none() | st.dictionaries(names, st.lists(st.integers(0, 2**31 - 1), max_size=8), max_size=5)
 
 
+# Tagged fields of a newer Kafka (tag 4 and up: KAFKA-20357's last producer epoch, and later ones), in
+# tag order as Kafka writes them.
+unknown_tags = st.dictionaries(st.integers(4, 2**20), st.binary(max_size=12), max_size=3).map(
+    lambda tags: tuple(sorted(tags.items()))
+)
+
+
 @st.composite
 def values(draw):
     version = draw(st.sampled_from([0, 1]))
@@ -52,9 +59,11 @@ def values(draw):
         draw(int64) if tagged else -1,
         draw(int16) if tagged else 0,
         draw(int16) if tagged else -1,
+        draw(unknown_tags) if tagged else (),
     )
 
 
+@settings(deadline=None)
 @given(values())
 def test_value_round_trip(value):
     assert decode_value(encode_value(value)) == value
@@ -75,7 +84,7 @@ def _mutations(raw: bytes):
     )
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.data())
 def test_mutated_values_give_a_value_or_a_typed_error(data):
     raw = data.draw(_mutations(encode_value(data.draw(values()))))
@@ -92,7 +101,7 @@ def _outcome(decode):
         return e.reason
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_skipping_partitions_changes_nothing_else(data):
     """partitions=False (the live source's decode) gives the full decode's value with partitions
@@ -118,6 +127,7 @@ def tagged_as_written(draw):
         ("next_producer_id", -1),
         ("client_transaction_version", 0),
         ("next_producer_epoch", -1),
+        ("unknown_tagged_fields", ()),
     ):
         if draw(st.booleans()):
             setattr(value, name, default)
@@ -152,13 +162,14 @@ def test_make_and_a_partitions_memo_change_nothing_else(data):
         assert value == full
 
 
+@settings(deadline=None)
 @given(names, values())
 def test_decode_record_reads_keys_like_decode_key(tid, value):
     record = decode_record(encode_key(tid), encode_value(value), 7, 1000)
     assert (record.offset, record.timestamp_ms, record.transactional_id, record.value) == (7, 1000, tid, value)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_crash(raw):
     for decode in (decode_key, decode_value):
@@ -170,7 +181,7 @@ def test_random_bytes_never_crash(raw):
     assert all(isinstance(i, (BatchError, RecordError)) or i.offset >= 0 for i in items)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_mutated_batches_lose_nothing_else(data):
     """A corrupt batch in the middle costs that batch only: the batches around it still decode."""
@@ -193,7 +204,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_the_single_record_fast_path_agrees_with_the_general_reader(data):
     """Where _decode_single_record takes a record (it may also decline: None), it reads exactly what
@@ -280,6 +291,7 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
                 r.take(r.uvarint())
     last_update, start = r.int(">q"), r.int(">q")
     fields = [-1, -1, 0, -1]
+    unknown = []
     if version == 1:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
@@ -289,8 +301,19 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
                 if len(raw) != struct.calcsize(fmt):
                     raise DecodeError("bad_length", "reference reader: tag size")
                 fields[tag] = struct.unpack(fmt, raw)[0]
+            else:
+                unknown.append((tag, raw))
     return TransactionLogValue(
-        version, producer_id, epoch, timeout_ms, TransactionState(status), partitions, last_update, start, *fields
+        version,
+        producer_id,
+        epoch,
+        timeout_ms,
+        TransactionState(status),
+        partitions,
+        last_update,
+        start,
+        *fields,
+        tuple(unknown),
     )
 
 
@@ -328,7 +351,7 @@ def usual_values(draw):
     )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_decode_value_reads_what_a_plain_field_by_field_reader_reads(data):
     """Every fast path of decode_value (one struct per usual shape, the usual tagged fields) gives

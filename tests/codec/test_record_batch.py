@@ -114,3 +114,93 @@ def test_a_corrupt_batch_among_many_still_resyncs_on_the_next_one():
     offsets = [i.offset for i in decode_batches(bytes(damaged)) if not isinstance(i, BatchError)]
     lost = set(range(200)) - set(offsets)
     assert lost and max(lost) < 60 and offsets[-1] == 199
+
+
+class Pieces:
+    """An input in memory read as decode_pieces reads a file, counting what it reads at once."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.size, self.largest_read, self.bytes_read = data, len(data), 0, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def read(self, position, n):
+        assert position >= 0 and position + n <= self.size, (position, n)
+        self.largest_read = max(self.largest_read, n)
+        self.bytes_read += n
+        return self.data[position : position + n]
+
+
+def _outcomes(items):
+    return [
+        (type(i).__name__, i.position, i.error.reason, str(i.error)) if isinstance(i, BatchError) else i for i in items
+    ]
+
+
+# A real batch longer than the pieces below: read whole once its CRC verified.
+LONG = batch(1, value=TransactionLogValue(1, 7, 0, 1000, VALUE.state, {"t" * 200: list(range(2000))}, 5, 4))
+
+
+@pytest.mark.parametrize("piece_size", [122, 200, 1000, 4096, 1 << 16])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("batches", b"".join(batch(i, f"t{i}") for i in range(300))),
+        ("a truncated tail", b"".join(batch(i) for i in range(40)) + batch(40)[:30]),
+        ("a corrupt batch", batch(0) + bytes(b ^ 0xFF if n == 70 else b for n, b in enumerate(batch(1))) + batch(2)),
+        ("garbage", bytes(range(256)) * 40 + batch(7) + bytes(37) + batch(8)),
+        ("headers claiming the rest", fake_headers(1 << 16)),
+        ("good then bad", good_then_bad(1 << 16)),
+        ("past the CRC budget", batch(0) + batch(1) + fake_headers(1 << 21)),
+        ("a batch longer than a piece", batch(0) + LONG + batch(2)),
+        ("empty", b""),
+        ("less than a header", batch(0)[:60]),
+    ],
+)
+def test_an_input_read_in_pieces_decodes_as_it_does_whole(name, data, piece_size):
+    """Pieces of any size give what the whole input gives: records, errors with the input's
+    positions, resynchronisation across pieces, the CRC budget, the truncated tail."""
+    from exporter.codec.record_batch import decode_pieces
+
+    reader = Pieces(data)
+    assert _outcomes(decode_pieces(reader, piece_size=piece_size)) == _outcomes(decode_batches(data)), name
+    # The most read at once: a piece, or a batch longer than a piece that proved real (its CRC).
+    assert reader.largest_read <= max(piece_size, len(LONG) if LONG in data else 0)
+
+
+def test_a_length_claiming_most_of_a_large_input_costs_no_memory():
+    """A corrupt length that claims far more than a piece is checked by its CRC through the reader,
+    in pieces: nothing longer than a piece is ever held."""
+    from exporter.codec.record_batch import decode_pieces
+
+    data = fake_headers(8 << 20)
+    reader = Pieces(data)
+    assert _outcomes(decode_pieces(reader, piece_size=1 << 16)) == _outcomes(decode_batches(data))
+    assert reader.largest_read <= 1 << 16
+
+
+@pytest.mark.parametrize("piece_size", [122, 1000])
+def test_property_pieces_match_the_whole_on_random_damage(piece_size):
+    import random
+
+    from exporter.codec.record_batch import decode_pieces
+
+    rng = random.Random(piece_size)
+    clean = bytearray(b"".join(batch(i, f"t{i}") for i in range(150)))
+    for _ in range(40):
+        data = bytearray(clean)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(data))
+            kind = rng.randrange(3)
+            if kind == 0:
+                data[at] ^= 1 << rng.randrange(8)
+            elif kind == 1:
+                del data[at : at + rng.randint(1, 300)]
+            else:
+                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
+        data = bytes(data)
+        assert _outcomes(decode_pieces(Pieces(data), piece_size=piece_size)) == _outcomes(decode_batches(data))

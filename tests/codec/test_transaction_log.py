@@ -1,5 +1,6 @@
 """TransactionLogKey/Value against hand-built bytes laid out as in Kafka's message JSON."""
 
+import pickle
 import struct
 
 import pytest
@@ -94,7 +95,7 @@ def test_value_v1_without_tags():
     )
 
 
-def test_value_v1_all_tags_and_unknown_tags_skipped():
+def test_value_v1_all_tags_and_unknown_tags_kept_with_their_bytes():
     tags = (
         bytes([6])
         + bytes([0, 8])
@@ -118,6 +119,49 @@ def test_value_v1_all_tags_and_unknown_tags_skipped():
         5,
     )
     assert v.partitions == {"foo": [0, 7]}
+    assert v.unknown_tagged_fields == ((9, b"abc"), (128, b"z"))
+
+
+# The next Kafka's values, as trunk writes them (TransactionLogValue.json): NextProducerEpoch is tag 3
+# (int16, KAFKA-15370 / KIP-939); KAFKA-20357 persists the last producer epoch as a further tagged
+# field, an int16 after tag 3 (4 is the next free tag), which this codec does not name.
+_TRUNK = TransactionLogValue(
+    1, 1000, 0, 60000, TransactionState.ONGOING, {"orders": [3]}, 1_700_000_000_123, 1_700_000_000_000, 999, 1000, 2, 0
+)
+
+
+@pytest.mark.parametrize("partitions", [True, False])
+def test_trunks_next_producer_epoch_is_named_and_kafka_20357s_epoch_kept_as_unknown(partitions):
+    raw = encode_value(_TRUNK)
+    assert raw.endswith(
+        bytes([4, 0, 8])
+        + struct.pack(">q", 999)
+        + bytes([1, 8])
+        + struct.pack(">q", 1000)
+        + bytes([2, 2, 0, 2, 3, 2, 0, 0])
+    )
+    v = decode_value(raw, partitions)
+    assert (v.next_producer_epoch, v.unknown_tagged_fields) == (0, ())
+    last_epoch = bytes([4, 2]) + struct.pack(">h", 32766)
+    raw = raw[:-29] + bytes([5]) + raw[-28:] + last_epoch  # the tag count (4 -> 5), tag 4 after the others
+    v = decode_value(raw, partitions)
+    assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
+        999,
+        1000,
+        2,
+        0,
+    )
+    assert v.unknown_tagged_fields == ((4, struct.pack(">h", 32766)),)
+    if partitions:
+        assert encode_value(v) == raw  # written back in tag order, as Kafka writes them
+
+
+@pytest.mark.parametrize("version", [2, 3, 0x7FFF, -1])
+def test_a_value_version_above_1_is_a_decode_error_of_its_own(version):
+    for raw in (struct.pack(">h", version) + encode_value(_TRUNK)[2:], struct.pack(">h", version)):
+        with pytest.raises(DecodeError) as e:
+            decode_value(raw)
+        assert (e.value.reason, e.value.detail) == ("unknown_value_version", f"value version {version}")
 
 
 def test_value_v1_null_partitions():
@@ -187,6 +231,16 @@ def test_skipping_partitions_keeps_every_other_field(raw):
     full = decode_value(raw)
     full.partitions = PARTITIONS_SKIPPED
     assert skipped == full
+
+
+def test_skipped_partitions_stay_the_one_marker_and_are_never_encoded():
+    """A pickled value (Spark ships them between processes) keeps the marker that `is` compares
+    to; encoding a value without its partitions is refused by name, not by a stray len()."""
+    skipped = decode_value(v1_bytes(), partitions=False)
+    assert pickle.loads(pickle.dumps(skipped)).partitions is PARTITIONS_SKIPPED
+    assert repr(PARTITIONS_SKIPPED) == str(PARTITIONS_SKIPPED) == "PARTITIONS_SKIPPED"
+    with pytest.raises(TypeError, match="PARTITIONS_SKIPPED"):
+        encode_value(skipped)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,19 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.cli import main
-from exporter.codec import TransactionLogRecord, TransactionLogValue, TransactionState, encode_key, encode_value
+from exporter.codec import (
+    TransactionLogRecord,
+    TransactionLogValue,
+    TransactionState,
+    decode_record,
+    encode_key,
+    encode_value,
+)
 from exporter.codec.record_batch import encode_batch
 
 ONGOING = TransactionLogValue(
@@ -217,7 +225,7 @@ def _peak_bytes(path) -> int:
 
 
 def test_memory_stays_flat_in_the_file_size(tmp_path):
-    """A segment is mapped, not read whole: decoding 16 MiB peaks where decoding 1 MiB does."""
+    """A segment is read in pieces, not whole: decoding 16 MiB peaks where decoding 1 MiB does."""
     one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
     small = segment(tmp_path, one * ((1 << 20) // len(one)), name="small.log")
     large = segment(tmp_path, one * ((16 << 20) // len(one)), name="large.log")
@@ -248,8 +256,8 @@ def _peak_rss_kib(path) -> int:
 
 
 def test_resident_memory_stays_flat_in_the_file_size(tmp_path):
-    """The mapped pages are let go as decoding moves on: 64 MiB of segment peak within a few MiB
-    of 4 MiB (reading it whole, or keeping its pages mapped, costs the 60 MiB between them)."""
+    """Resident memory does not grow with the segment: 64 MiB of segment peak within a few MiB of
+    4 MiB (reading it whole, or keeping a mapping's pages, costs the 60 MiB between them)."""
     one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
     small = segment(tmp_path, one * ((4 << 20) // len(one)), name="small.log")
     large = segment(tmp_path, one * ((64 << 20) // len(one)), name="large.log")
@@ -286,6 +294,8 @@ def _expected_line(offset, ts, tid, v):
             "next_producer_epoch": v.next_producer_epoch,
         }
     )
+    if v is not None and v.unknown_tagged_fields:
+        value["unknown_tagged_fields"] = [{"tag": tag, "bytes": raw.hex()} for tag, raw in v.unknown_tagged_fields]
     line = {"offset": offset, "timestamp_ms": ts, "transactional_id": tid, "value": value}
     return json.dumps(line, ensure_ascii=False) + "\n"
 
@@ -316,6 +326,8 @@ def _values(draw):
         draw(st.just(-1) | _int64) if tagged else -1,
         draw(st.sampled_from([0, 2, -5])) if tagged else 0,
         draw(st.sampled_from([-1, 7])) if tagged else -1,
+        # A newer Kafka's tagged fields (KAFKA-20357's last producer epoch as tag 4, say), or none.
+        draw(st.sampled_from([(), ((4, b"\x7f\xfe"),), ((4, b""), (300, b"\x00\xff"))])) if tagged else (),
     )
 
 
@@ -351,6 +363,15 @@ def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
     assert [format_record(TransactionLogRecord(i, ts, tid, v)) for i, (tid, v, ts) in enumerate(records)] == expected
 
 
+def test_format_record_refuses_a_record_decoded_without_its_partitions():
+    from exporter.commands.decode import format_record
+
+    value = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0]}, 1010, 1000)
+    record = decode_record(encode_key("t"), encode_value(value), 7, 1010, partitions=False)
+    with pytest.raises(TypeError, match="PARTITIONS_SKIPPED"):
+        format_record(record)
+
+
 def test_a_topic_name_that_is_not_utf8_is_an_error_line_wherever_the_array_is_read(tmp_path, capsys):
     """The memo of partitions arrays decodes each array it has not seen, invalid UTF-8 included:
     the record is an invalid_utf8 line, the same array seen again is one again, the others decode."""
@@ -383,3 +404,104 @@ def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, cap
         )
         assert main(["decode", str(path)]) == 0
         assert capsys.readouterr().out == _expected_line(0, 5, "t", value)
+
+
+def test_the_next_kafkas_tagged_fields_are_shown_named_or_by_tag_and_bytes(tmp_path, capsys):
+    """Kafka's trunk writes NextProducerEpoch (tag 3): a named field. A tag this codec does not name
+    (KAFKA-20357's last producer epoch, as tag 4 after it) is shown with its bytes, in hex."""
+    trunk = TransactionLogValue(
+        1,
+        42,
+        0,
+        60000,
+        TransactionState.ONGOING,
+        {"orders": [0]},
+        1010,
+        1000,
+        previous_producer_id=41,
+        next_producer_id=42,
+        client_transaction_version=2,
+        next_producer_epoch=0,
+        unknown_tagged_fields=((4, b"\x7f\xfe"),),
+    )
+    path = segment(tmp_path, encode_batch(0, [(encode_key("t"), encode_value(trunk), 1010)]))
+    assert main(["decode", str(path)]) == 0
+    (line,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    value = line["value"]
+    assert (value["next_producer_epoch"], value["unknown_tagged_fields"]) == (0, [{"tag": 4, "bytes": "7ffe"}])
+    assert list(value)[-2:] == ["next_producer_epoch", "unknown_tagged_fields"]
+
+
+def test_a_value_version_above_1_is_an_error_line_and_the_rest_decodes(tmp_path, capsys):
+    raw = encode_value(ONGOING)
+    path = segment(
+        tmp_path,
+        encode_batch(0, [(encode_key("a"), b"\x00\x02" + raw[2:], 5)]),
+        encode_batch(1, [(encode_key("b"), raw, 1011)]),
+    )
+    assert main(["decode", str(path)]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0] == {"offset": 0, "error": "unknown_value_version: value version 2"}
+    assert lines[1]["value"]["producer_id"] == 42
+
+
+def _decode_process(*paths):
+    """`txn-exporter decode PATH...` in a process of its own (a SIGBUS must not take pytest down)."""
+    script = "import sys\nfrom exporter.cli import main\nsys.exit(main(['decode', *sys.argv[1:]]))\n"
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, paths)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def test_a_live_log_dir_whose_segments_are_truncated_or_deleted_meanwhile_is_decoded_without_a_crash(tmp_path):
+    """The broker truncates one segment (a follower's truncation, a cleaned segment swapped in) and
+    deletes another while decode reads the log dir: each is one error line on stderr, every other
+    segment is decoded, and the process ends by itself (exit 1), never killed by SIGBUS."""
+    one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
+    files = []
+    for partition, megabytes in ((0, 24), (1, 1), (2, 1)):
+        directory = tmp_path / f"__transaction_state-{partition}"
+        directory.mkdir()
+        files.append(segment(directory, one * ((megabytes << 20) // len(one))))
+    truncated, deleted, _ = files
+    process = _decode_process(tmp_path)
+    try:
+        # The first line is out: the decoder is inside the first segment, blocked on the pipe (not read).
+        assert json.loads(process.stdout.readline())["partition"] == 0
+        cut = 3 * (1 << 20) + 1000  # past what was read yet, inside a batch
+        with open(truncated, "r+b") as f:
+            f.truncate(cut)
+        deleted.unlink()
+        out, err = process.stdout.read(), process.stderr.read()  # (not communicate: readline buffered some)
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1, (process.returncode, err[-2000:])
+    lines = [json.loads(line) for line in out.splitlines()]
+    by_partition = {p: [line for line in lines if line["partition"] == p] for p in (0, 1, 2)}
+    assert len(by_partition[2]) == (1 << 20) // len(one) and not by_partition[1]
+    assert 0 < len(by_partition[0]) + 1 <= cut // len(one)  # what was there when it was read, no more
+    assert all("value" in line for line in lines)  # no error line in the output itself
+    errors = err.decode().splitlines()
+    assert errors[0].startswith(f"txn-exporter decode: {truncated}: truncated to {cut} bytes while being read ")
+    assert errors[1] == f"txn-exporter decode: cannot read {deleted}: No such file or directory"
+    assert len(errors) == 2
+
+
+def test_read_segment_stops_with_segment_shrank_after_the_records_it_read_and_reads_a_deleted_file_whole(tmp_path):
+    from exporter.sources.segment_files import SegmentShrank, read_segment
+
+    one = encode_batch(0, [(encode_key("payments-service-0000001"), encode_value(ONGOING), 5)])
+    count = (4 << 20) // len(one)
+    path = segment(tmp_path, one * count)
+    items = read_segment(path)
+    read = [next(items) for _ in range(10)]  # the file is open, its first piece read
+    with open(path, "r+b") as f:
+        f.truncate(len(one) * (count // 2))
+    with pytest.raises(SegmentShrank, match=rf"^{path}: truncated to {len(one) * (count // 2)} bytes while being read"):
+        read += list(items)
+    assert 10 <= len(read) <= count // 2 and all(r.offset == 0 for r in read)
+    items = read_segment(path)
+    first = next(items)
+    path.unlink()  # Linux keeps an open file's bytes: it is read whole
+    assert 1 + sum(1 for _ in items) == count // 2 and first.transactional_id == "payments-service-0000001"

@@ -26,8 +26,8 @@ from confluent_kafka import Producer
 
 from alerts import generate as alerts_generate
 from dashboards import generate
-from dashboards.metrics import known
 from exporter import config
+from generators.metrics import known
 from tests.alerts.tools import Prometheus
 from tests.integration.exporter_process import ExporterProcess
 from txn_workshop.harness.admin import create_topic

@@ -23,7 +23,7 @@ from tests.integration.exporter_process import ExporterProcess
 from txn_workshop.harness.admin import alter_topic_config, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
-from txn_workshop.harness.workload import commit_transactions, held_commit
+from txn_workshop.harness.workload import commit_transactions, held_commit, set_logger_level
 
 STATE_TOPIC = "__transaction_state"
 PARTITIONS = 8
@@ -93,22 +93,6 @@ def _set_state_log_min_isr(broker: KafkaBroker, value: str) -> None:
     alter_topic_config(broker.bootstrap_servers, STATE_TOPIC, {"min.insync.replicas": value})
 
 
-def _set_logger(broker: KafkaBroker, level: str | None) -> None:
-    change = ["--add-config", f"{STATE_MANAGER_LOGGER}={level}"] if level else ["--delete-config", STATE_MANAGER_LOGGER]
-    result = broker.run_tool(
-        broker.kafka.config_command_class,
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-        "--entity-type",
-        "broker-loggers",
-        "--entity-name",
-        str(broker.node_id),
-        "--alter",
-        *change,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def _errors(process: ExporterProcess, name: str) -> dict[tuple, float]:
     return {labels: v for (n, labels), v in process.samples().items() if n == name}
 
@@ -174,11 +158,11 @@ def test_failed_state_log_appends_counted_once_at_info_and_debug(cluster, export
     start = first.server_log.stat().st_size
 
     _commit_while_state_log_fails(first, second, process, "bl-append-info", "COORDINATOR_NOT_AVAILABLE")
-    _set_logger(first, "DEBUG")
+    set_logger_level(first, STATE_MANAGER_LOGGER, "DEBUG")
     try:
         _commit_while_state_log_fails(first, second, process, "bl-append-debug", "NOT_ENOUGH_REPLICAS")
     finally:
-        _set_logger(first, None)
+        set_logger_level(first, STATE_MANAGER_LOGGER, None)
     process.wait_for(lambda: process.value(PENDING) == 0, 60, "both transactions completed")
 
     errors = _errors(process, APPEND_ERRORS)

@@ -35,13 +35,19 @@ from confluent_kafka import Producer
 from tests.integration import append_latency
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
-from tests.integration.test_broker_log_faults import _replicate_transaction_state, _set_logger
+from tests.integration.test_broker_log_faults import STATE_MANAGER_LOGGER, _replicate_transaction_state
 from tests.integration.test_decode_matches_kafka import _kafkas
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.jars import KAFKA_VERSIONS
-from txn_workshop.harness.workload import hold_markers, run_mix, transaction_state_partition, transactions_running
+from txn_workshop.harness.workload import (
+    hold_markers,
+    run_mix,
+    set_logger_level,
+    transaction_state_partition,
+    transactions_running,
+)
 
 PARTITIONS = 8
 RETRIES = "kafka_transaction_marker_retries_total"
@@ -168,11 +174,11 @@ def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluste
     _wait_equal(process, prepare_commit_errors, at_info, "PREPARE_COMMIT append errors at INFO")
 
     before = jmx.request_errors(first, "EndTxn")
-    _set_logger(first, "DEBUG")
+    set_logger_level(first, STATE_MANAGER_LOGGER, "DEBUG")
     try:
         _commit_while_appends_fail(cluster, prepare_commit_errors, "truth-append-debug", 3)
     finally:
-        _set_logger(first, None)
+        set_logger_level(first, STATE_MANAGER_LOGGER, None)
     at_debug = _errors_since(first, "EndTxn", before)
     assert set(at_debug) == {"COORDINATOR_NOT_AVAILABLE"}, at_debug
     expected = {**at_info, "NOT_ENOUGH_REPLICAS": at_debug["COORDINATOR_NOT_AVAILABLE"]}
@@ -264,7 +270,7 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
     try:
         assert floor.stdout is not None and floor.stdout.readline().strip() == "READY"
         tids = {*P4_IDS, *P4_REPLICATED_IDS}
-        _set_logger(first, "TRACE")
+        set_logger_level(first, STATE_MANAGER_LOGGER, "TRACE")
         try:
             # Started after TRACE is on and settled (each id's last init_transactions) before it is off:
             # every transition of these ids has both lines. Paced (a transaction per id every 100 ms
@@ -274,7 +280,7 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
                 while counts.commits < P4_COMMITS * len(tids) / len(P4_IDS) and time.monotonic() < deadline:
                     time.sleep(0.1)
         finally:
-            _set_logger(first, None)
+            set_logger_level(first, STATE_MANAGER_LOGGER, None)
         assert not counts.errors, counts
         succeeded, appending = append_latency.coordinator_lines(sorted(first.logs_dir.glob("server.log*")), tids)
         assert len(succeeded) > 3 * counts.commits and set(appending) == set(succeeded)

@@ -23,23 +23,13 @@ from exporter.sources.segment_files import partition_of, read_segment
 from tests.conftest import BROKER_PARAMS
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.transaction_log_dump import BY_DISPLAY_NAME
 from txn_workshop.harness.workload import run_mix
 
 PARTITIONS = 4
 EXPIRATION = {
     "transactional.id.expiration.ms": "3000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "1000",
-}
-# 3.x prints the display names of states.
-_DISPLAY_NAMES = {
-    "Empty": "EMPTY",
-    "Ongoing": "ONGOING",
-    "PrepareCommit": "PREPARE_COMMIT",
-    "PrepareAbort": "PREPARE_ABORT",
-    "CompleteCommit": "COMPLETE_COMMIT",
-    "CompleteAbort": "COMPLETE_ABORT",
-    "Dead": "DEAD",
-    "PrepareEpochFence": "PREPARE_EPOCH_FENCE",
 }
 _RECORD_LINE = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) .* key: (.*?) payload: (.*)$")
 _V3_KEY = re.compile(r"^transaction_metadata::transactionalId=(.*)$")
@@ -138,7 +128,7 @@ def _parse(key: str, payload: str) -> dict:
             "value": {
                 "producer_id": int(pid),
                 "producer_epoch": int(epoch),
-                "state": _DISPLAY_NAMES[state],
+                "state": BY_DISPLAY_NAME[state],
                 "topic_partitions": sorted(p for p in partitions.split(",") if p),
                 "last_update_timestamp_ms": int(last_update),
                 "transaction_timeout_ms": int(timeout),

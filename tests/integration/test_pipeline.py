@@ -15,6 +15,7 @@ Spark only after both brokers are stopped (on a copy of their segments).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -312,3 +313,55 @@ def test_pending_history_agrees_with_the_live_gauge(own_broker, tmp_path):
             compared.append(pending)
     assert len(compared) >= 3 and max(compared) > 0, (compared, sorted(history.items()), samples)
     assert max(history.values()) == 3
+
+
+def test_a_healthy_cluster_through_the_cli(own_broker, tmp_path):
+    """The most common input: a cluster where every transaction committed in time (no abort, no
+    timeout, none late, hanging or open). As a user runs it: build and stream from Kafka, then report
+    and backfill. Each step exits 0 with only its step lines on the terminal (the JVM's output goes
+    to OUT/logs), the stream ends with the batch tables, and the report says what there is none of."""
+    import pyarrow.dataset as ds
+
+    broker = own_broker(transaction_state_partitions=3)
+    create_topic(broker.bootstrap_servers, "ok-orders", partitions=2)
+    run_mix(broker.bootstrap_servers, "ok-orders", ["ok-0", "ok-1"], commits=3, aborts=0)
+    built, streamed = tmp_path / "built", tmp_path / "streamed"
+    kafka = f"k={broker.bootstrap_servers}"
+    step = re.compile(r"^\[ *\d+\.\ds\] ")
+    for argv in (
+        ["build", "--out", built, "--kafka", kafka],
+        ["stream", "--out", streamed, "--kafka", kafka],
+        ["report", "--out", built, "--html", tmp_path / "report.html"],
+        ["backfill", "--out", streamed, "--file", tmp_path / "history.om"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "exporter", "pipeline", *map(str, argv)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert done.stdout == "" and all(step.match(line) for line in done.stderr.splitlines()), done.stderr
+        log = Path(argv[2]) / "logs" / f"spark-{argv[0]}.log"
+        assert f"(Spark's log: {log})" in done.stderr
+        assert "Using incubator modules" in log.read_text()  # the JVM's start-up lines: in the log
+
+    def rows(out, table):
+        data = ds.dataset(out / table, partitioning="hive").to_table().to_pylist()
+        return sorted(data, key=lambda r: [r.get(c) or 0 for c in ("transactional_id", "begin_ms", "time_ms")])
+
+    lifecycles = rows(built, "lifecycles")
+    assert len(lifecycles) == 6 and {r["result"] for r in lifecycles} == {"commit"}
+    for table in ("lifecycles", "pending_history", "transactional_ids", "as_of"):
+        assert rows(streamed, table) == rows(built, table), table
+    assert rows(built, "candidates") == rows(streamed, "candidates") == []
+    page = (tmp_path / "report.html").read_text()
+    for words in (
+        "No transaction was aborted.",
+        "No transaction timed out.",
+        "No late or hanging transactions",
+        "No transactional id had an abort or a timeout",
+    ):
+        assert words in page, words
+    assert "kafka_txn_history_pending_markers{" in (tmp_path / "history.om").read_text()

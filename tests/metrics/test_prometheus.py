@@ -11,7 +11,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
-from exporter.codec import DecodeError
+from exporter.codec import DecodeError, TransactionLogValue, decode_record, encode_key, encode_value
 from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
@@ -24,6 +24,7 @@ from exporter.contracts.events import (
     PartitionRevoked,
     SourceStatus,
     TransactionLogAppendFailed,
+    TransactionLogRecords,
     UndecodableRecord,
 )
 from exporter.metrics import CATALOGUE, LatencyRecorders, TransactionCollector
@@ -53,6 +54,16 @@ def pipeline():
     return model, collector
 
 
+def _newer_kafkas(tid: str, *, partition: int, offset: int, timestamp_ms: int) -> TransactionLogRecords:
+    """A record of a newer Kafka: a tagged field the codec does not name (tag 4); replayed, so that it
+    is observed nowhere else."""
+    value = TransactionLogValue(
+        1, 4001, 0, 60_000, S.EMPTY, None, timestamp_ms, timestamp_ms, unknown_tagged_fields=((4, b"\x7f\xfe"),)
+    )
+    record = decode_record(encode_key(tid), encode_value(value), offset, timestamp_ms, partitions=False)
+    return TransactionLogRecords(partition, [record], timestamp_ms + 5, True)
+
+
 def feed(model: CoordinatorModel) -> None:
     model.apply(SourceStatus(True))
     for partition in (0, 1):
@@ -63,6 +74,7 @@ def feed(model: CoordinatorModel) -> None:
     model.apply(log_event("a", S.ONGOING, offset=0, timestamp_ms=t, received_ms=t + 3))
     model.apply(log_event("a", S.PREPARE_COMMIT, offset=1, timestamp_ms=t + 10, received_ms=t + 14))
     model.apply(log_event("a", S.COMPLETE_COMMIT, offset=2, timestamp_ms=t + 30, received_ms=t + 32))
+    model.apply(_newer_kafkas("c", partition=1, offset=4, timestamp_ms=t + 400))
     model.apply(log_event("b", S.PREPARE_ABORT, partition=1, offset=5, timestamp_ms=t + 500, received_ms=t + 3_001))
     model.apply(UndecodableRecord(1, 6, DecodeError("crc_mismatch", "x")))
     # From the broker log.
@@ -112,6 +124,7 @@ def test_exact_names_and_values_parse_back(pipeline, openmetrics):
     assert value("kafka_transaction_state_log_tombstones_total") == 0
     assert value("kafka_transaction_state_log_decode_errors_total", reason="crc_mismatch") == 1
     assert value("kafka_transaction_state_log_decode_errors_total", reason="truncated") == 0
+    assert value("kafka_transaction_state_log_unknown_tagged_fields_total", tag="4") == 1
     assert value("txn_exporter_unwritten_state_records_total", state="DEAD") == 0
     errors = "kafka_transaction_state_log_append_errors_total"
     assert value(errors, target_state="PREPARE_COMMIT", error="NOT_ENOUGH_REPLICAS") == 1

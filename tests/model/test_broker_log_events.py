@@ -85,4 +85,4 @@ def test_a_retry_of_an_id_not_pending_changes_no_gauge():
 def test_unknown_events_are_still_refused():
     model, *_ = new_model()
     with pytest.raises(TypeError):
-        model.apply(object())  # type: ignore[arg-type]
+        model.apply(object())  # type: ignore[arg-type]  # because no event: what the test gives it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from exporter.codec import DecodeError
 from exporter.contracts.events import (
     PartitionAssigned,
@@ -197,3 +199,54 @@ def test_apply_batch_equals_apply_one_by_one():
     batch.apply_batch(events)
     assert records_by_state(one_append) == records_by_state(batch_append) == [0, 10, 10, 0, 10, 0]
     assert snapshot(one) == snapshot(batch)
+
+
+def _with_tags(tid: str, offset: int, unknown: tuple[tuple[int, bytes], ...], replay: bool = False):
+    from exporter.codec import TransactionLogValue, decode_record, encode_key, encode_value
+    from exporter.contracts.events import TransactionLogRecords
+
+    value = TransactionLogValue(
+        1,
+        4000,
+        2,
+        60_000,
+        S.ONGOING,
+        {"orders": [0]},
+        1_000_000,
+        1_000_000,
+        next_producer_epoch=3,
+        unknown_tagged_fields=unknown,
+    )
+    record = decode_record(encode_key(tid), encode_value(value), offset, 1_000_000, partitions=False)
+    return TransactionLogRecords(0, [record], 1_000_005, replay)
+
+
+def test_records_with_unknown_tagged_fields_are_counted_by_tag_and_each_tag_warned_of_once(caplog):
+    model, append, _, _ = new_model()
+    live_partition(model)
+    with caplog.at_level(logging.WARNING, logger="exporter.model"):
+        model.apply(_with_tags("a", 0, ((4, b"\x7f\xfe"),)))
+        model.apply(_with_tags("b", 1, ((4, b"\x00\x01"), (9, b""))))
+        model.apply(_with_tags("c", 2, ((4, b"\x00\x02"),), replay=True))  # replayed: counted too
+        model.apply(_with_tags("d", 3, ((1000, b"x"), (2**20, b"y"))))  # beyond 63: one label
+        model.apply(_with_tags("e", 4, ()))
+    assert snapshot(model).unknown_tagged_fields == {"4": 3, "9": 1, "other": 1}
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 3 and all(r.levelno == logging.WARNING for r in caplog.records)
+    assert warnings[0].startswith("__transaction_state partition 0 offset 0 (transactional id 'a'): tagged field 4")
+    assert 'kafka_transaction_state_log_unknown_tagged_fields_total{tag="4"}' in warnings[0]
+    assert "tagged field 1000 " in warnings[2] and '{tag="other"}' in warnings[2]
+    assert records_by_state(append)[S.ONGOING] == 4  # the records themselves count as any other
+
+
+def test_a_value_version_above_1_is_a_counted_decode_error_warned_of_once(caplog):
+    model, _, _, _ = new_model()
+    live_partition(model)
+    with caplog.at_level(logging.WARNING, logger="exporter.model"):
+        for offset, version in enumerate((2, 2, 3)):
+            model.apply(UndecodableRecord(0, offset, DecodeError("unknown_value_version", f"value version {version}")))
+        model.apply(UndecodableRecord(0, 3, DecodeError("truncated", "value of 1 bytes")))
+    assert snapshot(model).decode_errors["unknown_value_version"] == 3
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith("__transaction_state partition 0 offset 0: value version 2")
+    assert 'kafka_transaction_state_log_decode_errors_total{reason="unknown_value_version"}' in warning

@@ -11,10 +11,11 @@ from exporter.contracts.events import (
     PartitionAssigned,
     PartitionReplayed,
     PartitionRevoked,
+    TransactionLogAppendFailed,
     TransactionLogRecords,
 )
 from exporter.metrics import LatencyRecorders
-from exporter.model import CoordinatorModel, MarkerErrorRow
+from exporter.model import AppendErrorRow, CoordinatorModel, MarkerErrorRow
 from tests.model.builders import S, in_flight, log_event, snapshot
 
 
@@ -115,3 +116,57 @@ def test_marker_errors_noted_per_partition_on_pending_transactions_only():
     assert snapshot(model).marker_retries == {"NOT_ENOUGH_REPLICAS": 4}  # the counters count them all
     model.apply(log_event("held", S.COMPLETE_COMMIT, partition=1))
     assert in_flight(model) == {}
+
+
+def test_every_error_a_partition_answered_is_kept_the_latest_first():
+    """A leader that moved (NOT_LEADER_OR_FOLLOWER) and then an ISR too small (NOT_ENOUGH_REPLICAS):
+    both stay on the row, so the view can explain each."""
+    model = live_model(0)
+    model.apply(log_event("held", S.PREPARE_COMMIT))
+    model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "held", "orders-1", 5_000))
+    model.apply(MarkerWriteRetried("NOT_LEADER_OR_FOLLOWER", "held", "orders-1", 6_000))
+    for seen in (7_000, 8_000):
+        model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS", "held", "orders-1", seen))
+    assert in_flight(model)["held"].marker_errors == (
+        MarkerErrorRow("orders-1", "NOT_ENOUGH_REPLICAS", 3, 8_000),
+        MarkerErrorRow("orders-1", "NOT_LEADER_OR_FOLLOWER", 1, 6_000),
+    )
+
+
+def test_append_errors_noted_on_the_coordinator_partition_since_each_transaction_entered_its_state():
+    model = live_model(0, 1)
+    model.apply(log_event("old", S.ONGOING, partition=1, timestamp_ms=1_000))  # entered at 950
+    model.apply(log_event("new", S.ONGOING, partition=1, timestamp_ms=5_000))  # entered at 4_950
+    model.apply(log_event("elsewhere", S.ONGOING, partition=0, timestamp_ms=1_000))
+    before = in_flight(model)["old"]
+    model.apply(TransactionLogAppendFailed(S.PREPARE_ABORT, "NOT_ENOUGH_REPLICAS", "old", 2_000))
+    model.apply(TransactionLogAppendFailed(S.PREPARE_ABORT, "NOT_ENOUGH_REPLICAS", "old", 6_000))
+    model.apply(TransactionLogAppendFailed(S.PREPARE_COMMIT, "REQUEST_TIMED_OUT", "new", 7_000))
+    model.apply(TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS", "untracked", 7_000))  # counted only
+    model.apply(TransactionLogAppendFailed(S.ONGOING, "NOT_ENOUGH_REPLICAS"))  # no id: counted only
+    rows = in_flight(model)
+    assert rows["old"].append_errors == (
+        AppendErrorRow(S.PREPARE_COMMIT, "REQUEST_TIMED_OUT", 1, 7_000),
+        AppendErrorRow(S.PREPARE_ABORT, "NOT_ENOUGH_REPLICAS", 2, 6_000),
+    )
+    # Since it started (4_950): the partition's errors last seen at 6_000 and 7_000, with their totals.
+    assert rows["new"].append_errors == rows["old"].append_errors
+    model.apply(log_event("newest", S.ONGOING, partition=1, timestamp_ms=6_550))  # entered at 6_500
+    assert in_flight(model)["newest"].append_errors == (
+        AppendErrorRow(S.PREPARE_COMMIT, "REQUEST_TIMED_OUT", 1, 7_000),
+    )
+    assert rows["elsewhere"].append_errors == () and before.append_errors == ()
+    assert sum(snapshot(model).append_errors.values()) == 5
+
+
+def test_stuck_prepares_counted_past_their_timeout_plus_the_padding():
+    model = live_model(0)
+    model.apply(log_event("stuck", S.PREPARE_COMMIT, timestamp_ms=1_000))  # 60 s timeout (builders)
+    model.apply(log_event("aborting", S.PREPARE_ABORT, timestamp_ms=50_000))
+    model.apply(log_event("open", S.ONGOING, timestamp_ms=1_000))  # ONGOING: late, never stuck
+    assert snapshot(model, now_ms=61_000, late_padding_ms=0).stuck_prepares == 0
+    assert snapshot(model, now_ms=61_001, late_padding_ms=0).stuck_prepares == 1
+    assert snapshot(model, now_ms=71_001, late_padding_ms=10_000).stuck_prepares == 1
+    assert snapshot(model, now_ms=120_001, late_padding_ms=10_000).stuck_prepares == 2
+    model.apply(log_event("stuck", S.COMPLETE_COMMIT, timestamp_ms=120_000))
+    assert snapshot(model, now_ms=120_001, late_padding_ms=10_000).stuck_prepares == 1

@@ -101,7 +101,7 @@ def test_corrupt_batch_is_an_error_row_and_decoding_goes_on():
     assert next(r["error"] for r in got if r["error"]).startswith("batch at byte 0")
 
 
-def test_segment_files_are_mapped_and_read_as_their_bytes(tmp_path):
+def test_segment_files_are_read_as_their_bytes(tmp_path):
     data = b"".join(encode_batch(7 + i, [r]) for i, r in enumerate(RECORDS))
     path = tmp_path / "__transaction_state-5" / "00000000000000000007.log"
     path.parent.mkdir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 import urllib.error
 import urllib.request
@@ -125,3 +126,29 @@ def test_the_page_in_headless_chromium_with_and_without_credentials(auth_server)
     assert "owned" not in dom.split("</title>")[0] and "<script" not in dom
     assert "&lt;script&gt;" in dom and "PREPARE_COMMIT" in dom
     assert "orders-writer-1" not in chromium.dump_dom(url)  # no credentials: 401, nothing shown
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?limit=%C2%B2",
+        "?limit=%D9%A1%D9%A2",
+        "?limit=" + "9" * 5000,
+        "?min_age=1e999",
+        "?min_age=1e308h",
+        "?min_age=" + "9" * 5000,
+        "?state=" + "A" * 60_000,
+        "?limit=5&" + "y" * 60_000,
+        "?" + "&".join(["limit=5"] * 40),
+        "?scope=" + "x" * 60_000,
+        "?scope=cluster&" + "&".join(["limit=5"] * 40),
+        "?scope=cluster&limit=%C2%B2",
+    ],
+)
+def test_any_query_is_a_400_of_one_short_line_and_no_traceback(server, query, caplog):
+    with caplog.at_level(logging.DEBUG):
+        status, headers, body = get(server, query)
+    assert status == 400 and headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert body.endswith("\n") and body.count("\n") == 1 and len(body) < 200
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]

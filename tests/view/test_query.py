@@ -100,14 +100,20 @@ def test_oldest_first_with_everything_a_row_says():
         "producer_epoch": 5,
         "state_entered_ms": NOW - 400_000,
         "age_seconds": 400.0,
+        "duration_seconds": 400.0,
         "transaction_start_ms": NOW - 400_000,
         "transaction_timeout_ms": 60_000,
         "late": True,
+        "stuck": None,
         "coordinator_partition": 1,
+        "coordinator_broker": None,
         "partitions": ["orders-1", "ledger-0"],
         "marker_errors": [],
+        "append_errors": [],
+        "diagnosis": None,
     }
-    assert not young["late"] and not held["late"]  # PREPARE_* is pending, never late
+    assert young["late"] is False and young["stuck"] is None
+    assert held["late"] is None and held["stuck"] is False  # PREPARE_* is never late; 30 s < 60 s + 300 s
     assert held["marker_errors"] == [
         {"partition": "orders-2", "error": "NOT_ENOUGH_REPLICAS", "count": 2, "last_seen_ms": NOW - 200}
     ]
@@ -159,3 +165,34 @@ def test_hanging_findings_with_kafkas_abort_command():
     assert doc(model, "state=ONGOING")["hanging"] == []
     only = doc(model, "state=HANGING&limit=1")
     assert (only["transactions"], len(only["hanging"]), only["hanging_matching"]) == ([], 1, 2)
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("limit=\u00b2", "limit: '\u00b2' is not a number from 1 to 1000"),  # a digit to str.isdigit, not to int()
+        ("limit=\u0661\u0662", "limit: '\u0661\u0662' is not a number from 1 to 1000"),  # Arabic-Indic digits
+        ("limit=" + "9" * 5000, "limit: '9999999999999999999999999999999999999999...' is not a number from 1 to 1000"),
+        ("min_age=\u00b2", "min_age: '\u00b2' is not an age"),
+        ("min_age=\u0661", "min_age: '\u0661' is not an age"),
+        ("min_age=1e999", "min_age: '1e999' is too large"),
+        ("min_age=1e308h", "min_age: '1e308h' is too large"),
+        ("min_age=" + "9" * 5000, "min_age: '9999999999999999999999999999999999999999...' is too large"),
+        ("min_age=1e12", "min_age: '1e12' is too large"),  # beyond 100 years
+        ("x" * 60_000 + "=1", "unknown parameter 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'"),
+        (
+            "limit=5&" + "y" * 60_000,
+            "bad query string: 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...' is not name=value",
+        ),
+        ("&".join(["limit=5"] * 33), "bad query string: more than 32 parameters"),
+    ],
+)
+def test_any_input_is_a_one_line_query_error_of_bounded_length(query, message):
+    with pytest.raises(QueryError) as e:
+        parse_query(query)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value) and len(str(e.value)) < 200
+
+
+def test_the_largest_age_and_limit_parse():
+    assert parse_query("min_age=876000h").min_age_ms == 876_000 * 3_600_000  # 100 years
+    assert parse_query("limit=0001000").limit == 1000

@@ -53,14 +53,18 @@ FLOORS: tuple[tuple[Part, ...], ...] = (
     (Part("commands", ("exporter.commands", "exporter.cli", "exporter.__main__"), "`txn-exporter` and its commands"),),
     (Part("workshop", ("txn_workshop",), "the broker harness and the demo (not in the wheel)"),),
     (
-        Part("generators", ("dashboards", "alerts", "mixin", "deploy"), "dashboards, alerts, mixin, manifests"),
+        Part(
+            "generators",
+            ("generators", "dashboards", "alerts", "mixin", "deploy"),
+            "`make generate`: dashboards, alerts, mixin, manifests, docs",
+        ),
         Part("bench", ("bench",), "benchmarks"),
     ),
 )
 SOURCES = (
     ROOT / "exporter",
     ROOT / "workshop" / "txn_workshop",
-    *(ROOT / d for d in ("dashboards", "alerts", "mixin", "deploy", "bench")),
+    *(ROOT / d for d in ("generators", "dashboards", "alerts", "mixin", "deploy", "bench")),
 )
 
 
@@ -211,7 +215,8 @@ CHANGES = (
     "a new counter or gauge end to end: `exporter/metrics/catalogue.py` (name, type, unit, labels, help, "
     "and `reads`, the snapshot field it renders), the model (`exporter/model/coordinator.py` counts it, "
     "`exporter/model/reading.py`'s snapshot carries it), their tests, then `make generate` (dashboards, "
-    "alerts, mixin, docs); the Prometheus and OTLP sinks render it with no code of their own;",
+    "alerts, mixin, docs); the Prometheus and OTLP sinks render it, and the drill-down dashboard graphs it, with "
+    "no code of their own (a panel or an alert of its own is a choice, not a step);",
     "a change to the view: `exporter/view/` (query, page, table), and the model's query in "
     "`exporter/model/reading.py` if it needs a field the rows do not carry.",
 )

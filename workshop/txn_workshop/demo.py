@@ -1,11 +1,13 @@
 """`txn-exporter demo`: a local Kafka cluster, a transactional workload, and the exporter, live.
 
 Two brokers from the harness (the second one makes it possible to hold markers back: see
-txn_workshop.harness.workload.hold_markers), a workload that commits, aborts, lets producers time out
-and now and then holds a transaction's markers back, and the exporter serving /metrics. A summary
-of what the numbers say is printed every few seconds until Ctrl-C or --duration. The brokers' data
-and logs (server.log rolls over by size: a hold's marker retries write megabytes a second) live in
-a temporary directory, removed on exit unless --keep-work-dir.
+txn_workshop.harness.workload.hold_markers), a workload that commits, aborts and lets producers time
+out, and after every FREE_SECONDS of that holds the markers of two transactions back for
+HOLD_SECONDS (a client's commit and the coordinator's abort of a timed-out producer), and the
+exporter serving /metrics. A summary of what the numbers say is printed every few seconds until
+Ctrl-C or --duration. The brokers' data and logs (server.log rolls over by size: a hold's marker
+retries write megabytes a second) live in a temporary directory, removed on exit unless
+--keep-work-dir.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
 from exporter import config, logs
 from exporter.app import Exporter
+from exporter.codec import TransactionState
 from exporter.http_server import ListenError, MetricsServer
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
@@ -33,7 +37,14 @@ from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, Kaf
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
 
 TOPIC = "demo-orders"
+# Free flow for FREE_SECONDS (from the start, then from broker 2's return after each hold), then a
+# hold of HOLD_SECONDS from the moment both held transactions are pending.
+FREE_SECONDS = 10
 HOLD_SECONDS = 20
+# The held abort's producer: its records are written before the hold (nothing is, during it), and
+# the coordinator aborts its transaction when this timeout runs out, by then inside the hold.
+HELD_TIMEOUT_MS = 8000
+IN_FLIGHT = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 log = logging.getLogger("txn_exporter.demo")
 
 
@@ -42,8 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "demo",
         help="a local Kafka cluster, a transactional workload and the exporter",
         description="Start two local Kafka brokers (from the pinned jars), a transactional workload "
-        "(commits, aborts, timed-out producers, and markers held back now and then), and the exporter; "
-        "print where to look and what the numbers mean. Stops everything on Ctrl-C or after --duration.",
+        f"(commits, aborts, timed-out producers, and after every {FREE_SECONDS} s of those, the markers of "
+        f"two transactions held back for {HOLD_SECONDS} s), and the exporter; print where to look and what "
+        "the numbers mean. Stops everything on Ctrl-C or after --duration.",
     )
     parser.add_argument(
         "--listen",
@@ -143,6 +155,9 @@ def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int
             # The coordinator's own log: marker retries while markers are held back, append errors.
             broker_log=[str(first.server_log)],
             broker_log_from_start=True,
+            # Late and stuck after 5 s past a transaction's own timeout (not 5 min): a timed-out
+            # producer's held abort shows as stuck, with its diagnosis, within one hold.
+            late_transaction_padding_seconds=5,
         )
         exporter = Exporter(settings)
         try:
@@ -154,7 +169,7 @@ def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int
         threads = [
             threading.Thread(target=exporter.serve, args=(stop,), name="exporter", daemon=True),
             threading.Thread(
-                target=_workload, args=(first.bootstrap_servers, second, stop), name="workload", daemon=True
+                target=_workload, args=(first.bootstrap_servers, second, exporter, stop), name="workload", daemon=True
             ),
         ]
         for thread in threads:
@@ -175,27 +190,68 @@ def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int
     return 0
 
 
-def _workload(bootstrap: str, follower: KafkaBroker, stop: threading.Event) -> None:
-    """Rounds of commits and aborts; every 3rd round a producer times out, every 5th markers are held."""
+def _workload(bootstrap: str, follower: KafkaBroker, exporter: Exporter, stop: threading.Event) -> None:
+    """Rounds of commits and aborts, a producer timing out every 3rd round; after every FREE_SECONDS
+    of those, a hold (see _held_transactions)."""
     try:
+        free_until = time.monotonic() + FREE_SECONDS
         for round_ in itertools.count(1):
             if stop.is_set():
                 return
             run_mix(bootstrap, TOPIC, [f"demo-{i}" for i in range(4)], commits=3, aborts=1, seed=round_)
             if round_ % 3 == 0:
                 timed_out_producer(bootstrap, "demo-timeout", TOPIC, transaction_timeout_ms=3000, wait=False)
-            if round_ % 5 == 0:
-                _held_transaction(bootstrap, follower, stop)
+            if time.monotonic() >= free_until:
+                _held_transactions(bootstrap, follower, exporter, stop)
+                free_until = time.monotonic() + FREE_SECONDS
     except Exception:  # the demo's brokers are going away under it at shutdown
         if not stop.is_set():
             log.exception("workload stopped")
 
 
-def _held_transaction(bootstrap: str, follower: KafkaBroker, stop: threading.Event) -> None:
-    print(f"... holding a transaction's commit markers back for {HOLD_SECONDS} s (pending markers > 0)", flush=True)
+def _held_transactions(bootstrap: str, follower: KafkaBroker, exporter: Exporter, stop: threading.Event) -> None:
+    """Two transactions whose markers are held back for HOLD_SECONDS: demo-held's commit, and the
+    coordinator's abort of demo-held-timeout's transaction, timed out inside the hold. Each message
+    is printed once what it says is so: the hold's once the exporter sees what is pending, the
+    release's before the markers are released (a summary showing 0 pending comes after it)."""
+    # Nothing else in flight (a timed-out transaction of the rounds is aborted within seconds), so
+    # the hold holds these two only.
+    _wait(stop, lambda: _in_flight(exporter) == 0, 30)
+    timed_out_producer(bootstrap, "demo-held-timeout", TOPIC, transaction_timeout_ms=HELD_TIMEOUT_MS, wait=False)
     with held_commit(bootstrap, follower, TOPIC, "demo-held"):
-        stop.wait(HOLD_SECONDS)
-    print("... markers released: pending markers drop back to 0 within seconds", flush=True)
+        _wait(stop, lambda: _pending(exporter) >= 2, HELD_TIMEOUT_MS / 1000 + 30)
+        pending = _pending(exporter)
+        held = (
+            "demo-held's commit and the coordinator's abort of demo-held-timeout (timed out)"
+            if pending >= 2
+            else "demo-held's commit"
+        )
+        if stop.is_set():
+            return
+        print(
+            f"... holding the markers of {held} back for {HOLD_SECONDS} s: pending markers {pending}, "
+            "marker retries climbing",
+            flush=True,
+        )
+        if stop.wait(HOLD_SECONDS):
+            return
+        print("... releasing the held markers: pending markers drop back to 0 within seconds", flush=True)
+
+
+def _wait(stop: threading.Event, condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline and not stop.wait(0.2):
+        pass
+
+
+def _pending(exporter: Exporter) -> int:
+    return exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].pending_markers
+
+
+def _in_flight(exporter: Exporter) -> int:
+    """Transactions ONGOING or PREPARE_*, as the exporter sees them now."""
+    by_state = exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].transactions_by_state
+    return sum(by_state[state] for state in IN_FLIGHT)
 
 
 def _explain(url: str, bootstrap: str) -> None:
@@ -213,10 +269,17 @@ What to look at:
       all written yet; kafka_transaction_pending_markers_oldest_age_seconds: how long the oldest waits
   kafka_transaction_marker_completion_seconds{{result}}  prepare -> complete
   kafka_transactions{{state}}                   transactional ids by their current state
+  kafka_transactions_stuck_in_prepare          PREPARE_* longer than their own timeout + 5 s (the demo's
+      padding): the transactions page says why each one is stuck and what to run
   kafka_transaction_marker_retries_total{{error}}  WriteTxnMarkers retried (from the broker's log file).
       Kafka retries markers without backoff: a partition that answers with a retriable error goes
       straight back on the coordinator's queue and is resent as soon as the answer is in (one
       request in flight per broker), so each hold counts thousands of retries a second.
+
+The workload: commits and aborts of 4 transactional ids, a producer timing out every 3rd round; after
+every {FREE_SECONDS} s of that, the markers of two transactions are held back for {HOLD_SECONDS} s (broker 2
+stopped: their WriteTxnMarkers fail with NOT_ENOUGH_REPLICAS, and Kafka retries them).
+Each summary line: totals since the start, then what is true now.
 Ctrl-C stops everything.
 """,
         flush=True,
@@ -224,20 +287,28 @@ Ctrl-C stops everything.
 
 
 def _summary(exporter: Exporter) -> None:
+    """One line: running totals since the exporter started (appends, marker retries), then what is
+    true now (pending markers, the oldest one's age). p99: the exporter's sliding quantile window."""
     now_ms = int(time.time() * 1000)
-    prepares = zip(("PREPARE_COMMIT", "PREPARE_ABORT"), exporter.recorders.append_latency[2:4])
-    model, snapshots = exporter.model.snapshot(
-        now_ms,
-        int(exporter.settings.late_transaction_padding_seconds * 1000),
-        lambda: {state: recorder.snapshot(now_ms, (0.99,)) for state, recorder in prepares},
-    )
-    pending, oldest_ms, retries = model.pending_markers, model.oldest_prepare_ms, sum(model.marker_retries.values())
-    age = 0.0 if oldest_ms is None else max(0.0, (now_ms - oldest_ms) / 1000)
-    appends = ", ".join(
-        f"{state} {s.cumulative_buckets[-1]} (p99 {s.quantiles[0] * 1000:.0f} ms)" for state, s in snapshots.items()
-    )
+    states = ("PREPARE_COMMIT", "PREPARE_ABORT")
+    recorders = [exporter.recorders.append_latency[TransactionState[state]] for state in states]
+    model, snapshots = exporter.model.snapshot(now_ms, 0, lambda: [r.snapshot(now_ms, (0.99,)) for r in recorders])
+    now = f"pending markers {model.pending_markers}"
+    if model.pending_markers and model.oldest_prepare_ms is not None:
+        now += f", the oldest for {max(0.0, (now_ms - model.oldest_prepare_ms) / 1000):.1f} s"
+    appends = ", ".join(f"{state} {s.cumulative_buckets[-1]}" for state, s in zip(states, snapshots, strict=True))
+    p99 = ", ".join(_ms(s.quantiles[0]) for s in snapshots)
+    window = _duration(exporter.settings.latency_window_seconds)
     print(
-        f"[{time.strftime('%H:%M:%S')}] appends: {appends} | pending markers {pending}, oldest {age:.1f} s"
-        f" | marker retries {retries}",
+        f"[{time.strftime('%H:%M:%S')}] since start: appends {appends} (p99 of the last {window}: {p99}), "
+        f"marker retries {sum(model.marker_retries.values())} | now: {now}",
         flush=True,
     )
+
+
+def _ms(seconds: float) -> str:
+    return "-" if math.isnan(seconds) else f"{seconds * 1000:.0f} ms"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"

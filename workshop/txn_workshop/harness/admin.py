@@ -22,14 +22,16 @@ from confluent_kafka.admin import (
 from exporter.logs import kafka_client_logger
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-# librdkafka's lines through `logging` (where the demo collapses repeats), never raw to stderr.
-CLIENT_LOG = {"logger": kafka_client_logger("librdkafka.harness")}
+# librdkafka's lines through `logging` (where the demo collapses repeats), never raw to stderr: a
+# setting of the Producer and Consumer, a keyword argument of the AdminClient (its settings are strings).
+CLIENT_LOGGER = "librdkafka.harness"
+CLIENT_LOG = {"logger": kafka_client_logger(CLIENT_LOGGER)}
 
 
 def create_topic(
     bootstrap: str, topic: str, partitions: int = 3, replication_factor: int = 1, timeout: float = 30
 ) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG)
     futures = admin.create_topics([NewTopic(topic, partitions, replication_factor)], operation_timeout=timeout)
     futures[topic].result(timeout)
     # Metadata can lag the creation; producers need the partitions to exist.
@@ -49,14 +51,14 @@ def alter_topic_config(bootstrap: str, topic: str, configs: Mapping[str, str | N
         for k, v in configs.items()
     ]
     resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
-    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG)
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
 
 
 def topic_config_override(bootstrap: str, topic: str, key: str) -> str | None:
     """The topic-level override of ``key``, None when the topic uses the broker default."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG)
     (future,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
     entry = future.result(30)[key]
     return entry.value if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value else None
@@ -83,5 +85,5 @@ def create_internal_topics(bootstrap: str) -> None:
 
 
 def partition_count(bootstrap: str, topic: str) -> int:
-    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG)
     return len(admin.list_topics(topic, timeout=30).topics[topic].partitions)

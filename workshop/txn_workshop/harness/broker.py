@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import base64
+import os
 import re
+import signal
 import socket
 import subprocess
 import tempfile
@@ -106,7 +108,7 @@ class KafkaBroker:
         self.version = version
         self.transaction_version = transaction_version
         self.join = join
-        self.node_id = node_id
+        self.node_id: int = node_id
         self.coordinator_log_level = coordinator_log_level
         self.transaction_state_partitions = transaction_state_partitions
         self.broker_properties = dict(broker_properties or {})
@@ -124,6 +126,7 @@ class KafkaBroker:
         self._sasl_port = 0
         self._jmx_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
+        self.paused = False  # SIGSTOPped by pause()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -223,11 +226,27 @@ class KafkaBroker:
             raise
 
     def stop(self) -> None:
-        """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent."""
+        """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent; a paused broker is resumed first."""
+        self.resume()
         proc, self._proc = self._proc, None
         _live.discard(self)
         if proc is not None:
             terminate(proc, _STOP_TIMEOUT_S)
+
+    def pause(self) -> None:
+        """SIGSTOP the JVM: a broker that hangs (a long GC pause, a stalled disk) without closing its
+        connections or leaving the cluster until the controller misses its heartbeats
+        (broker.session.timeout.ms). `resume` (or `stop`) continues it."""
+        if self._proc is None:
+            raise KafkaBrokerError("broker is not running")
+        os.kill(self._proc.pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        """SIGCONT a paused broker; nothing otherwise."""
+        if self.paused and self._proc is not None:
+            os.kill(self._proc.pid, signal.SIGCONT)
+        self.paused = False
 
     def restart(self) -> None:
         self.stop()
@@ -296,7 +315,10 @@ class KafkaBroker:
     def _format_storage(self, props: Path) -> None:
         if self.join:
             meta = (self.join.log_dirs / "meta.properties").read_text()
-            cluster_id = re.search(r"^cluster\.id=(\S+)", meta, re.MULTILINE).group(1)  # type: ignore[union-attr]
+            found = re.search(r"^cluster\.id=(\S+)", meta, re.MULTILINE)
+            if found is None:
+                raise KafkaBrokerError(f"no cluster.id in the joined broker's {self.join.log_dirs / 'meta.properties'}")
+            cluster_id = found.group(1)
         else:
             cluster_id = _random_cluster_id()
         args = ["format", "-t", cluster_id, "-c", str(props)]
@@ -316,7 +338,7 @@ class KafkaBroker:
             self._check_alive(deadline)
             time.sleep(0.2)
         admin = AdminClient(
-            {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_client_logger("librdkafka.harness")}
+            {"bootstrap.servers": self.bootstrap_servers}, logger=kafka_client_logger("librdkafka.harness")
         )
         while True:
             self._check_alive(deadline)

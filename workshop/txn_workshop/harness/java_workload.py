@@ -17,7 +17,9 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +27,8 @@ from typing import TYPE_CHECKING
 from exporter.pipeline import maven
 from exporter.pipeline.maven import cache_root
 from txn_workshop.harness.jars import kafka_libs
-from txn_workshop.harness.workload import TxnCounts, WorkloadResult
+from txn_workshop.harness.processes import die_with_parent, tail, terminate
+from txn_workshop.harness.workload import RunningCounts, TxnCounts, WorkloadResult
 
 if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
@@ -63,7 +66,8 @@ def compiled_classes(version: str) -> Path:
             stdin=subprocess.DEVNULL,
         )
         if proc.returncode != 0:
-            raise JavaWorkloadError(f"javac failed on {source} against Kafka {version}:\n{proc.stderr[-4000:]}")
+            # javac's first errors are the cause (a missing package), the last ones follow from them.
+            raise JavaWorkloadError(f"javac failed on {source} against Kafka {version}:\n{proc.stderr[:4000]}")
         (tmp / maven.MARKER).write_text(f"{version} {digest}\n")
         try:
             tmp.rename(home)
@@ -73,6 +77,50 @@ def compiled_classes(version: str) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return home / "classes"
+
+
+def _command(
+    version: str,
+    bootstrap: str,
+    topic: str,
+    ids: Sequence[str],
+    abort_every: int,
+    messages_per_txn: int,
+    *options: str,
+) -> list[str]:
+    if not ids or any("," in tid or not tid for tid in ids):
+        raise ValueError(f"transactional ids must be non-empty and without commas: {list(ids)}")
+    return [
+        "java",
+        "-Xmx256m",
+        "-cp",
+        f"{compiled_classes(version)}:{kafka_libs(version)}/*",
+        MAIN_CLASS,
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--ids",
+        ",".join(ids),
+        "--abort-every",
+        str(abort_every),
+        "--messages",
+        str(messages_per_txn),
+        *options,
+    ]
+
+
+def _event(line: str) -> tuple[str, str, str]:
+    """One line of the client's stdout (see TransactionalProducers.java): (kind, id, error name)."""
+    kind, *fields = line.rstrip("\n").split("\t")
+    if kind not in ("commit", "abort", "producer", "error") or len(fields) != 1 + (kind == "error"):
+        raise JavaWorkloadError(f"Java transactional producers printed {line!r}")
+    return kind, fields[0], fields[1] if kind == "error" else ""
+
+
+def _events(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    for line in lines:
+        yield _event(line)
 
 
 def java_transactions(
@@ -88,39 +136,113 @@ def java_transactions(
     """One Java transactional producer per id, all at once (a thread each, one JVM): init once, then
     begin / send ``messages_per_txn`` records / commit, aborting every ``abort_every``-th transaction
     (0: none), until ``transactions`` per id or ``duration_s`` (the first reached; at least one each).
-    The client is the broker version's kafka-clients. Raises JavaWorkloadError if any producer failed;
-    ``timeout`` (seconds, None: none) bounds the whole run."""
+    The client is the broker version's kafka-clients. Raises JavaWorkloadError if any producer failed
+    (its first error ends it: the outcomes are exact); ``timeout`` (seconds, None: none) bounds the run."""
     if transactions is None and duration_s is None:
         raise ValueError("java_transactions needs transactions or duration_s")
-    if not ids or any("," in tid or not tid for tid in ids):
-        raise ValueError(f"transactional ids must be non-empty and without commas: {list(ids)}")
-    classes = compiled_classes(broker.version)
-    cmd = [
-        "java",
-        "-Xmx256m",
-        "-cp",
-        f"{classes}:{kafka_libs(broker.version)}/*",
-        MAIN_CLASS,
-        "--bootstrap",
+    cmd = _command(
+        broker.version,
         broker.bootstrap_servers,
-        "--topic",
         topic,
-        "--ids",
-        ",".join(ids),
-        "--abort-every",
-        str(abort_every),
-        "--messages",
-        str(messages_per_txn),
+        ids,
+        abort_every,
+        messages_per_txn,
         *(["--transactions", str(transactions)] if transactions is not None else []),
         *(["--duration-ms", str(round(duration_s * 1000))] if duration_s is not None else []),
-    ]
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise JavaWorkloadError(f"Java transactional producers failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     result = WorkloadResult(topic, messages_per_txn)
-    for line in proc.stdout.splitlines():
-        tid, commits, aborts = line.split("\t")
-        result.per_id[tid] = TxnCounts(int(commits), int(aborts))
-    if result.per_id.keys() != set(ids):
-        raise JavaWorkloadError(f"Java transactional producers reported {sorted(result.per_id)}, not {sorted(ids)}")
+    for tid in ids:
+        result.per_id[tid] = TxnCounts()
+    for kind, tid, _ in _events(proc.stdout.splitlines()):
+        if kind == "commit":
+            result.per_id[tid].commits += 1
+        elif kind == "abort":
+            result.per_id[tid].aborts += 1
     return result
+
+
+@contextmanager
+def java_transactions_running(
+    version: str,
+    bootstrap: str,
+    topic: str,
+    ids: Sequence[str],
+    log: Path,
+    abort_every: int = 3,
+    messages_per_txn: int = 2,
+    pause_s: float = 0.05,
+    stop_timeout: float = 600,
+) -> Iterator[RunningCounts]:
+    """Java transactions back to back (one producer and thread per id, one JVM; every
+    ``abort_every``-th aborted) until exit, riding out broker restarts and coordinator moves as
+    txn_workshop.harness.workload.transactions_running does for librdkafka: a timed-out call is
+    called again, a fatal error (fenced...) re-creates the producer (whose init fences and aborts
+    what the old one left open), any other error aborts the transaction; no error ends a producer.
+    On exit every id is settled: a last initTransactions returns only once no transaction of it is
+    open or has markers pending. The counts are live (the client prints each event as it happens);
+    errors are counted by the Java exception's class name (the client's log, with each error, is
+    ``log``). ``version``: whose kafka-clients (any 4.x runs TV2 against a TV2 cluster). Raises
+    JavaWorkloadError on exit if the client failed."""
+    counts = RunningCounts()
+    lock = threading.Lock()
+    cmd = _command(
+        version,
+        bootstrap,
+        topic,
+        ids,
+        abort_every,
+        messages_per_txn,
+        "--until-stdin-closes",
+        "true",
+        "--ride-out",
+        "true",
+        "--pause-ms",
+        str(round(pause_s * 1000)),
+    )
+    with log.open("ab") as stderr:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=die_with_parent
+        )
+    problems: list[JavaWorkloadError] = []
+
+    def follow() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # read to the end whatever comes: a full pipe would stall the client
+            try:
+                kind, _, name = _event(line)
+            except JavaWorkloadError as e:
+                problems.append(e)
+                continue
+            with lock:
+                if kind == "commit":
+                    counts.commits += 1
+                elif kind == "abort":
+                    counts.aborts += 1
+                elif kind == "producer":
+                    counts.producers += 1
+                else:
+                    counts.errors[name] += 1
+
+    reader = threading.Thread(target=follow, name="java-workload-events", daemon=True)
+    reader.start()
+    try:
+        yield counts
+    except BaseException:
+        terminate(proc, 10)
+        raise
+    assert proc.stdin is not None
+    proc.stdin.close()  # the producers finish the transaction in hand, settle their ids and exit
+    try:
+        proc.wait(stop_timeout)
+    except subprocess.TimeoutExpired:
+        terminate(proc, 10)
+        raise JavaWorkloadError(f"Java transactional producers not done {stop_timeout} s after the stop") from None
+    finally:
+        reader.join(10)
+    if problems:
+        raise problems[0]
+    if proc.returncode != 0:
+        raise JavaWorkloadError(f"Java transactional producers failed (exit {proc.returncode}):\n{tail(log)}")

@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from exporter.codec import TransactionState
+
 # Kafka's TransactionState ids and names (coordinator/transaction/TransactionState), by hand: not
 # the exporter's own table, which these records check.
 _BY_ID = (
@@ -29,16 +31,8 @@ _BY_ID = (
     "DEAD",
     "PREPARE_EPOCH_FENCE",
 )
-_BY_DISPLAY_NAME = {
-    "Empty": "EMPTY",
-    "Ongoing": "ONGOING",
-    "PrepareCommit": "PREPARE_COMMIT",
-    "PrepareAbort": "PREPARE_ABORT",
-    "CompleteCommit": "COMPLETE_COMMIT",
-    "CompleteAbort": "COMPLETE_ABORT",
-    "Dead": "DEAD",
-    "PrepareEpochFence": "PREPARE_EPOCH_FENCE",
-}
+# 3.x prints a state's display name (PrepareCommit), 4.x its enum name (PREPARE_COMMIT).
+BY_DISPLAY_NAME = {state.name.title().replace("_", ""): state.name for state in TransactionState}
 _RECORD = re.compile(r"^\| offset: (\d+) .* key: (.*?) payload: (.*)$")
 _TEXT_KEY = re.compile(r"^transaction_metadata::transactionalId=(.*)$")
 _TEXT_STATE = re.compile(r",state=(\w+),")
@@ -63,8 +57,12 @@ def dumped_records(dump: str, style: Literal["text", "json"]) -> list[DumpedReco
             continue
         offset, key, payload = match.groups()
         if style == "text":
-            tid = _TEXT_KEY.match(key).group(1)  # type: ignore[union-attr]
-            state = None if payload == "<DELETE>" else _BY_DISPLAY_NAME[_TEXT_STATE.search(payload).group(1)]  # type: ignore[union-attr]
+            tid_match = _TEXT_KEY.match(key)
+            state_match = None if payload == "<DELETE>" else _TEXT_STATE.search(payload)
+            if tid_match is None or (state_match is None and payload != "<DELETE>"):
+                raise ValueError(f"not a transaction-log record of DumpLogSegments: {line!r}")
+            tid = tid_match.group(1)
+            state = None if state_match is None else BY_DISPLAY_NAME[state_match.group(1)]
         else:
             tid = json.loads(key)["data"]["transactionalId"]
             state = None if payload == "<DELETE>" else _BY_ID[json.loads(payload)["data"]["transactionStatus"]]

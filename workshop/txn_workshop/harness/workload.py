@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import random
 import select
 import struct
@@ -30,9 +31,11 @@ from confluent_kafka.admin import (
     AdminClient,
 )
 
+from exporter import logs
 from exporter.codec import TransactionState, decode_value
 from txn_workshop.harness.admin import (
     CLIENT_LOG,
+    CLIENT_LOGGER,
     TRANSACTION_STATE_TOPIC,
     alter_topic_config,
     partition_count,
@@ -55,10 +58,12 @@ class TxnCounts:
 @dataclass
 class RunningCounts:
     """What the clients of :func:`transactions_running` saw: transactions committed and aborted
-    (``aborts`` includes those aborted after an abortable error), and their errors by Kafka name."""
+    (``aborts`` includes those aborted after an abortable error), producers created (one per id,
+    plus one each time an error made the client drop its producer), and their errors by Kafka name."""
 
     commits: int = 0
     aborts: int = 0
+    producers: int = 0
     errors: Counter[str] = field(default_factory=Counter)
 
 
@@ -189,7 +194,8 @@ def count_messages(bootstrap: str, topic: str, read_committed: bool, timeout: fl
         }
     )
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    count, at_eof = 0, set()
+    count = 0
+    at_eof: set[int | None] = set()  # (partition() is typed optional, for messages without one)
     deadline = time.monotonic() + timeout
     try:
         while len(at_eof) < partitions:
@@ -198,9 +204,10 @@ def count_messages(bootstrap: str, topic: str, read_committed: bool, timeout: fl
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(msg.error())
+            error = msg.error()
+            if error:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
                 at_eof.add(msg.partition())
             else:
                 count += 1
@@ -236,6 +243,8 @@ def transactions_running(
             try:
                 if producer is None:
                     producer = _producer(bootstrap, transactional_id)
+                    with lock:
+                        counts.producers += 1
                     producer.init_transactions(60)
                 producer.begin_transaction()
                 _produce(producer, topic, partitions, 2, f"{transactional_id}-{n}")
@@ -249,11 +258,12 @@ def transactions_running(
                     counts.commits += commit
                     counts.aborts += not commit
             except KafkaException as exc:
-                if not error(exc).txn_requires_abort():
+                abortable = error(exc).txn_requires_abort()
+                if producer is None or not abortable:  # (None: making it failed)
                     producer = None
                     continue
                 try:
-                    producer.abort_transaction(60)  # type: ignore[union-attr]
+                    producer.abort_transaction(60)
                     with lock:
                         counts.aborts += 1
                 except KafkaException as abort_exc:
@@ -288,7 +298,7 @@ def transaction_state_partition(transactional_id: str, partitions: int) -> int:
 
 
 def _state_partition(bootstrap: str, transactional_id: str) -> TopicPartition | None:
-    topics = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG}).list_topics(timeout=30).topics
+    topics = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG).list_topics(timeout=30).topics
     if TRANSACTION_STATE_TOPIC not in topics:
         return None
     n = len(topics[TRANSACTION_STATE_TOPIC].partitions)
@@ -318,9 +328,10 @@ def _wait_complete_abort(bootstrap: str, transactional_id: str, start_offset: in
     try:
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
-            if msg is None or msg.error() or msg.key() != wanted_key or msg.value() is None:
+            if msg is None or msg.error() or msg.key() != wanted_key:
                 continue
-            if decode_value(msg.value()).state == TransactionState.COMPLETE_ABORT:
+            value = msg.value()
+            if value is not None and decode_value(value).state == TransactionState.COMPLETE_ABORT:
                 return
     finally:
         consumer.close()
@@ -393,9 +404,13 @@ def unregistered_transaction(bootstrap: str, transactional_id: str, topic: str, 
 
 def _run_child_until_ready(arguments: list[str], what: str, timeout: float) -> None:
     """Runs this module's CLI in a child until it prints READY (its transaction is left open), then
-    SIGKILLs it, mid-transaction."""
+    SIGKILLs it, mid-transaction. The child's client lines go through `logging` at the level the
+    harness's client logger has here (the demo's ERROR hides a producer's retries), never raw."""
+    level = logging.getLevelName(logging.getLogger(CLIENT_LOGGER).getEffectiveLevel())
     child = subprocess.Popen(
-        [sys.executable, "-m", "txn_workshop.harness.workload", *arguments], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "txn_workshop.harness.workload", "--client-log-level", level, *arguments],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -421,7 +436,7 @@ def _unregistered(args: argparse.Namespace) -> None:
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, transactional_id=args.transactional_id)
     producer.init_transactions()
     producer.begin_transaction()
-    manager = producer._transaction_manager
+    manager = producer._transaction_manager  # type: ignore[attr-defined]  # because the bug is reproduced inside kafka-python's private transaction manager
     # The bug being reproduced: the partition counts as added, but AddPartitionsToTxn is never sent.
     manager.maybe_add_partition_to_transaction = manager._partitions_in_transaction.add
     producer.send(args.topic, b"never committed", partition=0).get(30)
@@ -431,6 +446,12 @@ def _unregistered(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m txn_workshop.harness.workload")
+    parser.add_argument(
+        "--client-log-level",
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="the level of the librdkafka client's lines (on stderr, through logging)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     unregistered = sub.add_parser("unregistered", help="write transactional records without AddPartitionsToTxn")
     unregistered.add_argument("--bootstrap", required=True)
@@ -443,6 +464,10 @@ def main(argv: list[str] | None = None) -> None:
     hang.add_argument("--transaction-timeout-ms", type=int, default=2000)
     hang.add_argument("--messages", type=int, default=3)
     args = parser.parse_args(argv)
+    # Without a handler, `logging` would print the client's warnings bare (its last resort), e.g. a
+    # producer retrying InitProducerId ("Failed to acquire transactional PID ... retrying").
+    logs.configure("WARNING")
+    logging.getLogger(CLIENT_LOGGER).setLevel(args.client_log_level)
     (_hang if args.command == "hang" else _unregistered)(args)
 
 

@@ -1,15 +1,13 @@
 """The metric names dashboards and alerts may use, and where each comes from.
 
-Three sources, nothing else (tests/dashboards/test_drift.py checks every query and rule against it):
+Two sources, nothing else (tests/dashboards/test_dashboards.py checks every query and rule against them):
 
-- the exporter's catalogue (exporter.metrics.catalogue.CATALOGUE): the source of truth;
-- PLANNED: contract names of metrics that are not in the catalogue yet. When one lands in the
-  catalogue, its type, labels and unit there must equal the contract below (the drift test says
-  so), and its entry can be deleted (as the broker-log metrics' were);
+- the exporter's catalogue (exporter.metrics.catalogue.CATALOGUE): the source of truth; a new
+  metric goes there first;
 - BROKER_JMX: Kafka's own JMX transaction metrics under the names the standard jmx_exporter rules
   give them (see BROKER_JMX's comment).
 
-Dashboards and alerts refer to metrics through `ref()`, which fails on any other name.
+Dashboards and alerts name metrics through `ref()` and `series()`, which fail on any other name.
 """
 
 from __future__ import annotations
@@ -17,22 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from exporter.metrics.catalogue import CATALOGUE, MetricSpec, MetricType
-
-HANGING_VIEW = "needs the hanging-transactions view"
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedMetric:
-    name: str
-    type: MetricType
-    help: str
-    unit: str = ""
-    labels: tuple[str, ...] = ()
-    feature: str = HANGING_VIEW
-
-
-# Every planned metric has landed in the catalogue (the hanging-transactions view); new ones go here.
-PLANNED: tuple[PlannedMetric, ...] = ()
+from generators.placeholders import SELECTOR_BRACES, SELECTOR_COMMA
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +70,7 @@ BROKER_JMX: tuple[JmxMetric, ...] = (
 
 _HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
 
-Metric = MetricSpec | PlannedMetric | JmxMetric
+Metric = MetricSpec | JmxMetric
 
 
 def catalogue() -> dict[str, MetricSpec]:
@@ -95,9 +78,8 @@ def catalogue() -> dict[str, MetricSpec]:
 
 
 def known() -> dict[str, Metric]:
-    """Every usable metric by name: the catalogue wins over PLANNED, which wins over nothing."""
+    """Every usable metric by name."""
     names: dict[str, Metric] = {m.name: m for m in BROKER_JMX}
-    names.update({m.name: m for m in PLANNED})
     names.update(catalogue())
     return names
 
@@ -106,6 +88,14 @@ def ref(name: str) -> str:
     """``name`` if dashboards and alerts may use it (with a histogram's sample suffix), else KeyError."""
     resolve(name)
     return name
+
+
+def series(name: str, matchers: str = "") -> str:
+    """The selector of a metric's series: ``name{matchers}``, to which the mixin's `_config.selector`
+    adds its matchers when the exporter exposes it (not the brokers' JMX metrics, scraped elsewhere)."""
+    if isinstance(resolve(name), JmxMetric):
+        return f"{name}{{{matchers}}}" if matchers else name
+    return f"{name}{{{matchers}{SELECTOR_COMMA}}}" if matchers else f"{name}{SELECTOR_BRACES}"
 
 
 def resolve(sample_name: str) -> Metric:
@@ -117,19 +107,7 @@ def resolve(sample_name: str) -> Metric:
         base = sample_name.removesuffix(suffix)
         if base != sample_name and base in metrics and metrics[base].type is MetricType.HISTOGRAM:
             return metrics[base]
-    raise KeyError(f"{sample_name} is in neither the catalogue, PLANNED nor BROKER_JMX (dashboards/metrics.py)")
-
-
-def is_available(name: str) -> bool:
-    """True when the exporter has the metric now (it is in the catalogue)."""
-    metric = resolve(name)
-    return isinstance(metric, MetricSpec)
-
-
-def feature_of(name: str) -> str | None:
-    """For a metric not in the catalogue yet: the feature it waits for."""
-    metric = resolve(name)
-    return metric.feature if isinstance(metric, PlannedMetric) else None
+    raise KeyError(f"{sample_name} is in neither the catalogue nor BROKER_JMX (generators/metrics.py)")
 
 
 def help_of(name: str) -> str:

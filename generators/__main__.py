@@ -1,0 +1,5 @@
+import sys
+
+from generators.run import main
+
+sys.exit(main())
