@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from exporter import web_config
+from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
 
 ENV_PREFIX = "TXN_EXPORTER_"
 CONFIG_ENV = ENV_PREFIX + "CONFIG"
@@ -46,6 +47,8 @@ RESERVED_KAFKA_KEYS = {
     "group.id": "the exporter uses no consumer group",
     "enable.auto.commit": "the exporter never commits offsets",
     "bootstrap.servers": "use bootstrap_servers (--bootstrap-servers) instead",
+    "fetch.min.bytes": "the exporter's fetch pattern sets it; see fetch_interval_ms (--fetch-interval-ms)",
+    "fetch.wait.max.ms": "the exporter's fetch pattern sets it; see fetch_interval_ms (--fetch-interval-ms)",
 }
 # Substrings of client setting names whose values must never reach a log. Over-masking a
 # non-secret such as ssl.key.location is the cheaper mistake.
@@ -200,6 +203,17 @@ class Settings(BaseModel):
     metadata_refresh_seconds: Annotated[
         float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often partition leadership is re-read")
     ] = 30.0
+    fetch_interval_ms: Annotated[
+        int,
+        Cli("MS"),
+        Field(
+            ge=1,
+            le=1000,
+            description="under load, fetch __transaction_state at most this often (idle, one fetch waits for the "
+            "next record): fewer fetches cost the exporter and the broker less, and a record may wait this much "
+            "longer, which the append-latency bound includes",
+        ),
+    ] = DEFAULT_FETCH_INTERVAL_MS
     latency_window_seconds: Annotated[
         float,
         Cli("SECONDS"),

@@ -39,6 +39,8 @@ CHECKS: dict[str, str] = {
     "broker counted (its RequestMetrics over JMX, Kafka's JmxTool) (tests/integration/test_broker_truth.py)",
     "append errors": "failed `__transaction_state` appends by target state and error, at INFO and DEBUG, equal the "
     "EndTxn errors the coordinator counted (JMX) (tests/integration/test_broker_truth.py)",
+    "append latency": "the append-latency bound never below the coordinator's own append latency (its TRACE and DEBUG "
+    "lines, matched transition by transition), and at most 5 ms above it at p99 (tests/integration/test_broker_truth.py)",
 }
 PASSED, FAILED = "✓", "✗"
 

@@ -29,8 +29,10 @@ on the topic only. The group id is required by the client but unused.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
@@ -38,7 +40,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from exporter.codec import DecodeError, decode_record
+from exporter.codec import DecodeError, TransactionLogRecord, TransactionState, decode_record
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -62,11 +64,48 @@ _OWNED_SETTINGS = {
     # The topic is not transactional; read_uncommitted avoids waiting on an LSO that never lags.
     "isolation.level": "read_uncommitted",
 }
-# Latency is measured at receipt: fetch as soon as any byte is there, and do not sit on data.
-# librdkafka (2.1+) stops fetching a partition whose local queue holds over queued.min.messages
-# (100k) for fetch.queue.backoff.ms, 1 s by default: a replay drained that queue in well under a
-# second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s, bench/live_exporter.py).
-_DEFAULT_SETTINGS = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "fetch.queue.backoff.ms": 10}
+# Client settings users may override. librdkafka (2.1+) stops fetching a partition whose local queue
+# holds over queued.min.messages for fetch.queue.backoff.ms, 1 s by default: a replay drained that
+# queue in well under a second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s,
+# bench/live_exporter.py). The queue is bounded (librdkafka's defaults, 100k messages and 64 MiB, let
+# a replay's memory grow with the backlog): its limits count the whole consumer's queue, and a fetch
+# response adds at most fetch.max.bytes beyond them.
+_DEFAULT_SETTINGS = {
+    "fetch.queue.backoff.ms": 10,
+    "queued.min.messages": 10_000,
+    "queued.max.messages.kbytes": 8192,
+    "fetch.max.bytes": 8 << 20,
+}
+# The fetch pattern (docs/benchmarks.md, "What the sidecar costs"). A sidecar's cost is mostly its
+# fetches, in the client and in the broker serving them: each request and response carries every
+# followed partition (librdkafka sends no KIP-227 incremental fetch sessions), however few records
+# it brings. Two consumers of the same partitions, one assigned them at a time:
+# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS (the
+#   exporter's fetch before issue 22): a record is delivered at once, 10 fetches a second when idle;
+# - busy: a fetch held fetch_interval_ms (a min.bytes never reached): at most 1000/fetch_interval_ms
+#   fetches a second whatever the load, each bringing what was appended meanwhile, so a record waits
+#   at most fetch_interval_ms more (the append-latency bound's excess, README "How append latency is
+#   measured").
+# Busy during a replay, and when the idle consumer's deliveries a second reach the busy one's fetches
+# a second; idle again, once nothing replays, when fewer records a second arrive than _IDLE_BELOW of
+# those fetches (so even one fetch per record would cost less; the band between keeps it from
+# flapping).
+# Why not one consumer pausing its partitions for the interval after each delivery, or librdkafka's
+# own queue backoff (queued.min.messages 1): each puts partitions back to the fetch list one by one,
+# librdkafka sends its next fetch with the first ones back alone and allows one fetch in flight per
+# broker, so the others waited for that fetch, held up to fetch.wait.max.ms (measured: p99 ~ that).
+# The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
+# whose fetches are held briefly.
+DEFAULT_FETCH_INTERVAL_MS = 3
+_IDLE_WAIT_MS = 100
+_BUSY_MIN_BYTES = 1 << 20
+_IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
+_IDLE_BELOW = 0.3
+# How long a transaction's COMPLETE_* record is waited for with nudges after its PREPARE_* (its
+# markers' round trip; a coordinator moving away takes longer, and is not waited for).
+_NUDGE_FOR_MS = 200
+_NUDGE_TIMEOUT_SECONDS = 1.0
+_PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
 _CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
@@ -91,6 +130,25 @@ _PROGRESS_INTERVAL_SECONDS = 1.0
 _REPLAY_WINDOW_IDS = 16_384
 _METADATA_TIMEOUT_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
+
+
+# Every live record as received, at DEBUG: what the append-latency bound of each transition was
+# measured from (tests/integration/test_broker_truth.py holds it to the coordinator's own log lines).
+_records_log = logging.getLogger(__name__ + ".records")
+
+
+def _log_observed(partition: int, record: TransactionLogRecord, received_ms: int) -> None:
+    value = record.value
+    fields = {"partition": partition, "offset": record.offset, "transactional_id": record.transactional_id}
+    if value is not None:
+        fields.update(
+            state=value.state.name,
+            producer_id=value.producer_id,
+            producer_epoch=value.producer_epoch,
+            last_update_ms=value.last_update_timestamp_ms,
+        )
+    fields.update(timestamp_ms=record.timestamp_ms, received_ms=received_ms)
+    _records_log.debug("live record %s", json.dumps(fields, ensure_ascii=False))
 
 
 class _Fetched(Protocol):
@@ -121,26 +179,45 @@ class TransactionLogTail:
         kafka_settings: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
+        fetch_interval_ms: int = DEFAULT_FETCH_INTERVAL_MS,
     ) -> None:
-        """`consumer_factory` makes the client from its settings (confluent-kafka's Consumer; tests
-        pass one of their own)."""
+        """`consumer_factory` makes the clients from their settings (confluent-kafka's Consumer; tests
+        pass one of their own). `fetch_interval_ms`: under load, the exporter fetches at most this often
+        (see the fetch pattern above)."""
+        if fetch_interval_ms < 1:
+            raise ValueError("fetch_interval_ms must be at least 1")
         self._bootstrap_servers = bootstrap_servers
         self._broker_id = broker_id
         self._all_partitions = all_partitions
         self._refresh_seconds = metadata_refresh_seconds
         self._clock = clock
-        self._consumer = consumer_factory(
-            {
-                **_DEFAULT_SETTINGS,
-                **(kafka_settings or {}),
-                **_OWNED_SETTINGS,
-                "bootstrap.servers": bootstrap_servers,
-                "error_cb": self._on_client_error,
-                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
-                # are logged once, by _on_client_error.
-                "logger": kafka_client_logger(errors_logged=True),
-            }
+        self._consumer_factory = consumer_factory
+        self._kafka_settings = kafka_settings or {}
+        self._fetch_interval_ms = fetch_interval_ms
+        self._busy_from = 1000 / fetch_interval_ms  # the busy consumer's fetches a second, at most
+        self._idle_below = _IDLE_BELOW * self._busy_from
+        self._idle = self._make_consumer("idle", _IDLE_SETTINGS)
+        # Made now, not at the first load: a new client's first fetch waits for its connections and
+        # metadata, which the records of that moment would wait for too.
+        self._busy = self._make_consumer(
+            "busy", {"fetch.min.bytes": _BUSY_MIN_BYTES, "fetch.wait.max.ms": fetch_interval_ms}
         )
+        self._consumer = self._idle  # the one assigned the followed partitions
+        # Idle: transactions whose COMPLETE_* record is due -> (partition, until when it is waited
+        # for, ms); see _nudge.
+        self._prepared: dict[str, tuple[int, int]] = {}
+        self._next_nudge_ms = 0
+        self._nudge_partition = 0
+        # The errands of the consumer not fetching, on a thread of their own (see _errand).
+        self._errands: threading.Thread | None = None
+        self._errand_wanted = threading.Event()
+        self._errands_wanted: set[str] = set()
+        self._closing = False
+        self._knows_leaders: set[int] = set()  # consumers (by id) that read the topic's metadata
+        # Since the last progress report: polls that brought live records, and those records.
+        self._live_polls = 0
+        self._live_records = 0
+        self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
         # Replaying partitions -> their records not yet decoded: the last message of each key.
@@ -181,7 +258,11 @@ class TransactionLogTail:
             self._next_refresh = now + self._refresh_seconds
             self._refresh_ownership(events)
         if self._followed:
+            if self._prepared:
+                timeout = min(timeout, self._fetch_interval_ms / 1000)
             self._consume(events, timeout, max_records)
+            if self._prepared:
+                self._nudge()
         else:
             self._consumer.poll(timeout)  # nothing assigned: returns nothing, but serves error_cb
         if self._client_down:
@@ -192,6 +273,8 @@ class TransactionLogTail:
         if now >= self._next_progress:
             self._next_progress = now + _PROGRESS_INTERVAL_SECONDS
             self._report_progress(events)
+            self._adapt_fetching(now - self._last_progress)
+            self._last_progress = now
         self.not_ready = self._readiness()
         return events
 
@@ -204,28 +287,154 @@ class TransactionLogTail:
             return f"waiting for the leaders of {TOPIC}'s partitions"
         if self._waiting:
             return f"waiting for the leaders of {TOPIC} partitions {sorted(self._waiting)}"
-        replaying = sorted(p for p, target in self._followed.items() if target is not None)
-        if replaying:
-            return f"replaying {TOPIC} partitions {replaying}"
+        if self._replay_windows:  # (each replaying partition has one, so every poll asks in O(1))
+            return f"replaying {TOPIC} partitions {sorted(self._replay_windows)}"
         return None
 
     def close(self) -> None:
-        self._consumer.close()
+        if self._errands is not None:
+            self._closing = True
+            self._errand_wanted.set()
+            self._errands.join(_METADATA_TIMEOUT_SECONDS + 1)
+        self._idle.close()
+        self._busy.close()
+
+    @property
+    def busy(self) -> bool:
+        """Whether the followed partitions are fetched by the busy consumer (every fetch_interval_ms)."""
+        return self._consumer is not self._idle
+
+    def _make_consumer(self, name: str, fetching: dict[str, Any]) -> Consumer:
+        return self._consumer_factory(
+            {
+                **_DEFAULT_SETTINGS,
+                **self._kafka_settings,
+                **_OWNED_SETTINGS,
+                **fetching,
+                "bootstrap.servers": self._bootstrap_servers,
+                "error_cb": lambda error: self._on_client_error(error, name),
+                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
+                # are logged once, by _on_client_error.
+                "logger": kafka_client_logger(errors_logged=True),
+            }
+        )
+
+    def _adapt_fetching(self, seconds: float) -> None:
+        """Once a second: the fetch pattern the last second's load asks for (see DEFAULT_FETCH_INTERVAL_MS)."""
+        polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
+        self._live_polls = self._live_records = 0
+        # Serves the callbacks of the one holding no partition (a connection the broker closed, say).
+        (self._busy if self._consumer is self._idle else self._idle).poll(0)
+        if self._replay_windows:
+            return  # replays on the busy consumer (see _apply_ownership)
+        if self._consumer is self._idle and polls >= self._busy_from:
+            self._go_busy("load", sorted(self._followed))
+        elif self._consumer is not self._idle and records < self._idle_below:
+            self._hand_over(self._idle, sorted(self._followed))
+            log.info("idle: one fetch of %s held until a record is appended", TOPIC)
+
+    def _note_prepared(self, events: list[TopicEvent], received_ms: int) -> None:
+        """Idle: notes the transactions whose PREPARE_* record arrived (see _nudge), forgets those
+        whose next record arrived."""
+        prepared = self._prepared
+        for event in events:
+            if type(event) is TransactionLogRecords and not event.replay:
+                for record in event.records:
+                    value = record.value
+                    if value is not None and value.state in _PREPARES:
+                        prepared[record.transactional_id] = (event.partition, received_ms + _NUDGE_FOR_MS)
+                    elif prepared:
+                        prepared.pop(record.transactional_id, None)
+
+    def _nudge(self) -> None:
+        """While a transaction's COMPLETE_* record is due, asks its partition's leader for the high
+        watermark every fetch_interval_ms, with the consumer not fetching (another connection: the
+        idle one's held fetch stops its own connection's requests). A broker completes the fetches
+        that wait for an append made outside its request threads (the coordinator's COMPLETE_*
+        appends, after the markers) only when it next finishes a request: on a quiet broker whose
+        `__transaction_state` partition has one replica, the idle fetch waited for the next client's
+        request (measured: 50 ms, a producer's pause), or its own 100 ms."""
+        now_ms = self._now_ms()
+        if now_ms < self._next_nudge_ms or self._consumer is not self._idle:
+            if self._consumer is not self._idle:
+                self._prepared.clear()
+            return
+        for tid, (_partition, until_ms) in list(self._prepared.items()):
+            if until_ms <= now_ms:
+                del self._prepared[tid]
+        if self._prepared:
+            self._nudge_partition = next(iter(self._prepared.values()))[0]
+            self._errand("nudge")
+        self._next_nudge_ms = now_ms + self._fetch_interval_ms
+
+    def _errand(self, what: str) -> None:
+        """Has the consumer not fetching do `what` ("metadata": read the topic's leaders, "nudge": ask
+        the partition's high watermark, see _nudge) from a thread of its own: a request's round trip
+        on this thread delays the records of the poll (an errand still pending is not doubled)."""
+        if self._errands is None:
+            self._errands = threading.Thread(target=self._run_errands, name="topic-errands", daemon=True)
+            self._errands.start()
+        self._errands_wanted.add(what)
+        self._errand_wanted.set()
+
+    def _run_errands(self) -> None:
+        while True:
+            self._errand_wanted.wait()
+            self._errand_wanted.clear()
+            if self._closing:
+                return
+            other = self._busy if self._consumer is self._idle else self._idle
+            for what in ("metadata", "nudge"):
+                if what not in self._errands_wanted:
+                    continue
+                self._errands_wanted.discard(what)
+                try:
+                    if what == "metadata":
+                        other.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
+                        self._knows_leaders.add(id(other))
+                    else:
+                        self._busy.get_watermark_offsets(
+                            TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
+                        )
+                except KafkaException as e:
+                    log.debug("%s of %s with the consumer not fetching failed: %s", what, TOPIC, e)
+
+    def _go_busy(self, why: str, moving: list[int]) -> None:
+        self._hand_over(self._busy, moving)
+        log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self._fetch_interval_ms)
+
+    def _hand_over(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Moves `partitions` (the assigned ones) to `consumer`, each from the next offset not yet taken:
+        what the other consumer fetched but nobody took is dropped with its assignment and fetched again."""
+        if id(consumer) not in self._knows_leaders:  # (the first time only: see _refresh_ownership)
+            try:
+                consumer.list_topics(TOPIC, timeout=_METADATA_TIMEOUT_SECONDS)
+                self._knows_leaders.add(id(consumer))
+            except KafkaException as e:
+                log.debug("cannot read metadata of %s before fetching: %s", TOPIC, e)
+        if partitions:
+            self._consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
+            consumer.incremental_assign(
+                [TopicPartition(TOPIC, p, self._next_offset.get(p) or OFFSET_BEGINNING) for p in partitions]
+            )
+        self._consumer = consumer
 
     def _consume(self, events: list[TopicEvent], timeout: float, max_records: int) -> None:
         # Receipt time is what append latency is measured against, so never wait to fill a batch:
-        # block for the first record only, then take what the client has already queued.
+        # block for the first record only, then take what the client has already queued. The clock
+        # is read once they are all taken, so no record is stamped before it was received.
         first = self._consumer.poll(timeout)
         if first is None:
             return
-        received_ms = self._now_ms()
         messages: list[_Fetched] = [first, *self._consumer.consume(max_records - 1, 0)]  # type: ignore[list-item]  # because one without error() has its partition and offset (_Fetched)
+        received_ms = self._now_ms()
+        observed = _records_log.isEnabledFor(logging.DEBUG)
         followed = self._followed
         windows = self._replay_windows
         next_offset = self._next_offset
         created_since_ms = self._created_since_ms
         append = events.append
-        errors = 0
+        errors = live = 0
         run: TransactionLogRecords | None = None  # the run of one partition's live records being filled
         for message in messages:
             error = message.error()
@@ -271,6 +480,14 @@ class TransactionLogTail:
                     run = TransactionLogRecords(partition, [], received_ms, False)
                     append(run)
                 run.records.append(record)
+                live += 1
+                if observed:
+                    _log_observed(partition, record, received_ms)
+        if live:
+            self._live_polls += 1
+            self._live_records += live
+            if self._consumer is self._idle:
+                self._note_prepared(events, received_ms)
         if errors < len(messages):
             self._access_error = None
 
@@ -327,6 +544,10 @@ class TransactionLogTail:
             self._set_up(False, events)
             return
         self._set_up(True, events)
+        self._knows_leaders.add(id(self._consumer))
+        # The consumer not fetching learns the topic's leaders too: one assigned partitions whose
+        # leaders it does not know waits a second (librdkafka's retry) before its first fetch.
+        self._errand("metadata")
         topic = metadata.topics.get(TOPIC)
         error = None if topic is None else topic.error
         if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
@@ -427,6 +648,8 @@ class TransactionLogTail:
                 self._followed[partition] = high
                 self._replay_windows[partition] = {}
         if assigned:
+            if self._consumer is self._idle and any(self._followed[p] is not None for p in assigned):
+                self._go_busy("replay", sorted(set(self._followed) - set(assigned)))
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
         return waiting
@@ -459,8 +682,13 @@ class TransactionLogTail:
             )
         self._access_error = f"access denied by Kafka: {error.name()}: {error.str()}"
 
-    def _on_client_error(self, error: KafkaError) -> None:
+    def _on_client_error(self, error: KafkaError, consumer: str = "idle") -> None:
         # Runs inside poll/consume on this thread; the next poll turns it into a SourceStatus event.
+        if consumer != ("busy" if self.busy else "idle"):
+            # The consumer holding no partition: its idle connection closed by the broker, say. What
+            # matters about Kafka is told by the one that fetches.
+            log.debug("kafka client (%s, not fetching): %s: %s", consumer, error.name(), error.str())
+            return
         if error.code() in _ACCESS_ERRORS:
             self._denied(error)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:

@@ -52,12 +52,13 @@ def _following_the_log(broker: KafkaBroker) -> tuple[str, ...]:
     return broker.bootstrap_servers, "--all-partitions", "--broker-log", str(broker.server_log)
 
 
-def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
+def _replicate_transaction_state(first: KafkaBroker, plan, partitions: range | list[int] = range(PARTITIONS)) -> None:
+    """`__transaction_state`'s `partitions` onto both brokers (broker 1 stays their leader)."""
     plan.write_text(
         json.dumps(
             {
                 "version": 1,
-                "partitions": [{"topic": STATE_TOPIC, "partition": p, "replicas": [1, 2]} for p in range(PARTITIONS)],
+                "partitions": [{"topic": STATE_TOPIC, "partition": p, "replicas": [1, 2]} for p in partitions],
             }
         )
     )
@@ -73,8 +74,8 @@ def _replicate_transaction_state(first: KafkaBroker, plan) -> None:
     admin = AdminClient({"bootstrap.servers": first.bootstrap_servers})
     deadline = time.monotonic() + 120
     while True:
-        partitions = admin.list_topics(STATE_TOPIC, timeout=30).topics[STATE_TOPIC].partitions.values()
-        if all(sorted(p.isrs) == [1, 2] and p.leader == 1 for p in partitions):
+        metadata = admin.list_topics(STATE_TOPIC, timeout=30).topics[STATE_TOPIC].partitions
+        if all(sorted(metadata[p].isrs) == [1, 2] and metadata[p].leader == 1 for p in partitions):
             return
         assert time.monotonic() < deadline, "__transaction_state not replicated on both brokers"
         time.sleep(0.5)

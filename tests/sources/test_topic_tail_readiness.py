@@ -51,12 +51,15 @@ class ScriptedConsumer:
 
 
 def scripted_tail(consumer_class: type[ScriptedConsumer] = ScriptedConsumer, **settings):
-    """A TransactionLogTail over a scripted consumer of `consumer_class` (returned too, to script)."""
+    """A TransactionLogTail over a scripted consumer of `consumer_class` (returned too, to script). Its
+    idle and busy clients are that one consumer (the fetch pattern has tests of its own:
+    test_topic_tail_fetching.py)."""
     made: list[ScriptedConsumer] = []
 
     def factory(config: dict) -> ScriptedConsumer:
-        made.append(consumer_class(config))
-        return made[-1]
+        if not made:
+            made.append(consumer_class(config))
+        return made[0]
 
     tail = TransactionLogTail("127.0.0.1:9092", consumer_factory=factory, **settings)
     return tail, made[0]

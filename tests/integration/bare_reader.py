@@ -1,0 +1,42 @@
+"""The floor of P4 (tests/integration/test_broker_truth.py): a bare confluent-kafka consumer of every
+`__transaction_state` partition from its end, with the exporter's idle fetch settings and receipt
+clock, in a process of its own; writes `partition offset received_ms` per record to OUT.
+
+    python -m tests.integration.bare_reader BOOTSTRAP OUT
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+
+from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+from exporter.sources import topic_tail
+
+
+def main(bootstrap: str, out_path: str) -> None:
+    settings = {**topic_tail._DEFAULT_SETTINGS, **topic_tail._IDLE_SETTINGS}
+    consumer = Consumer(
+        {**settings, "bootstrap.servers": bootstrap, "group.id": "p4-floor", "enable.auto.commit": False}
+    )
+    partitions = consumer.list_topics(topic_tail.TOPIC, timeout=30).topics[topic_tail.TOPIC].partitions
+    consumer.assign([TopicPartition(topic_tail.TOPIC, p, OFFSET_END) for p in partitions])
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
+    with open(out_path, "w") as out:
+        print("READY", flush=True)
+        while not stopping:
+            first = consumer.poll(0.2)
+            if first is None:
+                continue
+            messages = [first, *consumer.consume(999, 0)]
+            received_ms = int(time.time() * 1000)
+            out.writelines(f"{m.partition()} {m.offset()} {received_ms}\n" for m in messages if m.error() is None)
+            out.flush()
+    consumer.close()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

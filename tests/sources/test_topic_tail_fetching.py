@@ -1,0 +1,261 @@
+"""The tail's fetch pattern (exporter.sources.topic_tail, DEFAULT_FETCH_INTERVAL_MS): an idle consumer
+whose one fetch waits for the next record, a busy one fetching every interval under load, the followed
+partitions moved between them at their next offsets; the receipt time read after the records are
+taken. Driven by scripted clients; what it costs and how tight the bound stays against a real broker
+is bench/sidecar_cost.py and tests/integration/test_broker_truth.py (P4)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
+
+from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
+from exporter.contracts.events import SourceStatus, TransactionLogRecords
+from exporter.sources.topic_tail import TransactionLogTail
+from tests.sources.test_topic_tail_readiness import PARTITIONS
+from tests.sources.test_topic_tail_runs import DeliveringConsumer, Message
+
+INTERVAL_MS = 4  # busy from 250 deliveries a second, idle again below 75
+
+
+class Client(DeliveringConsumer):
+    """Records its settings and where each partition was assigned from."""
+
+    def __init__(self, settings: dict) -> None:
+        super().__init__(settings)
+        self.settings = settings
+        self.offsets: dict[int, int] = {}
+        self.polled = self.metadata_reads = 0
+        self.asked: list[int] = []  # partitions whose high watermark was asked of the broker
+
+    def incremental_assign(self, tps):
+        if {tp.partition for tp in tps} & self.assigned:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG))  # as librdkafka: assigned already
+        super().incremental_assign(tps)
+        self.offsets.update({tp.partition: tp.offset for tp in tps})
+
+    def incremental_unassign(self, tps):
+        if {tp.partition for tp in tps} - self.assigned:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG))  # as librdkafka: not assigned
+        super().incremental_unassign(tps)
+
+    def poll(self, timeout):
+        self.polled += 1
+        return super().poll(timeout)
+
+    def get_watermark_offsets(self, tp, timeout=None, cached=False):
+        if not cached:
+            self.asked.append(tp.partition)
+        return super().get_watermark_offsets(tp, timeout, cached)
+
+    def list_topics(self, topic, timeout):
+        self.metadata_reads += 1
+        return super().list_topics(topic, timeout)
+
+
+@pytest.fixture
+def fetching():
+    clock = SimpleNamespace(now=1000.0)
+    made: list[Client] = []
+
+    def factory(settings: dict) -> Client:
+        made.append(Client(settings))
+        return made[-1]
+
+    tail = TransactionLogTail(
+        "127.0.0.1:9092",
+        metadata_refresh_seconds=3600,
+        clock=lambda: clock.now,
+        consumer_factory=factory,
+        fetch_interval_ms=INTERVAL_MS,
+        kafka_settings={"fetch.queue.backoff.ms": "50", "security.protocol": "PLAINTEXT"},
+    )
+    tail.poll(timeout=0)  # follows the four (empty) partitions: live at once
+    written = dict.fromkeys(range(PARTITIONS), 0)
+
+    def deliver(polls: int, partition: int = 0) -> None:
+        """From a progress report (once a second) to the next: `polls` polls each bringing one live
+        record of `partition`."""
+        client = made[-1] if tail.busy else made[0]
+        for _ in range(polls):
+            client.queued.append(Message(partition, written[partition]))
+            written[partition] += 1
+            clock.now += 0.9 / polls
+            tail.poll(timeout=0)
+        clock.now += 0.1 + 1e-9
+        tail.poll(timeout=0)
+
+    return SimpleNamespace(tail=tail, made=made, clock=clock, deliver=deliver)
+
+
+def test_idle_one_fetch_waits_for_the_next_record_and_the_queue_is_bounded(fetching):
+    idle, busy = fetching.made
+    assert not fetching.tail.busy and busy.assigned == set()
+    assert idle.settings["fetch.min.bytes"] == 1 and idle.settings["fetch.wait.max.ms"] == 100
+    assert idle.settings["queued.max.messages.kbytes"] == 8192 and idle.settings["queued.min.messages"] == 10_000
+    assert idle.settings["fetch.max.bytes"] == 8 << 20
+    assert idle.settings["fetch.queue.backoff.ms"] == "50"  # the user's settings over the defaults
+    assert idle.settings["security.protocol"] == "PLAINTEXT"
+    assert idle.assigned == set(range(PARTITIONS))
+
+
+def test_under_load_the_partitions_move_to_a_consumer_fetching_every_interval_from_their_next_offsets(fetching):
+    tail, made = fetching.tail, fetching.made
+    fetching.deliver(polls=300)  # 300 deliveries a second: as many fetches as the busy pattern's
+    assert tail.busy
+    idle, busy = made
+    assert busy.settings["fetch.wait.max.ms"] == INTERVAL_MS and busy.settings["fetch.min.bytes"] == 1 << 20
+    assert busy.settings["security.protocol"] == "PLAINTEXT"
+    assert idle.assigned == set() and busy.assigned == set(range(PARTITIONS))
+    # Partition 0 from the record after the last one taken; the others had none: from their beginning.
+    assert busy.offsets == {0: 300, 1: OFFSET_BEGINNING, 2: OFFSET_BEGINNING, 3: OFFSET_BEGINNING}
+
+
+def test_below_the_band_idle_again_on_the_same_idle_consumer_and_between_its_bounds_no_change(fetching):
+    tail, made = fetching.tail, fetching.made
+    fetching.deliver(polls=200)  # 200 a second: below the busy pattern's 250 fetches
+    assert not tail.busy
+    fetching.deliver(polls=300)
+    assert tail.busy
+    fetching.deliver(polls=100)  # busy fetches bringing records: 100 a second, of 250
+    assert tail.busy
+    fetching.deliver(polls=50)  # fewer than 75: idle
+    assert not tail.busy
+    idle, busy = made
+    assert busy.assigned == set() and idle.assigned == set(range(PARTITIONS))
+    assert idle.offsets[0] == 200 + 300 + 100 + 50
+    fetching.deliver(polls=300)
+    assert tail.busy and len(made) == 2  # each made once
+
+
+def test_the_consumer_not_fetching_is_polled_for_its_callbacks_and_its_errors_do_not_take_the_source_down(fetching):
+    tail, made = fetching.tail, fetching.made
+    fetching.deliver(polls=300)
+    idle, busy = made
+    polled = idle.polled
+    fetching.deliver(polls=100)  # still busy
+    assert tail.busy and idle.polled - polled == 1  # once a second, besides nothing
+    idle.settings["error_cb"](KafkaError(KafkaError._ALL_BROKERS_DOWN))
+    assert not [e for e in tail.poll(timeout=0) if isinstance(e, SourceStatus)]
+    busy.settings["error_cb"](KafkaError(KafkaError._ALL_BROKERS_DOWN))
+    assert SourceStatus(False) in tail.poll(timeout=0)
+
+
+def test_a_replay_is_fetched_by_the_busy_consumer_and_the_pattern_holds_until_it_ends(fetching):
+    tail, made, clock = fetching.tail, fetching.made, fetching.clock
+    idle, busy = made
+    idle.high[3] = busy.high[3] = 5  # a partition that moves in with a history of 5 records
+    tail._followed.pop(3)  # as if it had just moved in: the next ownership read assigns and replays it
+    idle.assigned.discard(3)
+    tail.refresh_ownership_soon()
+    fetching.deliver(polls=0)
+    assert tail.busy and busy.assigned == set(range(PARTITIONS)) and busy.offsets[3] == OFFSET_BEGINNING
+    fetching.deliver(polls=0)  # nothing arrives, but a partition replays: busy still
+    assert tail.busy and "replaying" in tail.not_ready
+    busy.queued += [Message(3, offset) for offset in range(5)]
+    clock.now += 0.5
+    tail.poll(timeout=0)
+    assert tail.not_ready is None
+    clock.now += 1.0  # the next progress report: replayed, nothing live arrives
+    tail.poll(timeout=0)
+    assert not tail.busy and idle.assigned == set(range(PARTITIONS))
+
+
+def test_the_receipt_time_is_read_once_every_record_of_the_poll_is_taken(fetching):
+    tail, made, clock = fetching.tail, fetching.made, fetching.clock
+    idle = made[0]
+
+    def consume(n, timeout):  # what the client had queued, taken 5 ms after the first record
+        clock.now += 0.005
+        return DeliveringConsumer.consume(idle, n, timeout)
+
+    idle.consume = consume
+    idle.queued += [Message(1, 0), Message(1, 1)]
+    before_ms = int(clock.now * 1000)
+    (run,) = [e for e in tail.poll(timeout=0) if isinstance(e, TransactionLogRecords)]
+    assert run.received_ms == before_ms + 5
+
+
+def test_the_consumer_not_fetching_reads_the_leaders_at_every_ownership_read(fetching):
+    """A consumer assigned partitions whose leaders it does not know waits a second (librdkafka's
+    retry) before it fetches: the one not fetching learns them whenever ownership is read."""
+    tail, (idle, busy) = fetching.tail, fetching.made
+    _metadata_reads(busy, 1)
+    assert idle.metadata_reads == busy.metadata_reads == 1
+    tail.refresh_ownership_soon()
+    tail.poll(timeout=0)
+    _metadata_reads(busy, 2)  # (from a thread of the tail's own)
+    assert idle.metadata_reads == busy.metadata_reads == 2
+    tail.close()
+
+
+def test_a_consumer_that_never_read_the_leaders_reads_them_before_it_is_assigned(fetching):
+    tail, busy = fetching.tail, fetching.made[1]
+    _metadata_reads(busy, 1)
+    busy.metadata_reads = 0
+    tail._knows_leaders.discard(id(busy))  # as if its reading had failed
+    fetching.deliver(polls=300)
+    assert tail.busy and busy.metadata_reads >= 1
+    tail.close()
+
+
+def _metadata_reads(client: Client, count: int) -> None:
+    deadline = time.monotonic() + 5
+    while client.metadata_reads < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _asked(client: Client, count: int, seconds: float = 5) -> list[int]:
+    """The partitions the client asked for, once `count` (or more) were asked, or after `seconds`: the
+    nudges are asked from a thread of the tail's own."""
+    deadline = time.monotonic() + seconds
+    while len(client.asked) < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.01)  # (and no more)
+    return client.asked
+
+
+def _value(state: TransactionState) -> bytes:
+    return encode_value(TransactionLogValue(1, 7, 0, 60_000, state, {} if state > 3 else {"orders": [0]}, 5, 4))
+
+
+def test_idle_a_prepare_makes_the_other_consumer_ask_the_broker_every_interval_until_its_complete_arrives(fetching):
+    """A broker completes the fetch waiting for a COMPLETE_* record (appended by the coordinator after
+    the markers, outside its request threads) at its next request only: idle, the exporter makes one
+    every interval while a COMPLETE_* is due, on the other consumer's connection."""
+    tail, (idle, busy), clock = fetching.tail, fetching.made, fetching.clock
+    tid = encode_key("tx-1")
+    idle.queued.append(Message(2, 0, _value(TransactionState.ONGOING), tid))
+    tail.poll(timeout=0.2)
+    assert busy.asked == []
+    idle.queued.append(Message(2, 1, _value(TransactionState.PREPARE_COMMIT), tid))
+    tail.poll(timeout=0.2)
+    assert _asked(busy, 1) == [2]
+    tail.poll(timeout=0.2)  # within the interval: not again
+    assert _asked(busy, 1) == [2]
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    assert _asked(busy, 2) == [2, 2]
+    idle.queued.append(Message(2, 2, _value(TransactionState.COMPLETE_COMMIT), tid))
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    assert _asked(busy, 3, seconds=0.1) == [2, 2]  # the COMPLETE arrived: no more
+    tail.close()
+
+
+def test_a_complete_never_seen_is_waited_for_200_ms(fetching):
+    tail, (idle, busy), clock = fetching.tail, fetching.made, fetching.clock
+    idle.queued.append(Message(1, 0, _value(TransactionState.PREPARE_ABORT), encode_key("tx-2")))
+    tail.poll(timeout=0.2)
+    asked = len(busy.asked)
+    for _ in range(100):
+        clock.now += INTERVAL_MS / 1000
+        tail.poll(timeout=0.2)
+        _asked(busy, len(busy.asked) + 1, seconds=0.05)  # one at a time
+    assert 200 / INTERVAL_MS - 2 <= len(busy.asked) - asked <= 200 / INTERVAL_MS + 1
+    tail.close()
