@@ -1,4 +1,4 @@
-"""The exporter's memory beside a real broker (issue 22, item 5): flat whatever the backlog it replays,
+"""The exporter's memory beside a real broker (issue 22, item 4): flat whatever the backlog it replays,
 and bounded by the live transactional ids under id churn.
 
 1. Backlog: a 4.4.0 broker (50 `__transaction_state` partitions) given a synthetic backlog of N

@@ -39,8 +39,10 @@ CHECKS: dict[str, str] = {
     "broker counted (its RequestMetrics over JMX, Kafka's JmxTool) (tests/integration/test_broker_truth.py)",
     "append errors": "failed `__transaction_state` appends by target state and error, at INFO and DEBUG, equal the "
     "EndTxn errors the coordinator counted (JMX) (tests/integration/test_broker_truth.py)",
-    "append latency": "the append-latency bound never below the coordinator's own append latency (its TRACE and DEBUG "
-    "lines, matched transition by transition), and at most 5 ms above it at p99 (tests/integration/test_broker_truth.py)",
+    "append latency": "every transition the coordinator logged (its TRACE and DEBUG lines) received once and matched; the "
+    "append-latency bound at most 5 ms above the coordinator's own at p50 and p99 (or 1 ms above a bare client's in the "
+    "same run, where the machine alone makes more), and below it no more often than that client's "
+    "(tests/integration/test_broker_truth.py)",
 }
 PASSED, FAILED = "✓", "✗"
 

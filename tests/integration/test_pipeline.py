@@ -231,9 +231,15 @@ def test_spark_submit_without_the_connector_says_what_to_add(workload, tmp_path)
 def test_stream_keeps_open_transactions_across_micro_batches(spark, built, workload, tmp_path):
     broker, _ = workload
     out = str(tmp_path / "stream")
-    # 7 records per micro-batch: nearly every transaction spans two or more.
+    # 12 records per micro-batch (a transaction writes 4 to 5): about a third of the transactions span
+    # two, in some 13 micro-batches (7 a batch made 22 of them, a minute and a half of the suite).
     run_stream(
-        spark, [_kafka(broker)], out, checkpoint=f"{out}/checkpoint", trigger="available-now", max_offsets_per_trigger=7
+        spark,
+        [_kafka(broker)],
+        out,
+        checkpoint=f"{out}/checkpoint",
+        trigger="available-now",
+        max_offsets_per_trigger=12,
     )
     batches = len(list(Path(out, "checkpoint", "commits").glob("[0-9]*")))
     assert batches > 5
