@@ -37,7 +37,9 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
     pytester.makeini("[pytest]\ntestpaths = checks\n")
     pytester.makeconftest(
         textwrap.dedent(f"""
+        import sys
         from pathlib import Path
+        sys.path.insert(0, {str(tested_on.ROOT)!r})  # pytest-xdist's workers import the recorder too
         from tests import tested_on
         tested_on.README = Path({str(readme)!r})
         tested_on.LAST_RUN = Path({str(pytester.path / "last.md")!r})
@@ -87,3 +89,14 @@ def test_a_run_of_some_tests_only_leaves_the_table_alone(pytester, restore_teste
     result = pytester.runpytest_inprocess("-k", KAFKA_VERSIONS[0])
     assert result.ret == 0
     assert not (pytester.path / "last.md").exists()
+
+
+def test_two_workers_judge_the_table_as_one_run(pytester, restore_tested_on):
+    """`make test` runs two pytest-xdist workers: the controller collects nothing, so the cells come
+    with the workers' reports, and a failed cell still fails the run."""
+    _project(pytester, f"    if (version, check) == ({KAFKA_VERSIONS[0]!r}, 'counts'):\n        pytest.fail('x')\n")
+    result = pytester.runpytest_inprocess("-n", "2", "-p", "xdist")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*README.md's Tested-on table is not what this run verified*"])
+    last = (pytester.path / "last.md").read_text()
+    assert last == tested_on.table({**ALL_PASSED, (KAFKA_VERSIONS[0], "counts"): False})

@@ -45,6 +45,7 @@ CHECKS: dict[str, str] = {
     "(tests/integration/test_broker_truth.py)",
 }
 PASSED, FAILED = "✓", "✗"
+_CELLS = "tested_on_cells"  # the user property a report carries its cells in (to xdist's controller)
 
 Outcomes = dict[tuple[str, str], bool]  # (version, check) -> every test of it passed
 
@@ -75,7 +76,11 @@ def render(text: str, generated: str) -> str:
 
 
 class Recorder:
-    """The pytest plugin (registered by tests/conftest.py) that records the cells' outcomes."""
+    """The pytest plugin (registered by tests/conftest.py) that records the cells' outcomes.
+
+    Under pytest-xdist (`make test` runs two workers) the workers collect and run the tests and the
+    controller sees only their reports: each report of a per-version test carries its cells in its
+    user_properties, and only the controller (or a run without workers) judges the table."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -83,6 +88,7 @@ class Recorder:
         self.passed: set[str] = set()  # node ids whose call passed
         self.failed: set[str] = set()  # node ids with a phase failed, skipped or xfailed
         self.deselected = False
+        self.worker = hasattr(config, "workerinput")
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected = self.deselected or bool(items)
@@ -99,21 +105,32 @@ class Recorder:
                     f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter"
                 )
             self.cells[item.nodeid] = [(version, check) for check in checks]
+            item.user_properties.append((_CELLS, self.cells[item.nodeid]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.nodeid not in self.cells:
-            return
+            carried = [value for name, value in report.user_properties if name == _CELLS]
+            if not carried:
+                return
+            self.cells[report.nodeid] = [(version, check) for version, check in carried[0]]
         if report.failed or report.skipped or hasattr(report, "wasxfail"):
             self.failed.add(report.nodeid)
         elif report.when == "call":
             self.passed.add(report.nodeid)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker:
+            return  # the controller judges, from every worker's reports
         every = {(version, check) for version in KAFKA_VERSIONS for check in CHECKS}
         covered = {cell for cells in self.cells.values() for cell in cells}
         # The README's command (`pytest`, no arguments: testpaths) with nothing deselected: every
-        # cell must be there, so a check or version that lost its tests shows as failed too.
-        whole_suite = self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected
+        # cell must be there, so a check or version that lost its tests shows as failed too. (With
+        # workers, deselection happens in them: -k and -m are read here instead.)
+        option = self.config.option
+        selecting = bool(getattr(option, "keyword", "") or getattr(option, "markexpr", ""))
+        whole_suite = (
+            self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected and not selecting
+        )
         if covered != every and not whole_suite:
             return  # a run of some tests only: it says nothing about the table
         outcomes = dict.fromkeys(covered, True)
