@@ -14,7 +14,8 @@ demo: setup-demo
 # The format, lint and type checks first (seconds), stopping at the first that finds anything, with
 # what it found; then the tests, whose summary line ends the output. Two workers, a test file each at
 # a time (the brokers' modules keep their clusters): the suite waits on brokers and clients for half
-# its time, so two cores run it in about 60% of one's (docs/benchmarks.md, "The test suite's time").
+# its time (on 2 cores: 37 min with one worker, 24 with two); a test marked `alone` runs while the
+# other worker waits (tests/machine.py).
 test: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/ruff check .

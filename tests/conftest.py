@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from tests import tested_on
+from tests import machine, tested_on
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
 
@@ -118,7 +118,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "tested_on(check): a per-version check of the README's Tested-on table")
+    config.addinivalue_line("markers", "alone: runs while no other test does (tests/machine.py)")
     config.pluginmanager.register(tested_on.Recorder(config), "tested-on")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Each test, its fixtures' setup and teardown included, holds the machine (tests/machine.py):
+    alone if marked so, else shared with the other worker's."""
+    hold = machine.alone if item.get_closest_marker("alone") else machine.shared
+    with hold(item.config.rootpath / ".pytest_cache" / "machine"):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ def test_make_test_runs_the_checks_first_and_the_tests_last() -> None:
         ".venv/bin/ruff format --check .",
         ".venv/bin/ruff check .",
         ".venv/bin/mypy",
-        ".venv/bin/pytest",
+        ".venv/bin/pytest -n 2 --dist loadfile",
     ]
 
 

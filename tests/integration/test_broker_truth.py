@@ -239,6 +239,7 @@ P4_OVER_FLOOR_MS = 2
 P4_COMMITS = 100  # about 300 transitions on P4_PARTITION: a p99 of 3 of them
 
 
+@pytest.mark.alone  # milliseconds measured: the other worker's tests wait (tests/machine.py)
 @pytest.mark.tested_on("append latency")
 def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_client(
     cluster, exporter, request, version, tmp_path
