@@ -332,11 +332,9 @@ class Bare:
         return json.loads(self.proc.stdout.readline())
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        from txn_workshop.harness.processes import terminate
+
+        terminate(self.proc, 20)
 
 
 # --- the exporter -----------------------------------------------------------------------------
@@ -380,11 +378,9 @@ class Exporter:
             return r.read().decode()
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        from txn_workshop.harness.processes import terminate
+
+        terminate(self.proc, 20)
 
 
 def latency_quantiles(metrics_text: str) -> dict[str, dict[str, float]]:
