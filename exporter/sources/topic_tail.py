@@ -22,6 +22,11 @@ was seen, nor to partitions without a leader for a while: a restarting broker an
 exporter beside another broker may still be reading those records. While the topic is absent or a
 partition leaderless, ownership is read again every second.
 
+Fencing: between a leader moving and the next ownership read, the client follows the partition to
+its new leader, whose exporter counts the same records from its takeover on. So a live record whose
+leader epoch (its batch's, set by the broker that appended it) is newer than the partition's last is
+not taken: the partition is refetched from it once ownership has been read again, or dropped with it.
+
 The consumer uses manual assignment and never commits or joins a group: it needs Describe and Read
 on the topic only. The group id is required by the client but unused.
 """
@@ -162,6 +167,7 @@ class _Fetched(Protocol):
     def key(self) -> bytes | None: ...
     def value(self) -> bytes | None: ...
     def timestamp(self) -> tuple[int, int]: ...
+    def leader_epoch(self) -> int | None: ...
 
 
 class OwnershipError(Exception):
@@ -238,6 +244,10 @@ class TransactionLogTail:
         self.not_ready: str | None = "starting"
         self._access_error: str | None = None
         self._next_offset: dict[int, int] = {}
+        # Followed partitions -> the leader epoch of their last record taken; those whose live
+        # record of a newer one waits for ownership to be read again -> (its offset, its epoch).
+        self._epochs: dict[int, int] = {}
+        self._fenced: dict[int, tuple[int, int]] = {}
         self._up: bool | None = None
         self._client_down = False
         self._next_refresh = 0.0
@@ -257,6 +267,8 @@ class TransactionLogTail:
         if now >= self._next_refresh:
             self._next_refresh = now + self._refresh_seconds
             self._refresh_ownership(events)
+            if self._fenced:  # (the read failed)
+                self._next_refresh = min(self._next_refresh, now + _RETRY_SECONDS)
         if self._followed:
             if self._prepared:
                 timeout = min(timeout, self._fetch_interval_ms / 1000)
@@ -432,6 +444,8 @@ class TransactionLogTail:
         followed = self._followed
         windows = self._replay_windows
         next_offset = self._next_offset
+        epochs = self._epochs
+        fenced = self._fenced
         created_since_ms = self._created_since_ms
         append = events.append
         errors = live = 0
@@ -464,8 +478,13 @@ class TransactionLogTail:
                 elif len(window) >= _REPLAY_WINDOW_IDS:
                     self._hand_over_replayed(partition, events)
                 continue
-            if partition not in followed:
-                continue  # fetched just before an unassign
+            if partition not in followed or partition in fenced:
+                continue  # fetched just before an unassign; or refetched once ownership is read
+            epoch = message.leader_epoch()
+            if epoch is not None and epoch > epochs.setdefault(partition, epoch):
+                self._fence(partition, offset, epoch)
+                run = None
+                continue
             next_offset[partition] = offset + 1
             try:
                 if key is None:
@@ -491,6 +510,19 @@ class TransactionLogTail:
         if errors < len(messages):
             self._access_error = None
 
+    def _fence(self, partition: int, offset: int, epoch: int) -> None:
+        log.info(
+            "%s-%d: offset %d was appended by the leader of epoch %d (the last record's: %d); it is taken "
+            "once ownership is read again, if this exporter's broker leads the partition still",
+            TOPIC,
+            partition,
+            offset,
+            epoch,
+            self._epochs[partition],
+        )
+        self._fenced[partition] = (offset, epoch)
+        self._next_refresh = 0.0
+
     def _message_error(self, error: KafkaError) -> None:
         if error.code() in _ACCESS_ERRORS:
             self._denied(error)
@@ -507,6 +539,7 @@ class TransactionLogTail:
             return
         self._replay_windows[partition] = {}
         records = []
+        epoch = self._epochs.get(partition, -1)
         # Every record made here outlives the loop, so the cyclic collector would run over and over
         # through the growing list (about 40% of the hand-over's time) to free nothing: none of it
         # has cycles. It is paused for the loop only.
@@ -515,6 +548,9 @@ class TransactionLogTail:
         try:
             for key, message in window.items():
                 offset = message.offset()
+                appended_in = message.leader_epoch()
+                if appended_in is not None and appended_in > epoch:
+                    epoch = appended_in
                 try:
                     records.append(decode_record(key, message.value(), offset, message.timestamp()[1], False))
                 except DecodeError as e:
@@ -522,6 +558,8 @@ class TransactionLogTail:
         finally:
             if collecting:
                 gc.enable()
+        if epoch >= 0:
+            self._epochs[partition] = epoch
         if records:
             records.sort(key=_BY_OFFSET)
             events.append(TransactionLogRecords(partition, records, self._now_ms(), True))
@@ -622,6 +660,8 @@ class TransactionLogTail:
                 self._replay_windows.pop(partition, None)
                 self._created_since_ms.pop(partition, None)
                 self._next_offset.pop(partition, None)
+                self._epochs.pop(partition, None)
+                self._fenced.pop(partition, None)
                 events.append(PartitionRevoked(partition))
             log.info("stopped following %s partitions %s", TOPIC, gone)
         assigned = []
@@ -640,6 +680,7 @@ class TransactionLogTail:
             assigned.append(partition)
             events.append(PartitionAssigned(partition))
             self._next_offset[partition] = 0
+            self._epochs.pop(partition, None)
             if high <= 0:
                 self._followed[partition] = None
                 self._created_since_ms.pop(partition, None)  # empty: live from its first record anyway
@@ -652,6 +693,19 @@ class TransactionLogTail:
                 self._go_busy("replay", sorted(set(self._followed) - set(assigned)))
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
+        for partition, (offset, epoch) in self._fenced.items():
+            # Still led by this exporter's broker, in a newer epoch: refetched from the fenced record.
+            self._epochs[partition] = epoch
+            self._consumer.incremental_unassign([TopicPartition(TOPIC, partition)])
+            self._consumer.incremental_assign([TopicPartition(TOPIC, partition, offset)])
+            log.info(
+                "%s-%d: led by this exporter's broker in epoch %d; taken from offset %d",
+                TOPIC,
+                partition,
+                epoch,
+                offset,
+            )
+        self._fenced.clear()
         return waiting
 
     def _report_progress(self, events: list[TopicEvent]) -> None:

@@ -15,8 +15,10 @@ from tests.sources.test_topic_tail_readiness import ScriptedConsumer, scripted_t
 
 
 class Message:
-    def __init__(self, partition: int, offset: int, value: bytes | None = None, key: bytes | None = None) -> None:
-        self._partition, self._offset = partition, offset
+    def __init__(
+        self, partition: int, offset: int, value: bytes | None = None, key: bytes | None = None, epoch: int = 0
+    ) -> None:
+        self._partition, self._offset, self._epoch = partition, offset, epoch
         self._key = encode_key(f"tid-{partition}-{offset}") if key is None else key
         self._value = (
             value
@@ -41,6 +43,9 @@ class Message:
 
     def timestamp(self):
         return (1, 1000 + self._offset)
+
+    def leader_epoch(self):
+        return self._epoch
 
 
 class DeliveringConsumer(ScriptedConsumer):
