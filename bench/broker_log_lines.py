@@ -7,6 +7,8 @@ Lines are real ones from tests/sources/broker_log_corpus (3.9.2 and 4.4.0), repe
 - "other": the lines of the corpus not from a transaction-coordinator logger (the common case:
   nearly all of a broker's log);
 - "coordinator, no event": coordinator lines the exporter does not count (DEBUG successes, loads...);
+- "appends succeeded, distinct": TransactionStateManager's DEBUG line of every transition it appends
+  (thousands a second at --broker-log's DEBUG), each with a transactional id of its own (no cache hit);
 - "marker retry, repeated": the WriteTxnMarkers retry lines as a held partition repeats them,
   thousands a second, identical but for the time (the parser's cache serves them);
 - "marker retry, distinct": the same with a transactional id of its own per line (no cache hit);
@@ -90,11 +92,18 @@ def main() -> None:
         for line in sample
         if b"coordinator.transaction." in line and not probe.feed([line]) and b"'s new metadata " not in line
     ]
+    succeeded = [
+        line
+        for line in sample
+        if b"'s transaction state to " in line
+        and line.endswith(b"succeeded (kafka.coordinator.transaction.TransactionStateManager)")
+    ]
     retry = [line for line in sample if b"has failed with error" in line]
     pairs = [line for line in sample if b"'s new metadata " in line or b"transition failed due to" in line]
     cases = {
         "other (matches nothing)": repeat(other, args.lines),
         "coordinator, no event": repeat(quiet, args.lines // 4),
+        "appends succeeded, distinct": distinct(succeeded, args.lines // 4, b"Updating ", b" for "),
         "marker retry, repeated": repeat(retry, args.lines // 4),
         "marker retry, distinct": distinct(retry, args.lines // 4, b"Sending "),
         "append failure (DEBUG+INFO)": distinct(pairs, args.lines // 4, b"TransactionalId ", b"Appending "),

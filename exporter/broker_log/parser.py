@@ -50,6 +50,12 @@ BrokerLogEvent = (
 
 _NEEDLE = b"coordinator.transaction."
 _FATAL_NEEDLE = b"Received fatal error"
+# At DEBUG (which --broker-log asks of it) TransactionStateManager logs every transition it appends,
+# thousands a second on a busy coordinator; of its lines only failed appends are read, and both of
+# theirs say "failed due to" (exporter.broker_log.lines). The others are passed over here, before
+# the decode, the frame and the cache (measured: 2.75 -> 0.9 µs a line).
+_STATE_MANAGER_ENDS = (b".TransactionStateManager)", b".TransactionStateManager)\r")
+_FAILED = b"failed due to"
 MAX_UNPAIRED = 1024
 MAX_UNPAIRED_BYTES = 1 << 20
 CACHE_SIZE = 1024
@@ -93,12 +99,13 @@ class BrokerLogParser:
         if self.layout_sampled < LAYOUT_SAMPLE:
             self._sample_layout(lines[: LAYOUT_SAMPLE - self.layout_sampled])
         count = 0
-        needle, fatal = _NEEDLE, _FATAL_NEEDLE
+        needle, fatal, state_manager_ends, failed = _NEEDLE, _FATAL_NEEDLE, _STATE_MANAGER_ENDS, _FAILED
         for line in lines:
             count += 1
             if needle in line:
                 if line[:1] == b"[":
-                    self._entry(line, events)
+                    if not line.endswith(state_manager_ends) or failed in line or b"] " not in line:
+                        self._entry(line, events)
                 elif not _TRACE_LINE.match(line):  # not a stack-trace frame of a coordinator class
                     self._malformed(line)
             elif fatal in line and line[:1] != b"[":

@@ -121,3 +121,21 @@ def test_append_failures_name_their_transactional_id_and_when_they_were_read():
         3_000,
         "COORDINATOR_NOT_AVAILABLE",
     )
+
+
+def test_the_state_managers_successes_are_passed_over_and_its_failures_still_read():
+    succeeded = (
+        "[2026-11-25 22:11:32,123] DEBUG [Transaction State Manager 1]: Updating t-1's transaction state to "
+        + META_41.format("PREPARE_COMMIT")
+        + " with coordinator epoch 0 for t-1 succeeded (kafka.coordinator.transaction.TransactionStateManager)"
+    )
+    meta = META_41.format("COMPLETE_COMMIT")
+    parser, events = feed(
+        succeeded,
+        succeeded + "\r",
+        debug_line(meta),
+        info_line(meta).encode() + b"\r",
+        "[no frame (kafka.coordinator.transaction.TransactionStateManager)",  # malformed as before
+    )
+    assert events == [TransactionLogAppendFailed(S.COMPLETE_COMMIT, "NOT_ENOUGH_REPLICAS")]
+    assert (parser.lines, parser.malformed, parser.unrecognized) == (5, 1, 0)

@@ -1,0 +1,185 @@
+"""P4: the exporter's append-latency bound held to the coordinator's own clock, transition by transition
+(tests/integration/test_broker_truth.py on every pinned version; bench/latency_under_load.py under load).
+
+With `kafka.coordinator.transaction.TransactionStateManager` at TRACE the coordinator logs, for every
+`__transaction_state` append of a state transition (the same text on 3.6 to 4.4, only `<meta>`'s
+layout differs: `TxnTransitMetadata(...)` up to 4.0, `TxnTransitMetadata[...]` from 4.1):
+
+- TRACE `Appending new metadata <meta> for transaction id <tid> with coordinator epoch <e> to the
+  local transaction log`, when `appendRecords` returns (on one node after the append completed);
+- DEBUG `Updating <tid>'s transaction state to <meta> with coordinator epoch <e> for <tid> succeeded`,
+  from the append's completion callback.
+
+`<meta>` names the producer id and epoch, the target state (`txnState=`) and
+`txnLastUpdateTimestamp`, which the record's value carries too, so each line pairs with one record.
+The coordinator's own append latency of a transition is the `succeeded` line's time minus the
+record's timestamp (CreateTime, stamped when the coordinator built the record); the exporter's bound
+is its receipt time minus the same timestamp (its DEBUG log `exporter.sources.topic_tail.records`).
+Both clocks are this host's wall clock read in whole milliseconds (log4j truncates to the ms, the
+exporter too), so `received - succeeded` is within 1 ms of the true difference either way, and a
+true difference >= 0 never shows negative (truncation is monotonic).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from exporter.broker_log.lines import TARGET_STATES
+
+_TIME = r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]"
+_LOGGER = r" \(kafka\.coordinator\.transaction\.TransactionStateManager\)$"
+_META = r"TxnTransitMetadata[(\[](?P<meta>.*)[)\]]"
+SUCCEEDED = re.compile(
+    _TIME
+    + r" DEBUG \[Transaction State Manager \d+\]: Updating (?P<tid>.+?)'s transaction state to "
+    + _META
+    + r" with coordinator epoch (?P<epoch>\d+) for (?P=tid) succeeded"
+    + _LOGGER
+)
+APPENDING = re.compile(
+    _TIME
+    + r" TRACE \[Transaction State Manager \d+\]: Appending new metadata "
+    + _META
+    + r" for transaction id (?P<tid>.+) with coordinator epoch (?P<epoch>\d+) to the local transaction log"
+    + _LOGGER
+)
+_FIELDS = {
+    "producer_id": re.compile(r"\bproducerId=(-?\d+)"),
+    "producer_epoch": re.compile(r"\bproducerEpoch=(-?\d+)"),
+    "last_update_ms": re.compile(r"\btxnLastUpdateTimestamp=(-?\d+)"),
+}
+_STATE = re.compile(r"\btxnState=(\w+)")
+_OBSERVED = " DEBUG exporter.sources.topic_tail.records: live record "
+
+# (transactional id, target state id, producer id, producer epoch, txnLastUpdateTimestamp)
+Transition = tuple[str, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Matched:
+    transition: Transition
+    timestamp_ms: int  # the record's
+    succeeded_ms: int  # the coordinator's `succeeded` line
+    received_ms: int  # the exporter's receipt
+
+    @property
+    def coordinator_ms(self) -> int:
+        return self.succeeded_ms - self.timestamp_ms
+
+    @property
+    def observed_ms(self) -> int:
+        return self.received_ms - self.timestamp_ms
+
+    @property
+    def excess_ms(self) -> int:
+        return self.received_ms - self.succeeded_ms
+
+
+def _epoch_ms(text: str) -> int:
+    # log4j's `%d` is the JVM's local time, as naive datetimes are Python's: same host, same zone.
+    return round(datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
+
+
+def _transition(tid: str, meta: str) -> Transition:
+    values = {name: int(pattern.search(meta).group(1)) for name, pattern in _FIELDS.items()}  # type: ignore[union-attr]
+    state = TARGET_STATES[_STATE.search(meta).group(1)]  # type: ignore[union-attr]
+    return tid, state, values["producer_id"], values["producer_epoch"], values["last_update_ms"]
+
+
+def coordinator_lines(logs: list[Path], tids: set[str]) -> tuple[dict[Transition, int], dict[Transition, int]]:
+    """(transition -> time of its `succeeded` line, transition -> time of its `Appending` line), ms,
+    for the transactional ids in `tids`."""
+    succeeded: dict[Transition, int] = {}
+    appending: dict[Transition, int] = {}
+    for path in logs:
+        for line in path.read_text(errors="replace").splitlines():
+            if "TransactionStateManager" not in line:
+                continue
+            for pattern, into in ((SUCCEEDED, succeeded), (APPENDING, appending)):
+                match = pattern.match(line)
+                if match and match["tid"] in tids:
+                    transition = _transition(match["tid"], match["meta"])
+                    assert transition not in into, f"two lines for one transition: {line}"
+                    into[transition] = _epoch_ms(match["time"])
+    return succeeded, appending
+
+
+class Observed(NamedTuple):
+    timestamp_ms: int  # the record's
+    received_ms: int  # the exporter's receipt
+    partition: int
+    offset: int
+
+
+def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Observed]:
+    """transition -> how the exporter received its record, from its DEBUG log."""
+    observed: dict[Transition, Observed] = {}
+    for line in exporter_log.read_text(errors="replace").splitlines():
+        _, found, payload = line.partition(_OBSERVED)
+        if not found:
+            continue
+        fields = json.loads(payload)
+        if fields["transactional_id"] not in tids or "state" not in fields:
+            continue
+        transition = (
+            fields["transactional_id"],
+            TARGET_STATES[fields["state"]],
+            fields["producer_id"],
+            fields["producer_epoch"],
+            fields["last_update_ms"],
+        )
+        assert transition not in observed, f"one transition received twice: {line}"
+        observed[transition] = Observed(
+            fields["timestamp_ms"], fields["received_ms"], fields["partition"], fields["offset"]
+        )
+    return observed
+
+
+def floor_receipts(path: Path) -> dict[tuple[int, int], int]:
+    """(partition, offset) -> receipt (ms) of tests/integration/bare_reader.py's consumer."""
+    receipts = {}
+    for line in path.read_text().splitlines():
+        partition, offset, received_ms = map(int, line.split())
+        receipts[(partition, offset)] = received_ms
+    return receipts
+
+
+def match(
+    succeeded: dict[Transition, int],
+    observed: dict[Transition, Observed],
+    floor: dict[tuple[int, int], int] | None = None,
+) -> list[Matched]:
+    """The transitions both logged and received; with `floor`, as the bare consumer received them."""
+    matched = []
+    for t, o in observed.items():
+        if t in succeeded:
+            received = o.received_ms if floor is None else floor.get((o.partition, o.offset))
+            if received is not None:
+                matched.append(Matched(t, o.timestamp_ms, succeeded[t], received))
+    return matched
+
+
+def percentile(values: list[int], q: float) -> int:
+    """The nearest-rank percentile (the smallest value with at least q of the values at or below it)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(len(ordered) * q) - 1)] if ordered else 0
+
+
+def summary(matched: list[Matched]) -> dict:
+    """Transitions, the coordinator's own append latency and the exporter's excess over it (p50, p99,
+    max, ms), and how many were received before the `succeeded` line."""
+    coordinator = [m.coordinator_ms for m in matched]
+    excess = [m.excess_ms for m in matched]
+    return {
+        "transitions": len(matched),
+        "coordinator_ms": [percentile(coordinator, q) for q in (0.5, 0.99, 1)],
+        "excess_ms": [percentile(excess, q) for q in (0.5, 0.99, 1)],
+        "received_before_succeeded": sum(e < 0 for e in excess),
+        "min_excess_ms": min(excess, default=0),
+    }
