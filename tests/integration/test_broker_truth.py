@@ -32,11 +32,11 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from tests.integration import append_latency
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import STATE_MANAGER_LOGGER, _replicate_transaction_state
 from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop import append_latency
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
@@ -244,7 +244,7 @@ P4_COMMITS = 100  # about 300 transitions on P4_PARTITION: a p99 of 3 of them
 def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_client(
     cluster, exporter, request, version, tmp_path
 ):
-    """P4 (tests/integration/append_latency.py). Every transition the coordinator appended (its TRACE
+    """P4 (txn_workshop/append_latency.py). Every transition the coordinator appended (its TRACE
     `Appending` and DEBUG `succeeded` lines, in every pinned version's words) is received by the
     exporter once, matched by transactional id, target state, producer id and epoch and last-update
     time, and none other. The exporter's excess over the coordinator's own append latency (receipt
