@@ -23,6 +23,7 @@ timestamp, ms).
     .venv/bin/python bench/sidecar_cost.py --rates 1000 --modes plain --window 40
     .venv/bin/python bench/sidecar_cost.py --kafka-config fetch.wait.max.ms=5 --kafka-config fetch.min.bytes=1048576
     .venv/bin/python bench/sidecar_cost.py --profile 20          # py-spy record --native of the exporter, per rate
+    .venv/bin/python bench/sidecar_cost.py --also-interval 5     # and an exporter at 5 ms, in the same window
 
 The machine is shared: the load average is printed with every window; ratios measured side by side
 in one window hold up under some load, absolute CPU figures less so.
@@ -538,12 +539,27 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     exporter = Exporter(
         args.exporter, broker.bootstrap_servers, free_port(), extra, workdir / f"exporter-{rate}-{mode}.log"
     )
+    # A second exporter with another --fetch-interval-ms in the same window: the two patterns compared
+    # under the same load, which the machine's drift between windows otherwise blurs.
+    also = None
+    if args.also_interval:
+        also = Exporter(
+            args.exporter,
+            broker.bootstrap_servers,
+            free_port(),
+            [*extra, "--fetch-interval-ms", str(args.also_interval)],  # (the last one counts)
+            workdir / f"exporter-{rate}-{mode}-also.log",
+        )
     bare = Bare(broker.bootstrap_servers, pattern)
     try:
+        if also is not None:
+            also.wait_ready()
         ready_s = exporter.wait_ready()
         rss_ready = rss_mib(exporter.proc.pid)
         time.sleep(args.settle)
         pids = {"broker": broker._proc.pid, "exporter": exporter.proc.pid, "bare": bare.proc.pid, "load": load.pids}
+        if also is not None:
+            pids["also"] = also.proc.pid
         f0 = fetch_requests(broker)
         b0 = bare.snapshot()
         th0 = thread_cpu(exporter.proc.pid)
@@ -580,11 +596,14 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
                 print(f"py-spy failed: {spy.stdout[-2000:]} {spy.stderr[-2000:]}")
                 profile = None
         quantiles = latency_quantiles(exporter.metrics())
+        also_quantiles = latency_quantiles(also.metrics()) if also is not None else None
         rss = rss_mib(exporter.proc.pid)
         bare_rss = rss_mib(bare.proc.pid)
     finally:
         exporter.stop()
         bare.stop()
+        if also is not None:
+            also.stop()
     # The broker with the load alone, after the readers stopped (before them, its JIT was still
     # warming up): what serving the readers' fetches costs it is the difference.
     time.sleep(2)
@@ -637,6 +656,13 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         },
         "profile": str(profile) if profile else None,
     }
+    if also_quantiles is not None:
+        result["also"] = {
+            "interval_ms": args.also_interval,
+            "cores": round(cpu["also"] / seconds, 4),
+            "over_broker": round(cpu["also"] / cpu["broker"], 4),
+            "latency_ms": also_quantiles,
+        }
     # Broker CPU serving the readers' fetches: with them minus without, at the same load.
     alone_rate = alone.commits / alone.seconds
     broker_extra = cpu["broker"] / seconds - result["broker_alone_cores"] * (txn_rate / alone_rate if alone_rate else 1)
@@ -676,6 +702,12 @@ def print_result(r: dict) -> None:
         f"   latency ms: exporter PREPARE_COMMIT {pc}; all states p99 max "
         f"{max((q.get('0.99', 0) for q in lat.values() if q.get('0.99', 0) == q.get('0.99', 0)), default=0):.1f}; bare {r['bare_latency_ms']}"
     )
+    if r.get("also"):
+        a = r["also"]
+        print(
+            f"   beside it, an exporter at {a['interval_ms']} ms: {a['cores']:.4f} cores, "
+            f"{a['over_broker']:.1%} of the broker; PREPARE_COMMIT {a['latency_ms'].get('PREPARE_COMMIT', {})}"
+        )
     if r["profile"]:
         print(f"   profile: {r['profile']}")
 
@@ -710,6 +742,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--fetch-interval-ms", type=int, default=None, help="the exporter's --fetch-interval-ms (default: its own)"
+    )
+    parser.add_argument(
+        "--also-interval", type=int, help="a second exporter in the same window, at this --fetch-interval-ms"
     )
     parser.add_argument(
         "--exporter", type=Path, default=VENV_BIN / "txn-exporter", help="the txn-exporter to run (another checkout's)"
