@@ -1,4 +1,4 @@
-"""The Prometheus recording and alerting rules: step 2 of `make generate` (generators/run.py), which
+"""The Prometheus recording and alerting rules: step 2 of `make generate` (generate/__init__.py), which
 writes alerts/kafka-txn-exporter.rules.yml; deploy/generate.py wraps the same rules in a
 PrometheusRule and mixin/generate.py makes them jsonnet. With your own links:
 

@@ -1,5 +1,5 @@
 """The Grafana dashboards, built from the metric catalogue (grafana-foundation-sdk, pinned): step 1
-of `make generate` (generators/run.py), which writes mixin/dashboards/*.json, the one copy that
+of `make generate` (generate/__init__.py), which writes mixin/dashboards/*.json, the one copy that
 Grafana users, kustomize (deploy/monitoring) and the mixin read.
 
 Every panel is a `Panel` below: its queries name metrics through `generators.metrics.series`/`ref`

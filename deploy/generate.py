@@ -1,4 +1,4 @@
-"""The Kubernetes monitoring component's generated parts: step 3 of `make generate` (generators/run.py).
+"""The Kubernetes monitoring component's generated parts: step 3 of `make generate` (generate/__init__.py).
 
 - deploy/monitoring/prometheusrule.yaml: the rules of alerts/generate.py (the same groups as
   alerts/kafka-txn-exporter.rules.yml) in a PrometheusRule. Committed: kustomize has no generator

@@ -1,5 +1,5 @@
 """README.md's metric table, from the catalogue so the docs never drift from /metrics: step 5 of
-`make generate` (generators/run.py), which rewrites the block between the two markers below."""
+`make generate` (generate/__init__.py), which rewrites the block between the two markers below."""
 
 from __future__ import annotations
 

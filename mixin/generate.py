@@ -1,4 +1,4 @@
-"""The monitoring mixin's generated jsonnet: step 4 of `make generate` (generators/run.py), straight
+"""The monitoring mixin's generated jsonnet: step 4 of `make generate` (generate/__init__.py), straight
 from the Python sources of the rules and dashboards, with `_config` wherever their placeholders are
 (generators.placeholders); nothing here reads or parses a rendered query.
 

@@ -51,20 +51,24 @@ FLOORS: tuple[tuple[Part, ...], ...] = (
     ),
     (Part("app", ("exporter.app",), "the composition root: one exporter process wired"),),
     (Part("commands", ("exporter.commands", "exporter.cli", "exporter.__main__"), "`txn-exporter` and its commands"),),
-    (Part("workshop", ("txn_workshop",), "the broker harness and the demo (not in the wheel)"),),
+    (
+        Part("workshop", ("txn_workshop",), "the broker harness and the demo (not in the wheel)"),
+        Part("generators", ("generators",), "what the generators share; the README's metric table"),
+    ),
     (
         Part(
-            "generators",
-            ("generators", "dashboards", "alerts", "mixin", "deploy"),
-            "`make generate`: dashboards, alerts, mixin, manifests, docs",
+            "generated",
+            ("dashboards", "alerts", "mixin", "deploy"),
+            "the generators of dashboards, alerts, mixin, manifests",
         ),
         Part("bench", ("bench",), "benchmarks"),
     ),
+    (Part("generate", ("generate",), "`make generate`: every generator, in order"),),
 )
 SOURCES = (
     ROOT / "exporter",
     ROOT / "workshop" / "txn_workshop",
-    *(ROOT / d for d in ("generators", "dashboards", "alerts", "mixin", "deploy", "bench")),
+    *(ROOT / d for d in ("generators", "dashboards", "alerts", "mixin", "deploy", "bench", "generate")),
 )
 
 

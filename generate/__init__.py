@@ -1,6 +1,24 @@
-"""Runs every generator in order (generators/__init__.py lists them): `make generate`, which is
-`python -m generators` (rewrites every generated file that changed); with `--check` it exits 1
-naming the stale ones instead (tests/generators/test_drift.py calls `check()`)."""
+"""Runs every generator in order: `make generate`, which is `python -m generate` (rewrites every
+generated file that changed); with `--check` it exits 1 naming the stale ones instead
+(tests/generators/test_drift.py calls `check()`). It stands above everything it runs; what the
+generators share is below them, in generators/.
+
+`make generate` regenerates every generated file from its one source;
+tests/generators/test_drift.py fails naming that command when a committed file differs. The steps,
+in order:
+
+1. dashboards/generate.py  -> mixin/dashboards/*.json (the Grafana dashboards; the one copy)
+2. alerts/generate.py      -> alerts/kafka-txn-exporter.rules.yml
+3. deploy/generate.py      -> deploy/monitoring/prometheusrule.yaml, mixin/dashboards/kustomization.yaml
+4. mixin/generate.py       -> mixin/config.libsonnet, mixin/rules/rules.libsonnet,
+                              mixin/alerts/alerts.libsonnet, mixin/dashboards/queries.libsonnet
+5. generators/docs.py      -> README.md's metric table
+6. workshop/txn_workshop/architecture.py -> docs/architecture.md (the floors, drawn from the imports)
+
+Each step builds from Python sources only (the metric catalogue, exporter/metrics/catalogue.py, the
+dashboards' and rules' definitions, the code's imports), never from another step's output, so no
+order of runs can leave a file stale; the order is that of their imports.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +66,7 @@ def check() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m generators", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 naming the files that are not up to date")
     args = parser.parse_args(argv)
     if args.check:

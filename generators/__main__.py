@@ -1,5 +1,0 @@
-import sys
-
-from generators.run import main
-
-sys.exit(main())
