@@ -51,16 +51,7 @@ def run_interval(args, broker, load: Load, tids: set[str], interval_ms: int, wor
         VENV_BIN / "txn-exporter",
         broker.bootstrap_servers,
         free_port(),
-        [
-            "--fetch-interval-ms",
-            str(interval_ms),
-            "--log-level",
-            "DEBUG",
-            "--log-repeat-seconds",
-            "0",
-            "--hanging-scan-interval-seconds",
-            "0",
-        ],
+        ["--fetch-interval-ms", str(interval_ms), *append_latency.EXPORTER_FLAGS],
         log,
     )
     try:

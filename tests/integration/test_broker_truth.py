@@ -258,16 +258,7 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
     doing, and its frequency the machine's."""
     first, _ = cluster
     assert {transaction_state_partition(tid, PARTITIONS) for tid in P4_IDS} == {P4_PARTITION}
-    process = exporter(
-        first.bootstrap_servers,
-        "--all-partitions",
-        "--log-level",
-        "DEBUG",
-        "--log-repeat-seconds",
-        "0",
-        "--hanging-scan-interval-seconds",
-        "0",
-    )
+    process = exporter(first.bootstrap_servers, "--all-partitions", *append_latency.EXPORTER_FLAGS)
     # The workload starts once the exporter has settled on its idle fetch: in the first moments after
     # a switch to it, a record may wait for that consumer's first fetches, which librdkafka sends with
     # the newly assigned partitions a few at a time and holds up to 100 ms (README, "How append

@@ -57,6 +57,10 @@ _FIELDS = {
 _STATE = re.compile(r"\btxnState=(\w+)")
 _OBSERVED = " DEBUG exporter.sources.topic_tail.records: live record "
 
+# What the matcher needs of `txn-exporter run`: its DEBUG line for every live record, none of them
+# suppressed as a repeat (and no hanging scan beside it).
+EXPORTER_FLAGS = ("--log-level", "DEBUG", "--log-repeat-seconds", "0", "--hanging-scan-interval-seconds", "0")
+
 # (transactional id, target state id, producer id, producer epoch, txnLastUpdateTimestamp)
 Transition = tuple[str, int, int, int, int]
 
