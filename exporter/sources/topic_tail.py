@@ -245,9 +245,9 @@ class TransactionLogTail:
         self._access_error: str | None = None
         self._next_offset: dict[int, int] = {}
         # Followed partitions -> the leader epoch of their last record taken; those whose live
-        # record of a newer one waits for ownership to be read again -> (its offset, its epoch).
+        # record of a newer one (at their next offset) waits for ownership to be read again -> that epoch.
         self._epochs: dict[int, int] = {}
-        self._fenced: dict[int, tuple[int, int]] = {}
+        self._fenced: dict[int, int] = {}
         self._up: bool | None = None
         self._client_down = False
         self._next_refresh = 0.0
@@ -520,7 +520,7 @@ class TransactionLogTail:
             epoch,
             self._epochs[partition],
         )
-        self._fenced[partition] = (offset, epoch)
+        self._fenced[partition] = epoch
         self._next_refresh = 0.0
 
     def _message_error(self, error: KafkaError) -> None:
@@ -693,19 +693,14 @@ class TransactionLogTail:
                 self._go_busy("replay", sorted(set(self._followed) - set(assigned)))
             self._consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
-        for partition, (offset, epoch) in self._fenced.items():
-            # Still led by this exporter's broker, in a newer epoch: refetched from the fenced record.
-            self._epochs[partition] = epoch
-            self._consumer.incremental_unassign([TopicPartition(TOPIC, partition)])
-            self._consumer.incremental_assign([TopicPartition(TOPIC, partition, offset)])
-            log.info(
-                "%s-%d: led by this exporter's broker in epoch %d; taken from offset %d",
-                TOPIC,
-                partition,
-                epoch,
-                offset,
-            )
-        self._fenced.clear()
+        if self._fenced:
+            # Still led by this exporter's broker, in a newer epoch: refetched from the fenced record
+            # (the partition's next offset, which the fence did not move).
+            fenced = sorted(self._fenced)
+            self._epochs.update(self._fenced)
+            self._fenced.clear()
+            self._hand_over(self._consumer, fenced)
+            log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, fenced)
         return waiting
 
     def _report_progress(self, events: list[TopicEvent]) -> None:
