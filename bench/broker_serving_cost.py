@@ -29,25 +29,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.sidecar_cost import (
-    BEFORE,
     DATA_PARTITIONS,
     DATA_TOPIC,
     VENV_BIN,
     Bare,
     Exporter,
     Load,
-    cpu_seconds,
     fetch_pattern,
     loadavg,
+    measure,
 )
+from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
 
 
-def window(broker_pid: int, exporter_pid: int, load: Load, seconds: float) -> tuple[float, float, float]:
-    """(broker cores, exporter cores, transactions/s) over `seconds`."""
-    b0, e0, n0, t0 = cpu_seconds(broker_pid), cpu_seconds(exporter_pid), load.committed(), time.monotonic()
-    time.sleep(seconds)
-    b1, e1, n1, t1 = cpu_seconds(broker_pid), cpu_seconds(exporter_pid), load.committed(), time.monotonic()
-    return (b1 - b0) / (t1 - t0), (e1 - e0) / (t1 - t0), (n1 - n0) / (t1 - t0)
+def window(broker_pid: int, reader_pid: int, load: Load, seconds: float) -> tuple[float, float, float]:
+    """(broker cores, reader cores, transactions/s) over `seconds`."""
+    w = measure({"broker": broker_pid, "reader": reader_pid}, seconds, load)
+    return w.cpu["broker"] / w.seconds, w.cpu["reader"] / w.seconds, w.commits / w.seconds
 
 
 def main() -> None:
@@ -78,22 +76,21 @@ def main() -> None:
         create_internal_topics(broker.bootstrap_servers)
         load = Load(broker.bootstrap_servers, args.rate, 2, 8, "serving")
         extra = ["--fetch-interval-ms", str(args.fetch_interval_ms)] if args.fetch_interval_ms else []
+        reader: Exporter | Bare
         if args.reader == "exporter":
-            exporter = Exporter(
+            reader = Exporter(
                 VENV_BIN / "txn-exporter", broker.bootstrap_servers, free_port(), extra, workdir / "e.log"
             )
-            exporter.wait_ready()
+            reader.wait_ready()
         else:
             pattern = fetch_pattern(
                 argparse.Namespace(
                     kafka_config=[],
                     before=args.reader == "bare-before",
-                    fetch_interval_ms=args.fetch_interval_ms or _default_interval(),
+                    fetch_interval_ms=args.fetch_interval_ms or DEFAULT_FETCH_INTERVAL_MS,
                 )
             )
-            if args.reader == "bare-before":
-                pattern["idle"] = dict(BEFORE)
-            exporter = Bare(broker.bootstrap_servers, pattern)  # type: ignore[assignment]  # (proc and stop() alike)
+            reader = Bare(broker.bootstrap_servers, pattern)
         try:
             time.sleep(args.warmup)
             pid = broker._proc.pid
@@ -102,40 +99,34 @@ def main() -> None:
                 # Each pair in both orders by turns, so a drift within a pair cancels over the pairs.
                 pair = {}
                 for reading in (True, False) if n % 2 == 0 else (False, True):
-                    exporter.proc.send_signal(signal.SIGCONT if reading else signal.SIGSTOP)
+                    reader.proc.send_signal(signal.SIGCONT if reading else signal.SIGSTOP)
                     time.sleep(1.0)  # the stop's last fetch answered; the catch-up after a continue
-                    pair[reading] = window(pid, exporter.proc.pid, load, args.window)
-                exporter.proc.send_signal(signal.SIGCONT)
+                    pair[reading] = window(pid, reader.proc.pid, load, args.window)
+                reader.proc.send_signal(signal.SIGCONT)
                 (b_on, e_on, r_on), (b_off, _, r_off) = pair[True], pair[False]
                 rows.append((b_on, b_off, e_on, r_on, r_off))
                 print(
-                    f"pair {n + 1}: broker {b_on:.3f} cores with the exporter reading, {b_off:.3f} without "
-                    f"(+{b_on - b_off:.3f}); exporter {e_on:.4f}; {r_on:.0f}/{r_off:.0f} txn/s; "
+                    f"pair {n + 1}: broker {b_on:.3f} cores with the {args.reader} reading, {b_off:.3f} without "
+                    f"(+{b_on - b_off:.3f}); {args.reader} {e_on:.4f}; {r_on:.0f}/{r_off:.0f} txn/s; "
                     f"load average {loadavg():.1f}",
                     flush=True,
                 )
         finally:
-            exporter.proc.send_signal(signal.SIGCONT)
-            exporter.stop()
+            reader.proc.send_signal(signal.SIGCONT)
+            reader.stop()
             load.stop()
         differences = [on - off for on, off, *_ in rows]
-        exporter_cores = statistics.median(e for _, _, e, _, _ in rows)
+        reader_cores = statistics.median(e for _, _, e, _, _ in rows)
         broker_cores = statistics.median(off for _, off, *_ in rows)
         print(
             f"median over {len(rows)} pairs: the broker spends {statistics.median(differences):+.3f} cores serving the {args.reader} "
             f"(differences {min(differences):+.3f} to {max(differences):+.3f}), "
             f"{statistics.median(differences) / broker_cores:+.1%} of its own {broker_cores:.3f}; "
-            f"the {args.reader} itself {exporter_cores:.4f} cores"
+            f"the {args.reader} itself {reader_cores:.4f} cores"
         )
     finally:
         broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _default_interval() -> int:
-    from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
-
-    return DEFAULT_FETCH_INTERVAL_MS
 
 
 if __name__ == "__main__":

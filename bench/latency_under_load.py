@@ -35,8 +35,8 @@ from bench.sidecar_cost import (
     VENV_BIN,
     Exporter,
     Load,
-    cpu_seconds,
     loadavg,
+    measure,
     settle_commits_rate,
 )
 
@@ -59,14 +59,7 @@ def run_interval(args, broker, load: Load, tids: set[str], interval_ms: int, wor
         time.sleep(args.settle)
         log_start = broker.server_log.stat().st_size
         set_logger_level(broker, TSM_LOGGER, "TRACE")
-        cpu0 = {"broker": cpu_seconds(broker._proc.pid), "exporter": cpu_seconds(exporter.proc.pid)}
-        t0 = time.monotonic()
-        time.sleep(args.window)
-        cpu = {
-            "broker": cpu_seconds(broker._proc.pid) - cpu0["broker"],
-            "exporter": cpu_seconds(exporter.proc.pid) - cpu0["exporter"],
-        }
-        seconds = time.monotonic() - t0
+        window = measure({"broker": broker._proc.pid, "exporter": exporter.proc.pid}, args.window, load)
         set_logger_level(broker, TSM_LOGGER, None)
         time.sleep(3)  # the last records of the window received
     finally:
@@ -89,8 +82,8 @@ def run_interval(args, broker, load: Load, tids: set[str], interval_ms: int, wor
         "logged_transitions": len(succeeded),
         **figures,
         "excess_p90_ms": append_latency.percentile([m.excess_ms for m in matched], 0.9),
-        "exporter_per_broker": cpu["exporter"] / cpu["broker"] if cpu["broker"] else 0.0,
-        "transitions_per_s": len(matched) / seconds,
+        "exporter_per_broker": window.cpu["exporter"] / window.cpu["broker"] if window.cpu["broker"] else 0.0,
+        "transitions_per_s": len(matched) / window.seconds,
         "patterns": patterns,
         "load_average": loadavg(),
     }

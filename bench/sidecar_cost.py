@@ -637,7 +637,7 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         "fetches_per_s": {
             "all": round(fetch_total),
             "bare": round(bare_fetches),
-            "exporter": round(fetch_total - bare_fetches),
+            "exporter" if also is None else "both exporters": round(fetch_total - bare_fetches),
         },
         "bare_polls_per_s": round((b1["polls"] - b0["polls"]) / seconds),
         "bare_busy_share": round((b1["busy_seconds"] - b0["busy_seconds"]) / seconds, 2),
