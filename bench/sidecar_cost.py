@@ -24,6 +24,7 @@ timestamp, ms).
     .venv/bin/python bench/sidecar_cost.py --kafka-config fetch.wait.max.ms=5 --kafka-config fetch.min.bytes=1048576
     .venv/bin/python bench/sidecar_cost.py --profile 20          # py-spy record --native of the exporter, per rate
     .venv/bin/python bench/sidecar_cost.py --also-interval 5     # and an exporter at 5 ms, in the same window
+    .venv/bin/python bench/sidecar_cost.py --also-exporter ../other/.venv/bin/txn-exporter   # two versions, one window
 
 The machine is shared: the load average is printed with every window; ratios measured side by side
 in one window hold up under some load, absolute CPU figures less so.
@@ -83,6 +84,18 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
             continue
         threads[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
     return threads
+
+
+def thread_cores(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], pid: int, seconds: float
+) -> dict[str, float]:
+    """Each thread's cores between two thread_cpu() readings, busiest first: librdkafka's by name,
+    Python's by thread id."""
+    cores: dict[str, float] = {}
+    for tid, (comm, cpu) in after.items():
+        name = comm if comm.startswith("rdk:") else f"python:{tid}" if tid != pid else "python:main"
+        cores[name] = cores.get(name, 0) + (cpu - before.get(tid, (comm, 0.0))[1]) / seconds
+    return {name: round(c, 4) for name, c in sorted(cores.items(), key=lambda kv: -kv[1])}
 
 
 def rss_mib(pid: int) -> tuple[float, float]:
@@ -542,12 +555,13 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     # A second exporter with another --fetch-interval-ms in the same window: the two patterns compared
     # under the same load, which the machine's drift between windows otherwise blurs.
     also = None
-    if args.also_interval:
+    if args.also_interval or args.also_exporter:
         also = Exporter(
-            args.exporter,
+            args.also_exporter or args.exporter,
             broker.bootstrap_servers,
             free_port(),
-            [*extra, "--fetch-interval-ms", str(args.also_interval)],  # (the last one counts)
+            # (the last --fetch-interval-ms counts)
+            [*extra, "--fetch-interval-ms", str(args.also_interval)] if args.also_interval else extra,
             workdir / f"exporter-{rate}-{mode}-also.log",
         )
     bare = Bare(broker.bootstrap_servers, pattern)
@@ -563,10 +577,12 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         f0 = fetch_requests(broker)
         b0 = bare.snapshot()
         th0 = thread_cpu(exporter.proc.pid)
+        also_th0 = thread_cpu(also.proc.pid) if also is not None else {}
         m0 = records_total(exporter.metrics())
         window = measure(pids, args.window, load)
         m1 = records_total(exporter.metrics())
         th1 = thread_cpu(exporter.proc.pid)
+        also_th1 = thread_cpu(also.proc.pid) if also is not None else {}
         b1 = bare.snapshot()
         f1 = fetch_requests(broker)
         profile = None
@@ -608,10 +624,6 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     # warming up): what serving the readers' fetches costs it is the difference.
     time.sleep(2)
     alone = measure({"broker": broker._proc.pid, "load": load.pids}, args.alone_window, load)
-    threads: dict[str, float] = {}
-    for tid, (comm, cpu) in th1.items():
-        name = comm if comm.startswith("rdk:") else f"python:{tid}" if tid != exporter.proc.pid else "python:main"
-        threads[name] = threads.get(name, 0) + cpu - th0.get(tid, (comm, 0.0))[1]
     fetch_total = (f1[1] - f0[1]) / (f1[0] - f0[0])
     bare_fetches = (b1["fetches"] - b0["fetches"]) / max(1e-9, b1["stats_t"] - b0["stats_t"])
     bare_records = b1["records"] - b0["records"]
@@ -646,7 +658,7 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
             for line in (workdir / f"exporter-{rate}-{mode}.log").read_text().splitlines()
             if "topic_tail: busy" in line or "topic_tail: idle" in line
         ][-3:],
-        "exporter_threads_cores": {k: round(v / seconds, 4) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
+        "exporter_threads_cores": thread_cores(th0, th1, exporter.proc.pid, seconds),
         "exporter_rss_mib": {"ready": round(rss_ready[0], 1), "end": round(rss[0], 1), "peak": round(rss[1], 1)},
         "bare_rss_mib": round(bare_rss[0], 1),
         "ready_seconds": round(ready_s, 2),
@@ -658,7 +670,9 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     }
     if also_quantiles is not None:
         result["also"] = {
-            "interval_ms": args.also_interval,
+            "exporter": str(args.also_exporter or args.exporter),
+            "interval_ms": args.also_interval or pattern["interval_ms"],
+            "threads_cores": thread_cores(also_th0, also_th1, also.proc.pid, seconds),
             "cores": round(cpu["also"] / seconds, 4),
             "over_broker": round(cpu["also"] / cpu["broker"], 4),
             "latency_ms": also_quantiles,
@@ -705,9 +719,10 @@ def print_result(r: dict) -> None:
     if r.get("also"):
         a = r["also"]
         print(
-            f"   beside it, an exporter at {a['interval_ms']} ms: {a['cores']:.4f} cores, "
+            f"   beside it, {a['exporter']} at {a['interval_ms']} ms: {a['cores']:.4f} cores, "
             f"{a['over_broker']:.1%} of the broker; PREPARE_COMMIT {a['latency_ms'].get('PREPARE_COMMIT', {})}"
         )
+        print(f"   its threads (cores): {a['threads_cores']}")
     if r["profile"]:
         print(f"   profile: {r['profile']}")
 
@@ -745,6 +760,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--also-interval", type=int, help="a second exporter in the same window, at this --fetch-interval-ms"
+    )
+    parser.add_argument(
+        "--also-exporter",
+        type=Path,
+        help="a second exporter in the same window: this txn-exporter (another checkout's), side by side",
     )
     parser.add_argument(
         "--exporter", type=Path, default=VENV_BIN / "txn-exporter", help="the txn-exporter to run (another checkout's)"
