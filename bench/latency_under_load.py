@@ -12,6 +12,7 @@ transition both the coordinator's `succeeded` line and the exporter's receipt na
 
     .venv/bin/python bench/latency_under_load.py                          # 1k transactions/s; 3, 5, 10 ms
     .venv/bin/python bench/latency_under_load.py --rate 500 --intervals 3
+    .venv/bin/python bench/latency_under_load.py --intervals 3 --rounds 3 --also-exporter ../other/.venv/bin/txn-exporter
 
 The logging itself costs both processes CPU (the broker's TRACE lines, the exporter's line per
 record): bench/sidecar_cost.py measures the cost; this bench, the latency only.
@@ -41,14 +42,16 @@ from bench.sidecar_cost import (
 )
 
 
-def run_interval(args, broker, load: Load, tids: set[str], interval_ms: int, workdir: Path) -> dict:
+def run_interval(
+    args, broker, load: Load, tids: set[str], interval_ms: int, workdir: Path, binary: Path, name: str, n: int
+) -> dict:
     from txn_workshop import append_latency
     from txn_workshop.harness.processes import free_port
     from txn_workshop.harness.workload import set_logger_level
 
-    log = workdir / f"exporter-{interval_ms}.log"
+    log = workdir / f"exporter-{interval_ms}-{name}-{n}.log"  # (one per window: the matcher reads it whole)
     exporter = Exporter(
-        VENV_BIN / "txn-exporter",
+        binary,
         broker.bootstrap_servers,
         free_port(),
         ["--fetch-interval-ms", str(interval_ms), *append_latency.EXPORTER_FLAGS],
@@ -70,7 +73,7 @@ def run_interval(args, broker, load: Load, tids: set[str], interval_ms: int, wor
         for line in text.splitlines()
         if "topic_tail: busy" in line or "topic_tail: idle" in line
     ]
-    window_log = workdir / f"window-{interval_ms}.log"  # what the broker logged since the window began
+    window_log = workdir / f"window-{interval_ms}-{name}-{n}.log"  # what the broker logged since the window began
     with broker.server_log.open("rb") as source, window_log.open("wb") as target:
         source.seek(log_start)
         shutil.copyfileobj(source, target)
@@ -78,6 +81,7 @@ def run_interval(args, broker, load: Load, tids: set[str], interval_ms: int, wor
     matched = append_latency.match(succeeded, append_latency.observed_records(log, tids))
     figures = append_latency.summary(matched)
     return {
+        "exporter": name,
         "interval_ms": interval_ms,
         "logged_transitions": len(succeeded),
         **figures,
@@ -99,7 +103,16 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0)
     parser.add_argument("--load-processes", type=int, default=2)
     parser.add_argument("--load-threads", type=int, default=8)
+    parser.add_argument(
+        "--also-exporter",
+        type=Path,
+        help="another checkout's txn-exporter, run after this one at each interval (same broker and load)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="windows per interval (and exporter), alternating")
     args = parser.parse_args()
+    binaries = {"this": VENV_BIN / "txn-exporter"}
+    if args.also_exporter:
+        binaries["also"] = args.also_exporter
 
     from txn_workshop.harness.admin import create_internal_topics, create_topic
     from txn_workshop.harness.broker import KafkaBroker
@@ -117,11 +130,12 @@ def main() -> None:
         try:
             time.sleep(args.warmup)
             print(f"{args.rate} transactions/s asked, {settle_commits_rate(load):.0f}/s achieved", flush=True)
-            for interval_ms in args.intervals:
-                r = run_interval(args, broker, load, tids, interval_ms, workdir)
+            runs = [(i, n, name) for i in args.intervals for n in range(args.rounds) for name in binaries]
+            for interval_ms, n, name in runs:
+                r = run_interval(args, broker, load, tids, interval_ms, workdir, binaries[name], name, n)
                 results.append(r)
                 print(
-                    f"-- {interval_ms} ms: {r['transitions']} of {r['logged_transitions']} transitions matched "
+                    f"-- {interval_ms} ms, {name} exporter: {r['transitions']} of {r['logged_transitions']} transitions matched "
                     f"({r['transitions_per_s']:.0f}/s); coordinator p50/p99/max {r['coordinator_ms']} ms; "
                     f"exporter's excess p50/p90/p99/max {r['excess_ms'][0]}/{r['excess_p90_ms']}/"
                     f"{r['excess_ms'][1]}/{r['excess_ms'][2]} ms, {r['received_before_succeeded']} received before "
@@ -131,9 +145,13 @@ def main() -> None:
                 )
         finally:
             load.stop()
+    except BaseException:
+        print(f"logs kept in {workdir}", flush=True)
+        raise
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     finally:
         broker.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -102,13 +102,6 @@ _DEFAULT_SETTINGS = {
 # The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
 # whose fetches are held briefly.
 DEFAULT_FETCH_INTERVAL_MS = 3
-# Busy, each delivery (every few ms) is stamped at receipt, which is all the latency bound needs,
-# and taken (decoded, fenced, handed to the model) with the others of the last _TAKE_EVERY_MS: the
-# model lags that much, the bound not at all. Profiled in the running exporter (docs/benchmarks.md,
-# "Taken in batches"): a delivery at a time, its ~17 records cost the decode and the model 8.4 us
-# each, against 3.3 in bench/model_throughput.py's loop; taken ~6 deliveries at a time, the poll
-# thread spent 12-20% less CPU for the same records.
-_TAKE_EVERY_MS = 25
 _IDLE_WAIT_MS = 100
 _BUSY_MIN_BYTES = 1 << 20
 _IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
@@ -259,8 +252,6 @@ class TransactionLogTail:
         self._client_down = False
         self._next_refresh = 0.0
         self._next_progress = 0.0
-        # Busy: deliveries stamped at receipt, not taken yet (see _TAKE_EVERY_MS), oldest first.
-        self._received: list[tuple[list[_Fetched], int]] = []
 
     @property
     def broker_id(self) -> int | None:
@@ -274,7 +265,6 @@ class TransactionLogTail:
         events: list[TopicEvent] = []
         now = self._clock()
         if now >= self._next_refresh:
-            self._take_received(events)  # (an ownership change moves partitions from their next offsets)
             self._next_refresh = now + self._refresh_seconds
             self._refresh_ownership(events)
             if self._fenced:  # (the read failed)
@@ -282,8 +272,6 @@ class TransactionLogTail:
         if self._followed:
             if self._prepared:
                 timeout = min(timeout, self._fetch_interval_ms / 1000)
-            if self._received:
-                timeout = min(timeout, max(0.0, (self._received[0][1] + _TAKE_EVERY_MS) / 1000 - now))
             self._consume(events, timeout, max_records)
             if self._prepared:
                 self._nudge()
@@ -295,7 +283,6 @@ class TransactionLogTail:
             self._next_refresh = 0.0  # find out as soon as it is back
         now = self._clock()
         if now >= self._next_progress:
-            self._take_received(events)  # (progress counts what was taken; the switch hands partitions over)
             self._next_progress = now + _PROGRESS_INTERVAL_SECONDS
             self._report_progress(events)
             self._adapt_fetching(now - self._last_progress)
@@ -450,28 +437,9 @@ class TransactionLogTail:
         # is read once they are all taken, so no record is stamped before it was received.
         first = self._consumer.poll(timeout)
         if first is None:
-            self._take_received(events)  # nothing more came in time
             return
         messages: list[_Fetched] = [first, *self._consumer.consume(max_records - 1, 0)]  # type: ignore[list-item]  # because one without error() has its partition and offset (_Fetched)
         received_ms = self._now_ms()
-        received = self._received
-        if self.busy and not self._replay_windows:
-            received.append((messages, received_ms))
-            if received_ms - received[0][1] >= _TAKE_EVERY_MS:
-                self._take_received(events)
-            return
-        self._take_received(events)
-        self._take(events, messages, received_ms)
-
-    def _take_received(self, events: list[TopicEvent]) -> None:
-        """Takes the busy consumer's deliveries kept since the last take, in order (see _TAKE_EVERY_MS)."""
-        if self._received:
-            for messages, received_ms in self._received:
-                self._take(events, messages, received_ms)
-            self._received.clear()
-
-    def _take(self, events: list[TopicEvent], messages: list[_Fetched], received_ms: int) -> None:
-        """Turns one delivery's messages into events: replay windows, fences, decoded live records."""
         observed = _records_log.isEnabledFor(logging.DEBUG)
         followed = self._followed
         windows = self._replay_windows

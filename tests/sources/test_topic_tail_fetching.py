@@ -179,43 +179,6 @@ def test_the_receipt_time_is_read_once_every_record_of_the_poll_is_taken(fetchin
     assert run.received_ms == before_ms + 5
 
 
-def _runs(events) -> list[tuple[int, list[int]]]:
-    return [(e.received_ms, [r.offset for r in e.records]) for e in events if isinstance(e, TransactionLogRecords)]
-
-
-def test_busy_each_delivery_is_stamped_at_receipt_and_taken_with_those_of_the_next_25_ms(fetching):
-    tail, clock = fetching.tail, fetching.clock
-    fetching.deliver(polls=300)
-    busy = fetching.made[1]
-    assert tail.busy
-    start_ms = int(clock.now * 1000)
-    kept = []
-    for offset, after_ms in ((300, 0), (301, 10), (302, 20)):  # three deliveries within 25 ms: kept
-        clock.now = (start_ms + after_ms) / 1000
-        busy.queued.append(Message(0, offset))
-        kept += tail.poll(timeout=0.2)
-    assert _runs(kept) == []
-    clock.now = (start_ms + 25) / 1000
-    busy.queued.append(Message(0, 303))
-    taken = _runs(tail.poll(timeout=0.2))
-    # Each as received, in order: the stamps are the receipts', not the take's.
-    assert taken == [(start_ms, [300]), (start_ms + 10, [301]), (start_ms + 20, [302]), (start_ms + 25, [303])]
-
-
-def test_busy_deliveries_kept_are_taken_when_nothing_more_comes_and_before_a_progress_report(fetching):
-    tail, clock = fetching.tail, fetching.clock
-    fetching.deliver(polls=300)
-    busy = fetching.made[1]
-    received_ms = int(clock.now * 1000)
-    busy.queued.append(Message(0, 300))
-    assert _runs(tail.poll(timeout=0.2)) == []
-    assert _runs(tail.poll(timeout=0.2)) == [(received_ms, [300])]  # (the client had nothing more)
-    clock.now += 1.0  # a delivery just before the progress report: taken first, and the switch to idle
-    busy.queued.append(Message(0, 301))  # starts after it
-    assert _runs(tail.poll(timeout=0.2)) == [(int(clock.now * 1000), [301])]
-    assert not tail.busy and fetching.made[0].offsets[0] == 302
-
-
 def test_the_consumer_not_fetching_reads_the_leaders_at_every_ownership_read(fetching):
     """A consumer assigned partitions whose leaders it does not know waits a second (librdkafka's
     retry) before it fetches: the one not fetching learns them whenever ownership is read."""
