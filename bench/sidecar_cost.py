@@ -727,14 +727,18 @@ def print_result(r: dict) -> None:
         print(f"   profile: {r['profile']}")
 
 
+def add_load_arguments(command: argparse.ArgumentParser) -> None:
+    """The arguments of a load process's command line (Load's, and sidecar_memory's churn)."""
+    command.add_argument("--bootstrap", required=True)
+    command.add_argument("--rate", type=float, required=True)
+    command.add_argument("--threads", type=int, required=True)
+    command.add_argument("--prefix", required=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
-    p = sub.add_parser("load")
-    p.add_argument("--bootstrap", required=True)
-    p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--prefix", required=True)
+    add_load_arguments(sub.add_parser("load"))
     p = sub.add_parser("bare")
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--settings", required=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA
-from bench.sidecar_cost import VENV_BIN, Exporter, Load, rss_mib
+from bench.sidecar_cost import VENV_BIN, Exporter, Load, add_load_arguments, rss_mib
 from bench.synthetic import PARTITIONS, transaction_cycles
 from exporter.codec.record_batch import encode_batch
 
@@ -265,11 +265,7 @@ def _tracked_ids(metrics_text: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
-    p = sub.add_parser("churn")
-    p.add_argument("--bootstrap", required=True)
-    p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--prefix", required=True)
+    add_load_arguments(sub.add_parser("churn"))
     parser.add_argument("--backlog", type=lambda s: [int(x) for x in s.split(",")], default=[1_000_000, 5_000_000])
     parser.add_argument("--ids", type=int, default=100, help="transactional ids of the backlog")
     parser.add_argument("--live-rate", type=int, default=200, help="transactions/s beside the exporter once ready")
