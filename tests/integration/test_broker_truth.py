@@ -287,7 +287,9 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
         finally:
             set_logger_level(first, STATE_MANAGER_LOGGER, None)
         assert not counts.errors, counts
-        succeeded, appending = append_latency.coordinator_lines(sorted(first.logs_dir.glob("server.log*")), tids)
+        succeeded, appending = append_latency.coordinator_lines(
+            sorted(first.logs_dir.glob("server.log*"), key=lambda log: log.stat().st_mtime), tids
+        )
         assert len(succeeded) > 3 * counts.commits and set(appending) == set(succeeded)
 
         def observed_all() -> bool:

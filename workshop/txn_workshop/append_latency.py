@@ -61,8 +61,12 @@ _OBSERVED = " DEBUG exporter.sources.topic_tail.records: live record "
 # suppressed as a repeat (and no hanging scan beside it).
 EXPORTER_FLAGS = ("--log-level", "DEBUG", "--log-repeat-seconds", "0", "--hanging-scan-interval-seconds", "0")
 
-# (transactional id, target state id, producer id, producer epoch, txnLastUpdateTimestamp)
-Transition = tuple[str, int, int, int, int]
+# (transactional id, target state id, producer id, producer epoch, txnLastUpdateTimestamp, n): n counts
+# the earlier transitions with the same first five in the same log. A producer can end one transaction
+# and reach the same state in the next within one millisecond (seen at 1k transactions/s: two
+# PREPARE_COMMITs of one id, both updated at the same ms); the coordinator appends them in order and
+# the exporter receives them in order (one id, one partition), so the n-th of each log pair up.
+Transition = tuple[str, int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -90,27 +94,33 @@ def _epoch_ms(text: str) -> int:
     return round(datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
 
 
-def _transition(tid: str, meta: str) -> Transition:
+def _numbered(key: tuple[str, int, int, int, int], seen: dict[tuple[str, int, int, int, int], int]) -> Transition:
+    """The key with how many times it was seen before in the same log (see Transition)."""
+    n = seen.get(key, 0)
+    seen[key] = n + 1
+    return (*key, n)
+
+
+def _transition(tid: str, meta: str, seen: dict[tuple[str, int, int, int, int], int]) -> Transition:
     values = {name: int(pattern.search(meta).group(1)) for name, pattern in _FIELDS.items()}  # type: ignore[union-attr]
     state = TARGET_STATES[_STATE.search(meta).group(1)]  # type: ignore[union-attr]
-    return tid, state, values["producer_id"], values["producer_epoch"], values["last_update_ms"]
+    return _numbered((tid, state, values["producer_id"], values["producer_epoch"], values["last_update_ms"]), seen)
 
 
 def coordinator_lines(logs: list[Path], tids: set[str]) -> tuple[dict[Transition, int], dict[Transition, int]]:
     """(transition -> time of its `succeeded` line, transition -> time of its `Appending` line), ms,
-    for the transactional ids in `tids`."""
+    for the transactional ids in `tids`; `logs` oldest first (a rolled server.log.1 before server.log)."""
     succeeded: dict[Transition, int] = {}
     appending: dict[Transition, int] = {}
+    seen: tuple[dict, dict] = ({}, {})
     for path in logs:
         for line in path.read_text(errors="replace").splitlines():
             if "TransactionStateManager" not in line:
                 continue
-            for pattern, into in ((SUCCEEDED, succeeded), (APPENDING, appending)):
+            for pattern, into, keys in ((SUCCEEDED, succeeded, seen[0]), (APPENDING, appending, seen[1])):
                 match = pattern.match(line)
                 if match and match["tid"] in tids:
-                    transition = _transition(match["tid"], match["meta"])
-                    assert transition not in into, f"two lines for one transition: {line}"
-                    into[transition] = _epoch_ms(match["time"])
+                    into[_transition(match["tid"], match["meta"], keys)] = _epoch_ms(match["time"])
     return succeeded, appending
 
 
@@ -124,6 +134,7 @@ class Observed(NamedTuple):
 def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Observed]:
     """transition -> how the exporter received its record, from its DEBUG log."""
     observed: dict[Transition, Observed] = {}
+    seen: dict[tuple[str, int, int, int, int], int] = {}
     for line in exporter_log.read_text(errors="replace").splitlines():
         _, found, payload = line.partition(_OBSERVED)
         if not found:
@@ -131,15 +142,14 @@ def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Obs
         fields = json.loads(payload)
         if fields["transactional_id"] not in tids or "state" not in fields:
             continue
-        transition = (
+        key = (
             fields["transactional_id"],
             TARGET_STATES[fields["state"]],
             fields["producer_id"],
             fields["producer_epoch"],
             fields["last_update_ms"],
         )
-        assert transition not in observed, f"one transition received twice: {line}"
-        observed[transition] = Observed(
+        observed[_numbered(key, seen)] = Observed(
             fields["timestamp_ms"], fields["received_ms"], fields["partition"], fields["offset"]
         )
     return observed
