@@ -216,15 +216,17 @@ class Exporter:
             if stop.wait(BROKER_LOG_POLL_SECONDS):
                 return
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """Stops serving and closes the sources; returns whether the Kafka clients were closed (not if
+        serve() is still inside a call of theirs: see exporter.commands.run)."""
         self.server.stop()
         if self.pusher is not None:
             self.pusher.stop()
-        if not self._polling:  # else serve() is still inside a consumer call: exit without closing
-            self.tail.close()
+        closed = not self._polling and self.tail.close()
         for broker_log in self.broker_logs:
             broker_log.close()
         self.cluster_state.close()
+        return closed
 
     def ready(self) -> bool:
         return self.readiness() == "ready"

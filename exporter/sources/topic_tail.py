@@ -303,13 +303,19 @@ class TransactionLogTail:
             return f"replaying {TOPIC} partitions {sorted(self._replay_windows)}"
         return None
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Closes both clients, once the errands' thread has left its request; returns False, leaving
+        them open, if it has not within its longest request: closing a client that another thread is
+        inside of crashes the process."""
         if self._errands is not None:
             self._closing = True
             self._errand_wanted.set()
             self._errands.join(_METADATA_TIMEOUT_SECONDS + 1)
+            if self._errands.is_alive():
+                return False
         self._idle.close()
         self._busy.close()
+        return True
 
     @property
     def busy(self) -> bool:
@@ -397,7 +403,7 @@ class TransactionLogTail:
                 return
             other = self._busy if self._consumer is self._idle else self._idle
             for what in ("metadata", "nudge"):
-                if what not in self._errands_wanted:
+                if what not in self._errands_wanted or self._closing:
                     continue
                 self._errands_wanted.discard(what)
                 try:

@@ -6,6 +6,7 @@ is bench/sidecar_cost.py and tests/integration/test_broker_truth.py (P4)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 
 from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.contracts.events import SourceStatus, TransactionLogRecords
+from exporter.sources import topic_tail
 from exporter.sources.topic_tail import TransactionLogTail
 from tests.sources.test_topic_tail_readiness import PARTITIONS
 from tests.sources.test_topic_tail_runs import DeliveringConsumer, Message
@@ -30,6 +32,7 @@ class Client(DeliveringConsumer):
         self.offsets: dict[int, int] = {}
         self.polled = self.metadata_reads = 0
         self.asked: list[int] = []  # partitions whose high watermark was asked of the broker
+        self.closed = False
 
     def incremental_assign(self, tps):
         if {tp.partition for tp in tps} & self.assigned:
@@ -54,6 +57,9 @@ class Client(DeliveringConsumer):
     def list_topics(self, topic, timeout):
         self.metadata_reads += 1
         return super().list_topics(topic, timeout)
+
+    def close(self):
+        self.closed = True
 
 
 @pytest.fixture
@@ -259,3 +265,34 @@ def test_a_complete_never_seen_is_waited_for_200_ms(fetching):
         _asked(busy, len(busy.asked) + 1, seconds=0.05)  # one at a time
     assert 200 / INTERVAL_MS - 2 <= len(busy.asked) - asked <= 200 / INTERVAL_MS + 1
     tail.close()
+
+
+def test_close_leaves_both_clients_open_while_an_errand_is_inside_a_request(fetching, monkeypatch):
+    """Closing a client another thread is inside of crashes the process: close() says it did not close."""
+    tail, (idle, busy) = fetching.tail, fetching.made
+    inside, release = threading.Event(), threading.Event()
+
+    def list_topics(topic, timeout):  # a broker that does not answer, past close()'s wait
+        inside.set()
+        release.wait(5)
+        return Client.list_topics(busy, topic, timeout)
+
+    busy.list_topics = list_topics
+    monkeypatch.setattr(topic_tail, "_METADATA_TIMEOUT_SECONDS", 0.05)
+    tail.refresh_ownership_soon()
+    tail.poll(timeout=0)  # an ownership read: the consumer not fetching reads the leaders too, on the errands' thread
+    assert inside.wait(5)
+    try:
+        assert tail.close() is False
+        assert not idle.closed and not busy.closed
+    finally:
+        release.set()
+
+
+def test_close_closes_both_clients_once_the_errands_thread_has_left(fetching):
+    tail, (idle, busy) = fetching.tail, fetching.made
+    tail.refresh_ownership_soon()
+    tail.poll(timeout=0)
+    _metadata_reads(busy, 2)
+    assert tail.close() is True
+    assert idle.closed and busy.closed
