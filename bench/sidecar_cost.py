@@ -552,8 +552,8 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     exporter = Exporter(
         args.exporter, broker.bootstrap_servers, free_port(), extra, workdir / f"exporter-{rate}-{mode}.log"
     )
-    # A second exporter with another --fetch-interval-ms in the same window: the two patterns compared
-    # under the same load, which the machine's drift between windows otherwise blurs.
+    # A second exporter in the same window, at another --fetch-interval-ms or from another checkout: the
+    # two compared under the same load, which the machine's drift between windows otherwise blurs.
     also = None
     if args.also_interval or args.also_exporter:
         also = Exporter(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from txn_workshop import append_latency
 
 _META = (
@@ -52,3 +54,10 @@ def test_transitions_alike_in_all_the_logs_name_pair_up_in_order(tmp_path: Path)
     matched = sorted(append_latency.match(succeeded, observed), key=lambda m: m.transition)
     first_ms = append_latency._epoch_ms("2026-11-26 01:55:58,111")
     assert [(m.succeeded_ms - first_ms, m.received_ms) for m in matched] == [(0, 1111), (1, 1113)]
+
+
+def test_a_record_received_twice_stops_the_matcher(tmp_path: Path) -> None:
+    exporter = tmp_path / "exporter.log"
+    exporter.write_text(f"{_received(14158, 111, 1111)}\n{_received(14158, 111, 1112)}\n")
+    with pytest.raises(AssertionError, match="one record received twice"):
+        append_latency.observed_records(exporter, {"lat-1-2"})

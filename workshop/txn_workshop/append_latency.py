@@ -67,6 +67,7 @@ EXPORTER_FLAGS = ("--log-level", "DEBUG", "--log-repeat-seconds", "0", "--hangin
 # PREPARE_COMMITs of one id, both updated at the same ms); the coordinator appends them in order and
 # the exporter receives them in order (one id, one partition), so the n-th of each log pair up.
 Transition = tuple[str, int, int, int, int, int]
+_Key = tuple[str, int, int, int, int]  # a Transition without its n
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,14 @@ def _epoch_ms(text: str) -> int:
     return round(datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
 
 
-def _numbered(key: tuple[str, int, int, int, int], seen: dict[tuple[str, int, int, int, int], int]) -> Transition:
+def _numbered(key: _Key, seen: dict[_Key, int]) -> Transition:
     """The key with how many times it was seen before in the same log (see Transition)."""
     n = seen.get(key, 0)
     seen[key] = n + 1
     return (*key, n)
 
 
-def _transition(tid: str, meta: str, seen: dict[tuple[str, int, int, int, int], int]) -> Transition:
+def _transition(tid: str, meta: str, seen: dict[_Key, int]) -> Transition:
     values = {name: int(pattern.search(meta).group(1)) for name, pattern in _FIELDS.items()}  # type: ignore[union-attr]
     state = TARGET_STATES[_STATE.search(meta).group(1)]  # type: ignore[union-attr]
     return _numbered((tid, state, values["producer_id"], values["producer_epoch"], values["last_update_ms"]), seen)
@@ -112,7 +113,7 @@ def coordinator_lines(logs: list[Path], tids: set[str]) -> tuple[dict[Transition
     for the transactional ids in `tids`; `logs` oldest first (a rolled server.log.1 before server.log)."""
     succeeded: dict[Transition, int] = {}
     appending: dict[Transition, int] = {}
-    seen: tuple[dict, dict] = ({}, {})
+    seen: tuple[dict[_Key, int], dict[_Key, int]] = ({}, {})
     for path in logs:
         for line in path.read_text(errors="replace").splitlines():
             if "TransactionStateManager" not in line:
@@ -134,7 +135,8 @@ class Observed(NamedTuple):
 def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Observed]:
     """transition -> how the exporter received its record, from its DEBUG log."""
     observed: dict[Transition, Observed] = {}
-    seen: dict[tuple[str, int, int, int, int], int] = {}
+    seen: dict[_Key, int] = {}
+    records: set[tuple[int, int]] = set()  # (partition, offset) of each record received
     for line in exporter_log.read_text(errors="replace").splitlines():
         _, found, payload = line.partition(_OBSERVED)
         if not found:
@@ -142,6 +144,9 @@ def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Obs
         fields = json.loads(payload)
         if fields["transactional_id"] not in tids or "state" not in fields:
             continue
+        record = (fields["partition"], fields["offset"])
+        assert record not in records, f"one record received twice: {line}"
+        records.add(record)
         key = (
             fields["transactional_id"],
             TARGET_STATES[fields["state"]],
