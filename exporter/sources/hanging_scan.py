@@ -82,7 +82,10 @@ _KAFKA_PYTHON_SETTINGS = {
 
 def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, Any]:
     """KafkaAdminClient arguments from the exporter's librdkafka-style settings; settings with no
-    kafka-python equivalent are skipped (logged once by the caller)."""
+    kafka-python equivalent are skipped (logged once by the caller). Every kafka-python client the
+    exporter makes (the scan's, the cluster state's) takes its arguments from here, so this is where
+    the client is kept from logging them: whichever client is made first, no password reaches a log."""
+    logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
     # (Any: the user's strings are passed on for kafka-python to check, as its keyword arguments.)
     config: dict[str, Any] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
     for key, value in kafka_settings.items():
@@ -125,7 +128,6 @@ class HangingScanner:
             log.warning(
                 "hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped
             )
-        logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
         self._admin = KafkaAdminClient(**admin_config(bootstrap_servers, kafka_settings or {}))
         self.broker_id = broker_id
         self.max_timeout_ms = max_timeout_ms
