@@ -233,9 +233,9 @@ P4_EXCESS_MS = 5
 # Where the machine alone makes more than P4_EXCESS_MS: how much the exporter's excess may pass the
 # bare client's at the same quantile. 1 ms for the whole-ms receipt stamps of the two readers, 1 ms
 # for the exporter's own work between two deliveries (a poll's records are applied before the next
-# poll takes its stamp). Measured over 18 runs of all pinned versions on 2 cores: the exporter's p99
-# was 0-2 ms above the bare client's.
-P4_OVER_FLOOR_MS = 2
+# poll takes its stamp), 1 ms for comparing two p99s of ~450 transitions each (the 5th largest of
+# each: over 45 runs of the same code on 2 cores the difference ran from -7 to +3 ms, +3 in two).
+P4_OVER_FLOOR_MS = 3
 P4_COMMITS = 100  # about 300 transitions on P4_PARTITION: a p99 of 3 of them
 
 
@@ -249,7 +249,7 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
     exporter once, matched by transactional id, target state, producer id and epoch and last-update
     time, and none other. The exporter's excess over the coordinator's own append latency (receipt
     minus the `succeeded` line, both whole ms of this host's clock: within 1 ms of the truth) is at
-    most 5 ms at p50 and p99, or, on a machine whose scheduling alone makes more, at most 2 ms more
+    most 5 ms at p50 and p99, or, on a machine whose scheduling alone makes more, at most 3 ms more
     (P4_OVER_FLOOR_MS) than a bare confluent-kafka client's with the exporter's fetch settings, in a process of its own,
     in the same run (tests/integration/bare_reader.py); and it receives before the `succeeded` line no
     more often than that client (+1% of the transitions): the broker makes a record readable before
