@@ -236,7 +236,7 @@ P4_EXCESS_MS = 5
 # poll takes its stamp), 1 ms for comparing two p99s of ~450 transitions each (the 5th largest of
 # each: over 45 runs of the same code on 2 cores the difference ran from -7 to +3 ms, +3 in two).
 P4_OVER_FLOOR_MS = 3
-P4_COMMITS = 100  # about 300 transitions on P4_PARTITION: a p99 of 3 of them
+P4_COMMITS = 100  # about 450 transitions on P4_PARTITION (three each): a p99 of 5 of them
 
 
 @pytest.mark.alone  # milliseconds measured: the other worker's tests wait (tests/machine.py)
