@@ -77,7 +77,11 @@ class KafkaBroker:
     ``server.log`` rolls over at ``server_log_max_bytes`` to ``server.log.1`` and so on, keeping
     ``server_log_backups`` older files (log4j's size-based rolling, in 3.x and 4.x alike).
 
-    With ``jmx``, remote JMX on a loopback port (``jmx_url``), for Kafka's own JmxTool (harness.jmx)."""
+    With ``jmx``, remote JMX on a loopback port (``jmx_url``), for Kafka's own JmxTool (harness.jmx).
+
+    With ``internal_topics_on_join`` false, a joining broker leaves the internal topics uncreated, for
+    the caller to create once every node runs (admin.create_internal_topics), at the replication
+    factor its ``broker_properties`` set (bench/cluster_cost.py: 3 nodes, replication factor 3)."""
 
     def __init__(
         self,
@@ -93,6 +97,7 @@ class KafkaBroker:
         server_log_max_bytes: int = SERVER_LOG_MAX_BYTES,
         server_log_backups: int = SERVER_LOG_BACKUPS,
         jmx: bool = False,
+        internal_topics_on_join: bool = True,
     ) -> None:
         levels = kafka_version(version).transaction_versions
         if transaction_version is not None and transaction_version not in levels:
@@ -116,6 +121,7 @@ class KafkaBroker:
         self.server_log_max_bytes = server_log_max_bytes
         self.server_log_backups = server_log_backups
         self.jmx = jmx
+        self.internal_topics_on_join = internal_topics_on_join
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
@@ -185,7 +191,8 @@ class KafkaBroker:
                 raise KafkaBrokerError(f"{self.join} must run before a broker can join it")
             # Internal topics (replication factor 1) are created on first use, on any unfenced
             # broker: create them now so they all live on the first node, which stays up.
-            create_internal_topics(self.join.bootstrap_servers)
+            if self.internal_topics_on_join:
+                create_internal_topics(self.join.bootstrap_servers)
         if not self._port:  # restart() keeps the ports: clients and the quorum config stay valid
             self._port, self._controller_port = free_port(), free_port()
             if self.sasl_users:
