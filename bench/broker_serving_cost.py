@@ -10,7 +10,7 @@ the broker's cost of the exporter (its fetches, and the catch-up after each stop
 first second holds: excluded).
 
     .venv/bin/python bench/broker_serving_cost.py                       # 1k transactions/s, 8 pairs
-    .venv/bin/python bench/broker_serving_cost.py --fetch-interval-ms 10
+    .venv/bin/python bench/broker_serving_cost.py --latency-resolution-ms 10
     .venv/bin/python bench/broker_serving_cost.py --reader bare          # sidecar_cost's bare client, same pattern
     .venv/bin/python bench/broker_serving_cost.py --reader bare-before   # the pattern before issue 22
 """
@@ -39,7 +39,7 @@ from bench.sidecar_cost import (
     loadavg,
     measure,
 )
-from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
+from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
 
 
 def window(broker_pid: int, reader_pid: int, load: Load, seconds: float) -> tuple[float, float, float]:
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1000, help="transactions/s asked")
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--window", type=float, default=8.0, help="seconds measured in each window")
-    parser.add_argument("--fetch-interval-ms", type=int, help="the exporter's (default: its own)")
+    parser.add_argument("--latency-resolution-ms", type=int, help="the exporter's (default: its own)")
     parser.add_argument("--warmup", type=float, default=15.0)
     parser.add_argument(
         "--reader",
@@ -75,7 +75,7 @@ def main() -> None:
         create_topic(broker.bootstrap_servers, DATA_TOPIC, partitions=DATA_PARTITIONS)
         create_internal_topics(broker.bootstrap_servers)
         load = Load(broker.bootstrap_servers, args.rate, 2, 8, "serving")
-        extra = ["--fetch-interval-ms", str(args.fetch_interval_ms)] if args.fetch_interval_ms else []
+        extra = ["--latency-resolution-ms", str(args.latency_resolution_ms)] if args.latency_resolution_ms else []
         reader: Exporter | Bare
         if args.reader == "exporter":
             reader = Exporter(
@@ -87,7 +87,7 @@ def main() -> None:
                 argparse.Namespace(
                     kafka_config=[],
                     before=args.reader == "bare-before",
-                    fetch_interval_ms=args.fetch_interval_ms or DEFAULT_FETCH_INTERVAL_MS,
+                    latency_resolution_ms=args.latency_resolution_ms or DEFAULT_LATENCY_RESOLUTION_MS,
                 )
             )
             reader = Bare(broker.bootstrap_servers, pattern)

@@ -4,7 +4,7 @@ librdkafka sends no KIP-227 incremental fetch sessions: every fetch request and 
 partition the consumer holds. This bench isolates that: one broker from the harness with nothing
 appended, and a confluent-kafka consumer in a process of its own holding N `__transaction_state`
 partitions with the exporter's busy fetch settings (a `fetch.min.bytes` never reached, held
-`--fetch-interval-ms`), so every fetch returns empty after the interval. Its CPU (utime + stime of
+`--latency-resolution-ms`), so every fetch returns empty after the interval. Its CPU (utime + stime of
 the whole process) over the window, divided by the fetches it sent (librdkafka's statistics), is
 the client's cost of one fetch of N partitions; each N is measured twice, interleaved.
 
@@ -61,7 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kafka", default="4.4.0")
     parser.add_argument("--partitions", type=lambda s: [int(x) for x in s.split(",")], default=[50, 8, 1])
-    parser.add_argument("--fetch-interval-ms", type=int, default=3)
+    parser.add_argument("--latency-resolution-ms", type=int, default=3)
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
@@ -83,7 +83,7 @@ def main() -> None:
                         _CLIENT,
                         broker.bootstrap_servers,
                         str(partitions),
-                        str(args.fetch_interval_ms),
+                        str(args.latency_resolution_ms),
                         str(args.window),
                     ],
                     capture_output=True,

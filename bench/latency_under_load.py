@@ -3,10 +3,10 @@ fetches on its busy pattern (issue 22, item 3), per fetch interval.
 
 tests/integration/test_broker_truth.py holds P4 on every pinned version at a paced rate, where the
 exporter stays on its idle fetch (a record delivered as soon as it is appended). The cost of the
-exporter falls on the busy fetch, held `--fetch-interval-ms`, which only load brings; this bench
+exporter falls on the busy fetch, held `--latency-resolution-ms`, which only load brings; this bench
 measures the same excess there: a real broker from the harness, bench/sidecar_cost.py's paced
 transactional workload at a set rate, TransactionStateManager at TRACE for the window, and beside it
-`txn-exporter run --fetch-interval-ms N --log-level DEBUG` (its receipt of every live record). Every
+`txn-exporter run --latency-resolution-ms N --log-level DEBUG` (its receipt of every live record). Every
 transition both the coordinator's `succeeded` line and the exporter's receipt name is matched
 (txn_workshop/append_latency.py); excess = receipt minus `succeeded`, whole ms of this host's clock.
 
@@ -54,7 +54,7 @@ def run_interval(
         binary,
         broker.bootstrap_servers,
         free_port(),
-        ["--fetch-interval-ms", str(interval_ms), *append_latency.EXPORTER_FLAGS],
+        ["--latency-resolution-ms", str(interval_ms), *append_latency.EXPORTER_FLAGS],
         log,
     )
     try:

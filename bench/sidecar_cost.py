@@ -248,7 +248,7 @@ def bare_main(args: argparse.Namespace) -> None:
     partitions = sorted(idle.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
-    interval = args.interval or topic_tail.DEFAULT_FETCH_INTERVAL_MS
+    interval = args.interval or topic_tail.DEFAULT_LATENCY_RESOLUTION_MS
     busy_from = 1000 / interval
     idle_below = topic_tail._IDLE_BELOW * busy_from
     snapshot = threading.Event()
@@ -490,8 +490,12 @@ def fetch_pattern(args: argparse.Namespace) -> dict:
     common = {**topic_tail._DEFAULT_SETTINGS, **kafka_config}
     return {
         "idle": {**common, **topic_tail._IDLE_SETTINGS},
-        "busy": {**common, "fetch.min.bytes": topic_tail._BUSY_MIN_BYTES, "fetch.wait.max.ms": args.fetch_interval_ms},
-        "interval_ms": args.fetch_interval_ms,
+        "busy": {
+            **common,
+            "fetch.min.bytes": topic_tail._BUSY_MIN_BYTES,
+            "fetch.wait.max.ms": args.latency_resolution_ms,
+        },
+        "interval_ms": args.latency_resolution_ms,
         "kafka_config": kafka_config,
     }
 
@@ -546,13 +550,13 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     extra = [f"--kafka-config={k}={v}" for k, v in pattern["kafka_config"].items()]
     extra += ["--latency-window-seconds", str(args.window)]
     if not args.before:
-        extra += ["--fetch-interval-ms", str(args.fetch_interval_ms)]
+        extra += ["--latency-resolution-ms", str(args.latency_resolution_ms)]
     if broker_log:
         extra += ["--broker-log", str(broker.server_log)]
     exporter = Exporter(
         args.exporter, broker.bootstrap_servers, free_port(), extra, workdir / f"exporter-{rate}-{mode}.log"
     )
-    # A second exporter in the same window, at another --fetch-interval-ms or from another checkout: the
+    # A second exporter in the same window, at another --latency-resolution-ms or from another checkout: the
     # two compared under the same load, which the machine's drift between windows otherwise blurs.
     also = None
     if args.also_interval or args.also_exporter:
@@ -560,8 +564,8 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
             args.also_exporter or args.exporter,
             broker.bootstrap_servers,
             free_port(),
-            # (the last --fetch-interval-ms counts)
-            [*extra, "--fetch-interval-ms", str(args.also_interval)] if args.also_interval else extra,
+            # (the last --latency-resolution-ms counts)
+            [*extra, "--latency-resolution-ms", str(args.also_interval)] if args.also_interval else extra,
             workdir / f"exporter-{rate}-{mode}-also.log",
         )
     bare = Bare(broker.bootstrap_servers, pattern)
@@ -760,10 +764,13 @@ def main() -> None:
         help="KEY=VALUE for both the exporter (--kafka-config) and the bare consumer",
     )
     parser.add_argument(
-        "--fetch-interval-ms", type=int, default=None, help="the exporter's --fetch-interval-ms (default: its own)"
+        "--latency-resolution-ms",
+        type=int,
+        default=None,
+        help="the exporter's --latency-resolution-ms (default: its own)",
     )
     parser.add_argument(
-        "--also-interval", type=int, help="a second exporter in the same window, at this --fetch-interval-ms"
+        "--also-interval", type=int, help="a second exporter in the same window, at this --latency-resolution-ms"
     )
     parser.add_argument(
         "--also-exporter",
@@ -781,10 +788,10 @@ def main() -> None:
     parser.add_argument("--profile", type=float, default=0, help="seconds of py-spy record --native after each window")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
-    if args.command is None and args.fetch_interval_ms is None:
-        from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
+    if args.command is None and args.latency_resolution_ms is None:
+        from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
 
-        args.fetch_interval_ms = DEFAULT_FETCH_INTERVAL_MS
+        args.latency_resolution_ms = DEFAULT_LATENCY_RESOLUTION_MS
     if args.command == "load":
         load_main(args)
     elif args.command == "bare":

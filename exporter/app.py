@@ -69,7 +69,7 @@ class Exporter:
             all_partitions=settings.all_partitions,
             metadata_refresh_seconds=settings.metadata_refresh_seconds,
             kafka_settings=settings.kafka,
-            fetch_interval_ms=settings.fetch_interval_ms,
+            latency_resolution_ms=settings.latency_resolution_ms,
         )
         self.broker_logs = [
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log

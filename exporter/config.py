@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from exporter import web_config
-from exporter.sources.topic_tail import DEFAULT_FETCH_INTERVAL_MS
+from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
 
 ENV_PREFIX = "TXN_EXPORTER_"
 CONFIG_ENV = ENV_PREFIX + "CONFIG"
@@ -47,8 +47,8 @@ RESERVED_KAFKA_KEYS = {
     "group.id": "the exporter uses no consumer group",
     "enable.auto.commit": "the exporter never commits offsets",
     "bootstrap.servers": "use bootstrap_servers (--bootstrap-servers) instead",
-    "fetch.min.bytes": "the exporter's fetch pattern sets it; see fetch_interval_ms (--fetch-interval-ms)",
-    "fetch.wait.max.ms": "the exporter's fetch pattern sets it; see fetch_interval_ms (--fetch-interval-ms)",
+    "fetch.min.bytes": "the exporter's fetch pattern sets it; see latency_resolution_ms (--latency-resolution-ms)",
+    "fetch.wait.max.ms": "the exporter's fetch pattern sets it; see latency_resolution_ms (--latency-resolution-ms)",
 }
 # Substrings of client setting names whose values must never reach a log. Over-masking a
 # non-secret such as ssl.key.location is the cheaper mistake.
@@ -203,17 +203,18 @@ class Settings(BaseModel):
     metadata_refresh_seconds: Annotated[
         float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often partition leadership is re-read")
     ] = 30.0
-    fetch_interval_ms: Annotated[
+    latency_resolution_ms: Annotated[
         int,
         Cli("MS"),
         Field(
             ge=1,
             le=1000,
-            description="under load, fetch __transaction_state at most this often (idle, one fetch waits for the "
-            "next record): fewer fetches cost the exporter and the broker less, and a record may wait this much "
-            "longer, which the append-latency bound includes",
+            description="the append-latency bound's resolution: a __transaction_state record may be gathered "
+            "with others for up to this long before it reaches the exporter, which adds up to this much to its "
+            "bound; under load the exporter fetches at most this often (quiet, one fetch waits for the next "
+            "record), so a larger value costs the exporter and its broker less (replaces fetch_interval_ms)",
         ),
-    ] = DEFAULT_FETCH_INTERVAL_MS
+    ] = DEFAULT_LATENCY_RESOLUTION_MS
     latency_window_seconds: Annotated[
         float,
         Cli("SECONDS"),
@@ -520,7 +521,13 @@ def _from_yaml(path_text: str, problems: list[str]) -> list[_Entry]:
     return entries
 
 
+# Settings renamed: an old configuration is told the new name instead of a guess.
+_RENAMED = {"fetch_interval_ms": "latency_resolution_ms (the fetch interval became the stated resolution)"}
+
+
 def _hint(key: str) -> str:
+    if key in _RENAMED:
+        return f" (renamed: {_RENAMED[key]})"
     field = next((f for f in Settings.model_fields if flag_name(f)[2:].replace("-", "_") == key), None)
     if field is not None:  # kafka_config, from --kafka-config: its YAML key is another name
         return f" (the key of {flag_name(field)} is '{field}', a mapping: {field}: {{security.protocol: ...}})"

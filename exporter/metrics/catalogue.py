@@ -102,7 +102,8 @@ DEFAULT_QUANTILE_WINDOW_SLICES = 5
 
 _RECEIVE_CAVEAT = (
     " Measured as consumer receive time minus the record timestamp (the broker clock when the append"
-    " was submitted), so it bounds the append latency from above plus fetch delay; live records only."
+    " was submitted), so it bounds the append latency from above: the excess is the fetch delay, at most"
+    " the exporter's --latency-resolution-ms in steady state; live records only."
 )
 
 APPEND_LATENCY = MetricSpec(
@@ -119,7 +120,8 @@ APPEND_LATENCY_QUANTILE = MetricSpec(
     "kafka_transaction_state_log_append_latency_quantile_seconds",
     MetricType.GAUGE,
     "Exact quantiles (3 significant digits, HdrHistogram) of the __transaction_state append latency"
-    " over a sliding window (default 5 minutes), by target state; NaN when the window is empty.",
+    " over a sliding window (default 5 minutes), by target state; NaN when the window is empty. An upper"
+    " bound, to within --latency-resolution-ms.",
     unit="seconds",
     labels=("target_state", "quantile"),
     kip1344="transaction-state-log-append-latency-ms",

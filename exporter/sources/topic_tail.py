@@ -84,24 +84,25 @@ _DEFAULT_SETTINGS = {
 # The fetch pattern (docs/benchmarks.md, "What the sidecar costs"). A sidecar's cost is mostly its
 # fetches, in the client and in the broker serving them: each request and response carries every
 # followed partition (librdkafka sends no KIP-227 incremental fetch sessions), however few records
-# it brings. Two consumers of the same partitions, one assigned them at a time:
-# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS (the
-#   exporter's fetch before issue 22): a record is delivered at once, 10 fetches a second when idle;
-# - busy: a fetch held fetch_interval_ms (a min.bytes never reached): at most 1000/fetch_interval_ms
-#   fetches a second whatever the load, each bringing what was appended meanwhile, so a record waits
-#   at most fetch_interval_ms more (the append-latency bound's excess, README "How append latency is
-#   measured").
+# it brings. The append-latency bound's resolution (latency_resolution_ms) is a stated setting: a
+# record may be gathered with others for up to that long before it reaches the exporter. Two
+# consumers of the same partitions, one assigned them at a time:
+# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a
+#   record is delivered at once, 10 fetches a second when nothing happens;
+# - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
+#   1000/latency_resolution_ms fetches a second whatever the load, each bringing what was appended
+#   meanwhile, so a record waits at most the resolution (README "How append latency is measured").
 # Busy during a replay, and when the idle consumer's deliveries a second reach the busy one's fetches
 # a second; idle again, once nothing replays, when fewer records a second arrive than _IDLE_BELOW of
 # those fetches (so even one fetch per record would cost less; the band between keeps it from
 # flapping).
-# Why not one consumer pausing its partitions for the interval after each delivery, or librdkafka's
+# Why not one consumer pausing its partitions for the resolution after each delivery, or librdkafka's
 # own queue backoff (queued.min.messages 1): each puts partitions back to the fetch list one by one,
 # librdkafka sends its next fetch with the first ones back alone and allows one fetch in flight per
 # broker, so the others waited for that fetch, held up to fetch.wait.max.ms (measured: p99 ~ that).
 # The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
 # whose fetches are held briefly.
-DEFAULT_FETCH_INTERVAL_MS = 3
+DEFAULT_LATENCY_RESOLUTION_MS = 10
 _IDLE_WAIT_MS = 100
 _BUSY_MIN_BYTES = 1 << 20
 _IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
@@ -185,13 +186,13 @@ class TransactionLogTail:
         kafka_settings: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
-        fetch_interval_ms: int = DEFAULT_FETCH_INTERVAL_MS,
+        latency_resolution_ms: int = DEFAULT_LATENCY_RESOLUTION_MS,
     ) -> None:
         """`consumer_factory` makes the clients from their settings (confluent-kafka's Consumer; tests
-        pass one of their own). `fetch_interval_ms`: under load, the exporter fetches at most this often
-        (see the fetch pattern above)."""
-        if fetch_interval_ms < 1:
-            raise ValueError("fetch_interval_ms must be at least 1")
+        pass one of their own). `latency_resolution_ms`: how long a record may wait before it reaches the
+        exporter, which under load fetches at most this often (see the fetch pattern above)."""
+        if latency_resolution_ms < 1:
+            raise ValueError("latency_resolution_ms must be at least 1")
         self._bootstrap_servers = bootstrap_servers
         self._broker_id = broker_id
         self._all_partitions = all_partitions
@@ -199,19 +200,22 @@ class TransactionLogTail:
         self._clock = clock
         self._consumer_factory = consumer_factory
         self._kafka_settings = kafka_settings or {}
-        self._fetch_interval_ms = fetch_interval_ms
-        self._busy_from = 1000 / fetch_interval_ms  # the busy consumer's fetches a second, at most
+        self._resolution_ms = latency_resolution_ms
+        self._busy_from = 1000 / latency_resolution_ms  # the busy consumer's fetches a second, at most
         self._idle_below = _IDLE_BELOW * self._busy_from
         self._idle = self._make_consumer("idle", _IDLE_SETTINGS)
         # Made now, not at the first load: a new client's first fetch waits for its connections and
         # metadata, which the records of that moment would wait for too.
         self._busy = self._make_consumer(
-            "busy", {"fetch.min.bytes": _BUSY_MIN_BYTES, "fetch.wait.max.ms": fetch_interval_ms}
+            "busy", {"fetch.min.bytes": _BUSY_MIN_BYTES, "fetch.wait.max.ms": latency_resolution_ms}
         )
         self._consumer = self._idle  # the one assigned the followed partitions
         # Idle: transactions whose COMPLETE_* record is due -> (partition, until when it is waited
         # for, ms); see _nudge.
         self._prepared: dict[str, tuple[int, int]] = {}
+        # Partitions whose in-sync replicas were their leader alone at the last ownership read: only
+        # their COMPLETE_* records need nudges (see _nudge).
+        self._lone_leaders: set[int] = set()
         self._next_nudge_ms = 0
         self._nudge_partition = 0
         # The errands of the consumer not fetching, on a thread of their own (see _errand).
@@ -271,7 +275,7 @@ class TransactionLogTail:
                 self._next_refresh = min(self._next_refresh, now + _RETRY_SECONDS)
         if self._followed:
             if self._prepared:
-                timeout = min(timeout, self._fetch_interval_ms / 1000)
+                timeout = min(timeout, self._resolution_ms / 1000)
             self._consume(events, timeout, max_records)
             if self._prepared:
                 self._nudge()
@@ -319,7 +323,7 @@ class TransactionLogTail:
 
     @property
     def busy(self) -> bool:
-        """Whether the followed partitions are fetched by the busy consumer (every fetch_interval_ms)."""
+        """Whether the followed partitions are fetched by the busy consumer (every latency_resolution_ms)."""
         return self._consumer is not self._idle
 
     def _make_consumer(self, name: str, fetching: dict[str, Any]) -> Consumer:
@@ -338,7 +342,7 @@ class TransactionLogTail:
         )
 
     def _adapt_fetching(self, seconds: float) -> None:
-        """Once a second: the fetch pattern the last second's load asks for (see DEFAULT_FETCH_INTERVAL_MS)."""
+        """Once a second: the fetch pattern the last second's load asks for (see DEFAULT_LATENCY_RESOLUTION_MS)."""
         polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
         self._live_polls = self._live_records = 0
         # Serves the callbacks of the one holding no partition (a connection the broker closed, say).
@@ -352,11 +356,12 @@ class TransactionLogTail:
             log.info("idle: one fetch of %s held until a record is appended", TOPIC)
 
     def _note_prepared(self, events: list[TopicEvent], received_ms: int) -> None:
-        """Idle: notes the transactions whose PREPARE_* record arrived (see _nudge), forgets those
-        whose next record arrived."""
+        """Idle: notes the transactions whose PREPARE_* record arrived on a partition without in-sync
+        followers (see _nudge), forgets those whose next record arrived."""
         prepared = self._prepared
+        lone_leaders = self._lone_leaders
         for event in events:
-            if type(event) is TransactionLogRecords and not event.replay:
+            if type(event) is TransactionLogRecords and not event.replay and event.partition in lone_leaders:
                 for record in event.records:
                     value = record.value
                     if value is not None and value.state in _PREPARES:
@@ -366,12 +371,16 @@ class TransactionLogTail:
 
     def _nudge(self) -> None:
         """While a transaction's COMPLETE_* record is due, asks its partition's leader for the high
-        watermark every fetch_interval_ms, with the consumer not fetching (another connection: the
+        watermark every latency_resolution_ms, with the consumer not fetching (another connection: the
         idle one's held fetch stops its own connection's requests). A broker completes the fetches
         that wait for an append made outside its request threads (the coordinator's COMPLETE_*
         appends, after the markers) only when it next finishes a request: on a quiet broker whose
         `__transaction_state` partition has one replica, the idle fetch waited for the next client's
-        request (measured: 50 ms, a producer's pause), or its own 100 ms."""
+        request (measured: 50 ms, a producer's pause), or its own 100 ms. A partition with in-sync
+        followers needs none: the append completes when a follower's fetch (a request) moves the high
+        watermark, which completes the waiting fetches in the same request. (A follower that leaves
+        the ISR between two ownership reads costs its COMPLETE_* records up to _IDLE_WAIT_MS until
+        the next read.)"""
         now_ms = self._now_ms()
         if now_ms < self._next_nudge_ms or self._consumer is not self._idle:
             if self._consumer is not self._idle:
@@ -383,7 +392,7 @@ class TransactionLogTail:
         if self._prepared:
             self._nudge_partition = next(iter(self._prepared.values()))[0]
             self._errand("nudge")
-        self._next_nudge_ms = now_ms + self._fetch_interval_ms
+        self._next_nudge_ms = now_ms + self._resolution_ms
 
     def _errand(self, what: str) -> None:
         """Has the consumer not fetching do `what` ("metadata": read the topic's leaders, "nudge": ask
@@ -419,7 +428,7 @@ class TransactionLogTail:
 
     def _go_busy(self, why: str, moving: list[int]) -> None:
         self._hand_over(self._busy, moving)
-        log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self._fetch_interval_ms)
+        log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self._resolution_ms)
 
     def _hand_over(self, consumer: Consumer, partitions: list[int]) -> None:
         """Moves `partitions` (the assigned ones) to `consumer`, each from the next offset not yet taken:
@@ -626,6 +635,7 @@ class TransactionLogTail:
             if self._broker_id is None:
                 self._broker_id = self._discover_broker_id(metadata)
             owned = {p for p, pm in topic.partitions.items() if pm.leader == self._broker_id}
+        self._lone_leaders = {p for p, pm in topic.partitions.items() if len(pm.isrs) <= 1}
         for partition in set(self._created_since_ms) - owned - leaderless:
             # Led by another broker: its own exporter sees what its coordinator appends.
             del self._created_since_ms[partition]

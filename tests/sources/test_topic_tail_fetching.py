@@ -1,4 +1,4 @@
-"""The tail's fetch pattern (exporter.sources.topic_tail, DEFAULT_FETCH_INTERVAL_MS): an idle consumer
+"""The tail's fetch pattern (exporter.sources.topic_tail, DEFAULT_LATENCY_RESOLUTION_MS): an idle consumer
 whose one fetch waits for the next record, a busy one fetching every interval under load, the followed
 partitions moved between them at their next offsets; the receipt time read after the records are
 taken. Driven by scripted clients; what it costs and how tight the bound stays against a real broker
@@ -76,7 +76,7 @@ def fetching():
         metadata_refresh_seconds=3600,
         clock=lambda: clock.now,
         consumer_factory=factory,
-        fetch_interval_ms=INTERVAL_MS,
+        latency_resolution_ms=INTERVAL_MS,
         kafka_settings={"fetch.queue.backoff.ms": "50", "security.protocol": "PLAINTEXT"},
     )
     tail.poll(timeout=0)  # follows the four (empty) partitions: live at once
@@ -251,6 +251,20 @@ def test_idle_a_prepare_makes_the_other_consumer_ask_the_broker_every_interval_u
     clock.now += INTERVAL_MS / 1000
     tail.poll(timeout=0.2)
     assert _asked(busy, 3, seconds=0.1) == [2, 2]  # the COMPLETE arrived: no more
+    tail.close()
+
+
+def test_a_partition_with_in_sync_followers_is_not_nudged(fetching):
+    """There a follower's fetch (a request) moves the high watermark and completes the waiting fetch."""
+    tail, (idle, busy), clock = fetching.tail, fetching.made, fetching.clock
+    idle.followers[2] = [2, 3]
+    tail.refresh_ownership_soon()
+    tail.poll(timeout=0)
+    idle.queued.append(Message(2, 0, _value(TransactionState.PREPARE_COMMIT), encode_key("tx-1")))
+    tail.poll(timeout=0.2)
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    assert _asked(busy, 1, seconds=0.1) == []
     tail.close()
 
 

@@ -20,13 +20,17 @@ class ScriptedConsumer:
 
     def __init__(self, settings: dict) -> None:
         self.leaders = dict.fromkeys(range(PARTITIONS), 1)
+        self.followers: dict[int, list[int]] = {}  # in-sync followers by partition (none: the leader alone)
         self.topic_error: KafkaError | None = None
         self.not_leader: set[int] = set()
         self.high = dict.fromkeys(range(PARTITIONS), 0)
         self.assigned: set[int] = set()
 
     def list_topics(self, topic, timeout):
-        partitions = {p: SimpleNamespace(leader=leader) for p, leader in self.leaders.items()}
+        partitions = {
+            p: SimpleNamespace(leader=leader, isrs=[leader, *self.followers.get(p, [])])
+            for p, leader in self.leaders.items()
+        }
         return SimpleNamespace(
             brokers={1: SimpleNamespace(id=1, host="127.0.0.1", port=9092)},
             topics={topic: SimpleNamespace(error=self.topic_error, partitions=partitions)},
