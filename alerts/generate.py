@@ -33,6 +33,7 @@ from pathlib import Path
 import yaml
 
 from dashboards.generate import DRILLDOWN_UID, OVERVIEW_UID
+from exporter.codec.states import PREPARE_STATES
 from generators.metrics import series
 from generators.placeholders import (
     CLUSTER,
@@ -148,7 +149,7 @@ BROKER_LOG_FAULT = "needs --broker-log; counter series appear with the first eve
 
 
 PENDING = "kafka_transactions_with_pending_markers"
-PREPARES = "PREPARE_COMMIT,PREPARE_ABORT"  # the view's states of transactions waiting for markers
+PREPARES = ",".join(state.name for state in PREPARE_STATES)  # the view's states of transactions waiting for markers
 OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"
 
 ALERTS: tuple[Alert, ...] = (

@@ -18,5 +18,8 @@ class TransactionState(IntEnum):
     PREPARE_EPOCH_FENCE = 7
 
 
+# The states of a transaction waiting for its markers: ended by its client or the coordinator, not
+# yet completed.
+PREPARE_STATES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 # The states of a transaction in flight: begun and not yet completed.
-IN_FLIGHT_STATES = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
+IN_FLIGHT_STATES = (TransactionState.ONGOING, *PREPARE_STATES)

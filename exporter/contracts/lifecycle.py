@@ -60,6 +60,9 @@ STATE_IDS = {state.name: int(state) for state in TransactionState}
 
 COMMIT, ABORT = "commit", "abort"
 CAUSE_CLIENT, CAUSE_TIMEOUT, CAUSE_FENCED = "client", "timeout", "fenced"
+# How a transaction ended, as the metrics' `result` label names it: an abort by the coordinator
+# for its timeout is apart from the client's.
+TRANSACTION_RESULTS = (COMMIT, ABORT, CAUSE_TIMEOUT)
 
 
 @dataclass(slots=True)

@@ -50,7 +50,6 @@ class MetricSpec:
 # Label values. `target_state`/`state` use the 4.1+ enum names, as KIP-1344's target-state does.
 TARGET_STATES: tuple[str, ...] = tuple(TransactionState(i).name for i in range(TRACKED_STATES))
 UNWRITTEN_STATES: tuple[str, ...] = tuple(s.name for s in EFFECTIVE_STATE_OF_UNWRITTEN)
-MARKER_RESULTS = ("commit", "abort")
 DECODE_ERROR_REASONS: tuple[str, ...] = DecodeError.REASONS
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999, 1.0)
 PARTITION_PHASES = ("replaying", "live")
@@ -94,7 +93,6 @@ TRANSACTION_DURATION_BUCKETS: tuple[float, ...] = (
     600.0,
     900.0,
 )
-TRANSACTION_RESULTS = ("commit", "abort", "timeout")
 DEFAULT_LATE_PADDING_SECONDS = 300.0
 
 DEFAULT_QUANTILE_WINDOW_SECONDS = 300.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from exporter.contracts.lifecycle import TRANSACTION_RESULTS
 from exporter.metrics.catalogue import (
     APPEND_LATENCY,
     DEFAULT_QUANTILE_WINDOW_SECONDS,
@@ -9,7 +10,6 @@ from exporter.metrics.catalogue import (
     MARKER_COMPLETION,
     TARGET_STATES,
     TRANSACTION_DURATION,
-    TRANSACTION_RESULTS,
 )
 from exporter.metrics.hdr_layout import HdrLayout
 from exporter.metrics.latency import LatencyRecorder
@@ -35,7 +35,7 @@ class LatencyRecorders:
             "abort": LatencyRecorder(completion_layout, window_ms, slices, now_ms),
         }
         duration_layout = HdrLayout(TRANSACTION_DURATION.buckets)
-        # In TRANSACTION_RESULTS order (= exporter.model.coordinator.DURATION_RESULTS).
+        # In TRANSACTION_RESULTS order, as the model indexes them.
         self.transaction_duration: dict[str, LatencyRecorder] = {
             result: LatencyRecorder(duration_layout, window_ms, slices, now_ms) for result in TRANSACTION_RESULTS
         }

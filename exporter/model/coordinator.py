@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
-from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
+from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES, TransactionState
 from exporter.codec.transaction_log import TransactionLogValue
 from exporter.contracts.events import (
     BrokerLogStats,
@@ -64,7 +64,7 @@ from exporter.contracts.events import (
     TransactionLogRecords,
     UndecodableRecord,
 )
-from exporter.contracts.lifecycle import is_stuck_prepare, is_timeout_abort
+from exporter.contracts.lifecycle import CAUSE_TIMEOUT, TRANSACTION_RESULTS, is_stuck_prepare, is_timeout_abort
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -104,7 +104,6 @@ _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
 MAX_TAG_LABEL = 63
 OTHER_TAGS = "other"
 _ONGOING_STATE = TransactionState.ONGOING
-_PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 # What a transition from state `old` to `new` (ABSENT for none/tombstone) does besides the state:
 # bit flags, looked up as _ACTIONS[old][new]. The two completion flags are 4 and 8 so that
@@ -122,14 +121,12 @@ _ENDS_TRANSACTION = 64  # ONGOING -> PREPARE_*: the transaction's duration is kn
 _ENTERS_IN_FLIGHT = _ENTERS_ONGOING | _ENTERS_PENDING
 _LEAVES_IN_FLIGHT_STATE = 128  # from ONGOING or PREPARE_* to another state: out of that state's dict
 
-# Results of the transaction-duration sinks, by index.
-DURATION_RESULTS = ("commit", "abort", "timeout")
-_TIMEOUT = 2
+# The transaction-duration sinks are indexed by TRANSACTION_RESULTS.
+_TIMEOUT = TRANSACTION_RESULTS.index(CAUSE_TIMEOUT)
 
 
 def _action(old: int, new: int) -> int:
-    prepares = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
-    action = (_LEAVES_PENDING if old in prepares else 0) | (_ENTERS_PENDING if new in prepares else 0)
+    action = (_LEAVES_PENDING if old in PREPARE_STATES else 0) | (_ENTERS_PENDING if new in PREPARE_STATES else 0)
     if (old, new) == (TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT):
         action |= _COMPLETES_COMMIT
     if (old, new) == (TransactionState.PREPARE_ABORT, TransactionState.COMPLETE_ABORT):
@@ -138,7 +135,7 @@ def _action(old: int, new: int) -> int:
         action |= _ENTERS_ONGOING
     elif old == TransactionState.ONGOING:
         action |= _LEAVES_ONGOING
-        if new in prepares:
+        if new in PREPARE_STATES:
             action |= _ENDS_TRANSACTION
     if old in IN_FLIGHT_STATES and new != old:
         action |= _LEAVES_IN_FLIGHT_STATE
@@ -161,7 +158,7 @@ class CoordinatorModel:
             sinks.marker_completion_commit.record,
             sinks.marker_completion_abort.record,
         )
-        # By DURATION_RESULTS index; empty when the sinks have no duration recorders.
+        # By TRANSACTION_RESULTS index; empty when the sinks have no duration recorders.
         self._record_duration = tuple(sink.record for sink in sinks.transaction_duration)
         # Cumulative counters (never reset by a revoke: they are Prometheus counters). Live records
         # per target state are not counted here: each is exactly one append-latency observation.
@@ -395,7 +392,7 @@ class CoordinatorModel:
         if tid is None or partition is None:
             return
         for part in self._partitions.values():  # a scan beats knowing the partition count
-            for state in _PREPARES:
+            for state in PREPARE_STATES:
                 prepared = part.inflight[state]
                 entry = prepared.get(tid)
                 if entry is not None:
@@ -515,7 +512,7 @@ class CoordinatorModel:
         stuck = 0
         for part in self._partitions.values():
             if part.live and part.pending:
-                for state in _PREPARES:
+                for state in PREPARE_STATES:
                     for entry in part.inflight[state].values():
                         value = entry[4].value
                         if value is not None and is_stuck_prepare(

@@ -25,6 +25,6 @@ class ObservationSinks:
     append_latency: Sequence[DurationSink]
     marker_completion_commit: DurationSink
     marker_completion_abort: DurationSink
-    # Transaction start to its PREPARE_* record, indexed by coordinator.DURATION_RESULTS
+    # Transaction start to its PREPARE_* record, indexed by contracts.lifecycle.TRANSACTION_RESULTS
     # (commit, abort, timeout); empty: not recorded.
     transaction_duration: Sequence[DurationSink] = ()

@@ -45,7 +45,8 @@ from typing import Any, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from exporter.codec import DecodeError, TransactionLogRecord, TransactionState, decode_record
+from exporter.codec import DecodeError, TransactionLogRecord, decode_record
+from exporter.codec.states import PREPARE_STATES
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionProgress,
@@ -111,7 +112,6 @@ _IDLE_BELOW = 0.3
 # markers' round trip; a coordinator moving away takes longer, and is not waited for).
 _NUDGE_FOR_MS = 200
 _NUDGE_TIMEOUT_SECONDS = 1.0
-_PREPARES = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
 _CONNECTION_ERRORS = {KafkaError._TRANSPORT, KafkaError._RESOLVE}
@@ -364,7 +364,7 @@ class TransactionLogTail:
             if type(event) is TransactionLogRecords and not event.replay and event.partition in lone_leaders:
                 for record in event.records:
                     value = record.value
-                    if value is not None and value.state in _PREPARES:
+                    if value is not None and value.state in PREPARE_STATES:
                         prepared[record.transactional_id] = (event.partition, received_ms + _NUDGE_FOR_MS)
                     elif prepared:
                         prepared.pop(record.transactional_id, None)

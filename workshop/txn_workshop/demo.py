@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter import config, logs
 from exporter.app import Exporter
-from exporter.codec import TransactionState
+from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES
 from exporter.http_server import ListenError, MetricsServer
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
@@ -44,7 +44,6 @@ HOLD_SECONDS = 20
 # The held abort's producer: its records are written before the hold (nothing is, during it), and
 # the coordinator aborts its transaction when this timeout runs out, by then inside the hold.
 HELD_TIMEOUT_MS = 8000
-IN_FLIGHT = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 log = logging.getLogger("txn_exporter.demo")
 
 
@@ -251,7 +250,7 @@ def _pending(exporter: Exporter) -> int:
 def _in_flight(exporter: Exporter) -> int:
     """Transactions ONGOING or PREPARE_*, as the exporter sees them now."""
     by_state = exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].transactions_by_state
-    return sum(by_state[state] for state in IN_FLIGHT)
+    return sum(by_state[state] for state in IN_FLIGHT_STATES)
 
 
 def _explain(url: str, bootstrap: str) -> None:
@@ -290,8 +289,8 @@ def _summary(exporter: Exporter) -> None:
     """One line: running totals since the exporter started (appends, marker retries), then what is
     true now (pending markers, the oldest one's age). p99: the exporter's sliding quantile window."""
     now_ms = int(time.time() * 1000)
-    states = ("PREPARE_COMMIT", "PREPARE_ABORT")
-    recorders = [exporter.recorders.append_latency[TransactionState[state]] for state in states]
+    states = [state.name for state in PREPARE_STATES]
+    recorders = [exporter.recorders.append_latency[state] for state in PREPARE_STATES]
     model, snapshots = exporter.model.snapshot(now_ms, 0, lambda: [r.snapshot(now_ms, (0.99,)) for r in recorders])
     now = f"pending markers {model.pending_markers}"
     if model.pending_markers and model.oldest_prepare_ms is not None:
