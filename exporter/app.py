@@ -27,10 +27,11 @@ from exporter.metrics import otlp
 from exporter.metrics.prometheus import TransactionCollector
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
+from exporter.sources import peer_exporters
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.topic_tail import TransactionLogTail
-from exporter.view import cluster, endpoint
+from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
 BROKER_LOG_POLL_SECONDS = 0.1
@@ -78,7 +79,7 @@ class Exporter:
         self.cluster_state = ClusterStateSource(settings.bootstrap_servers, settings.kafka)
         peers = None
         if settings.peers:
-            peers = cluster.Peers(
+            peers = peer_exporters.Peers(
                 settings.peers,
                 endpoint.PATH,
                 settings.peer_timeout_seconds,

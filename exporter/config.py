@@ -120,7 +120,7 @@ def _check_peer(value: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"expected http(s)://HOST:PORT, got {value!r}")
     if parts.username is not None or parts.password is not None:
-        # The page's own visitor's credentials are passed on (exporter.view.cluster): none in a URL.
+        # The page's own visitor's credentials are passed on (exporter.sources.peer_exporters): none in a URL.
         raise ValueError("no credentials in a peer's URL")
     if parts.query or parts.fragment:
         raise ValueError(f"no query or fragment in a peer's URL, got {value!r}")

@@ -76,7 +76,7 @@ _MAX_REQUEST_HEAD = 64 * 1024
 
 
 # A page: (query string, Accept header, Authorization header or None) -> (status, headers, body). The
-# Authorization header has been checked already; a page may pass it on (exporter.view.cluster.Peers).
+# Authorization header has been checked already; a page may pass it on (exporter.sources.peer_exporters.Peers).
 Route = Callable[[str, str, str | None], tuple[int, dict[str, str], bytes]]
 
 

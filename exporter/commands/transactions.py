@@ -1,6 +1,6 @@
 """`txn-exporter transactions --url URL`: a running exporter's transactions view, in a terminal;
 with several exporters (`--url` repeated, or `--prometheus URL` for the targets of the exporters'
-job), one view of the cluster, merged (exporter.view.cluster).
+job), one view of the cluster, fetched (exporter.sources.peer_exporters) and merged (exporter.view.cluster).
 
 Asks each exporter's `/transactions` for JSON (exporter.view) and prints it as tables, or as JSON
 with `--json` (one exporter: its document as it came; several: the merged document with a status
@@ -24,6 +24,8 @@ import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
 
+from exporter.contracts.peers import Source
+from exporter.sources import peer_exporters
 from exporter.view import cluster, table
 from exporter.view.endpoint import PATH
 from exporter.view.query import DEFAULT_LIMIT, MAX_LIMIT
@@ -140,17 +142,15 @@ def _context(args: argparse.Namespace) -> ssl.SSLContext:
     return context
 
 
-def _source(
-    base: str, name: str, args: argparse.Namespace, extra: Mapping[str, object] | None = None
-) -> cluster.Source:
+def _source(base: str, name: str, args: argparse.Namespace, extra: Mapping[str, object] | None = None) -> Source:
     headers = _authorization(_credentials(base, args))
-    return cluster.Source(name, view_url(base, args), headers, dict(extra or {}))
+    return Source(name, view_url(base, args), headers, dict(extra or {}))
 
 
-def _fetch(args: argparse.Namespace, context: ssl.SSLContext | None) -> Callable[[cluster.Source], dict]:
-    def fetch(source: cluster.Source) -> dict:
+def _fetch(args: argparse.Namespace, context: ssl.SSLContext | None) -> Callable[[Source], dict]:
+    def fetch(source: Source) -> dict:
         https = source.url.startswith("https:")
-        return cluster.fetch_view(
+        return peer_exporters.fetch_view(
             source.url, source.headers, context if https else None, args.timeout, unauthorized_hint=UNAUTHORIZED_HINT
         )
 
@@ -160,11 +160,11 @@ def _fetch(args: argparse.Namespace, context: ssl.SSLContext | None) -> Callable
 def fetch(args: argparse.Namespace) -> dict:
     """The JSON document of the one exporter of --url; OSError/ValueError with a one-line message when
     it cannot be had."""
-    source = _source(args.url[0], cluster.name_of(args.url[0]), args)
+    source = _source(args.url[0], peer_exporters.name_of(args.url[0]), args)
     context = _context(args) if source.url.startswith("https:") else None
     try:
         return _fetch(args, context)(source)
-    except cluster.SourceError as e:  # whatever the exporter sent: escaped for the terminal
+    except peer_exporters.SourceError as e:  # whatever the exporter sent: escaped for the terminal
         if not e.reached:
             raise OSError(f"cannot reach {source.url}: {table.safe(e)}") from None
         raise ValueError(table.safe(e)) from None
@@ -177,7 +177,7 @@ def scrape_to_view(scrape_url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def prometheus_sources(args: argparse.Namespace, context: ssl.SSLContext) -> list[cluster.Source]:
+def prometheus_sources(args: argparse.Namespace, context: ssl.SSLContext) -> list[Source]:
     """The exporters of --job among the Prometheus server's active targets; ValueError (one line)
     when there are none or the server cannot be asked."""
     parts = _split(args.prometheus)
@@ -190,8 +190,8 @@ def prometheus_sources(args: argparse.Namespace, context: ssl.SSLContext) -> lis
     )
     url = base + PROMETHEUS_TARGETS
     try:
-        answer = cluster.fetch_json(url, headers, context if parts.scheme == "https" else None, args.timeout)
-    except cluster.SourceError as e:
+        answer = peer_exporters.fetch_json(url, headers, context if parts.scheme == "https" else None, args.timeout)
+    except peer_exporters.SourceError as e:
         raise ValueError(f"Prometheus at {base}: {e}") from None
     data = answer.get("data") if isinstance(answer, dict) else None
     targets = data.get("activeTargets") if isinstance(data, dict) else None
@@ -205,7 +205,7 @@ def prometheus_sources(args: argparse.Namespace, context: ssl.SSLContext) -> lis
         jobs.add(str(labels.get("job")))
         if labels.get("job") != args.job:
             continue
-        instance = str(labels.get("instance") or cluster.name_of(target["scrapeUrl"]))
+        instance = str(labels.get("instance") or peer_exporters.name_of(target["scrapeUrl"]))
         extra = {
             "prometheus": {
                 "instance": instance,
@@ -231,17 +231,17 @@ def run(args: argparse.Namespace) -> int:
         return _run_one(args)
     try:
         context = _context(args)
-        sources = [_source(url, cluster.name_of(view_url(url, args)), args) for url in args.url]
+        sources = [_source(url, peer_exporters.name_of(view_url(url, args)), args) for url in args.url]
         if args.prometheus:
             sources += prometheus_sources(args, context)
     except (OSError, ValueError) as e:  # a CA or password file that does not load, Prometheus
         print(f"txn-exporter transactions: {table.safe(e)}", file=sys.stderr)
         return 2
-    unique: dict[tuple, cluster.Source] = {}
+    unique: dict[tuple, Source] = {}
     for source in sources:  # an exporter given twice (the same credentials): asked once
         unique.setdefault((source.url, tuple(sorted(source.headers.items()))), source)
     sources = list(unique.values())
-    answers = cluster.gather(sources, _fetch(args, context))
+    answers = peer_exporters.gather(sources, _fetch(args, context))
     asked = {"states": [s.upper() for s in args.state], "min_age": args.min_age, "limit": args.limit}
     doc = cluster.merge(answers, args.limit, asked)  # `asked` stands for the exporters' query if none answered
     if args.json:

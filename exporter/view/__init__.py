@@ -17,6 +17,7 @@ URL contract (alerts and runbooks link to it):
   naming its broker, a peer that does not answer a line (`cluster`).
 
 Modules: `query` (filters, selection from the model's snapshot, the JSON document), `page` (HTML),
-`table` (terminal), `endpoint` (the HTTP route), `cluster` (several exporters' views fetched and
-merged: `txn-exporter transactions` with several exporters, and scope=cluster).
+`table` (terminal), `endpoint` (the HTTP route), `cluster` (several exporters' views merged:
+`txn-exporter transactions` with several exporters, and scope=cluster). Nothing here does I/O: the
+other exporters' views are fetched by exporter.sources.peer_exporters.
 """

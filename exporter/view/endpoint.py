@@ -1,7 +1,7 @@
 """The `/transactions` route of the exporter's HTTP server: HTML to browsers, JSON otherwise.
 
 `scope=cluster` (beside the view's own filters): this exporter's view merged with its configured
-peers' (exporter.view.cluster.Peers), each row naming its broker, a peer that does not answer a
+peers' (exporter.sources.peer_exporters.Peers, as exporter.contracts.peers.PeerViews), each row naming its broker, a peer that does not answer a
 line; without peers, this exporter's view alone in the merged form.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 
 from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot
+from exporter.contracts.peers import Answer, PeersBusy, PeerViews, Source
 from exporter.model import CoordinatorModel
 from exporter.view import cluster, diagnosis, page
 from exporter.view.query import QueryError, document, parse_query
@@ -35,7 +36,7 @@ class TransactionsEndpoint:
         broker_log: bool,
         clock: Callable[[], float] = time.time,
         broker_id: Callable[[], int | None] = lambda: None,
-        peers: cluster.Peers | None = None,
+        peers: PeerViews | None = None,
         name: str = "this exporter",
         url: str = "",
         cluster_state: ClusterLookup | None = None,
@@ -79,10 +80,10 @@ class TransactionsEndpoint:
         doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}
         doc["peers"] = len(self._peers or ())  # scope=cluster asks them too
         if scope == "cluster":
-            own = cluster.Answer(cluster.Source(self._name, self._url), doc, None, 0.0)
+            own = Answer(Source(self._name, self._url), doc, None, 0.0)
             try:
                 asked = self._peers.answers(query.parameters(format="json"), authorization) if self._peers else []
-            except cluster.PeersBusy as e:
+            except PeersBusy as e:
                 headers = {"Content-Type": "text/plain; charset=utf-8", "Retry-After": "1"}
                 return HTTPStatus.SERVICE_UNAVAILABLE, headers, f"{e}\n".encode()
             doc = {**cluster.merge([own, *asked], query.limit), "peers": doc["peers"]}

@@ -20,7 +20,7 @@ from exporter.contracts.events import MarkerWriteRetried, PartitionAssigned, Par
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.view.cluster import SourceError, fetch_view
+from exporter.sources.peer_exporters import SourceError, fetch_view
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.test_web_security import CA

@@ -7,8 +7,10 @@ from __future__ import annotations
 import threading
 import time
 
+from exporter.contracts.peers import Answer, Source
+from exporter.sources import peer_exporters
+from exporter.sources.peer_exporters import SourceError
 from exporter.view import cluster, table
-from exporter.view.cluster import Answer, Source, SourceError
 
 
 def row(tid: str, entered_ms: int, state: str = "ONGOING", pid: int = 7, epoch: int = 1, **extra) -> dict:
@@ -189,7 +191,7 @@ def test_gather_asks_in_parallel_in_order_and_never_raises():
 
     names = ["ok", "refused", "bug", "slow"]
     start = time.monotonic()
-    answers = cluster.gather([Source(n, f"http://{n}/") for n in names], fetch, deadline_seconds=0.3)
+    answers = peer_exporters.gather([Source(n, f"http://{n}/") for n in names], fetch, deadline_seconds=0.3)
     release.set()
     assert time.monotonic() - start < 2
     assert [a.source.name for a in answers] == names

@@ -23,10 +23,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from exporter.contracts.events import PartitionAssigned, PartitionReplayed
+from exporter.contracts.peers import PeersBusy
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.view import cluster
+from exporter.sources import peer_exporters
 from exporter.view.endpoint import PATH, TransactionsEndpoint
 from tests.model.builders import S, log_event
 from tests.test_web_security import CA
@@ -80,7 +81,9 @@ def users(directory: Path, password: str = PASSWORD, tls: tuple[Path, Path] | No
     return web
 
 
-def endpoint(model: CoordinatorModel, broker_id: int, peers: cluster.Peers | None = None) -> TransactionsEndpoint:
+def endpoint(
+    model: CoordinatorModel, broker_id: int, peers: peer_exporters.Peers | None = None
+) -> TransactionsEndpoint:
     return TransactionsEndpoint(
         model,
         300,
@@ -92,8 +95,10 @@ def endpoint(model: CoordinatorModel, broker_id: int, peers: cluster.Peers | Non
     )
 
 
-def peers(*urls: str, timeout: float = 1.0, plain: bool = True, context: ssl.SSLContext | None = None) -> cluster.Peers:
-    return cluster.Peers(list(urls), PATH, timeout, context or ssl.create_default_context(), lambda: plain)
+def peers(
+    *urls: str, timeout: float = 1.0, plain: bool = True, context: ssl.SSLContext | None = None
+) -> peer_exporters.Peers:
+    return peer_exporters.Peers(list(urls), PATH, timeout, context or ssl.create_default_context(), lambda: plain)
 
 
 def get(url: str, accept: str = "application/json", password: str | None = None) -> tuple[int, dict, str]:
@@ -188,23 +193,25 @@ def test_answers_are_cached_and_requests_never_queue():
 
     server = serve(slow)
     try:
-        group = cluster.Peers([f"http://127.0.0.1:{server.port}"], PATH, 5, None, lambda: True, clock=lambda: clock[0])
+        group = peer_exporters.Peers(
+            [f"http://127.0.0.1:{server.port}"], PATH, 5, None, lambda: True, clock=lambda: clock[0]
+        )
         first = threading.Thread(target=group.answers, args=("limit=5", None))
         first.start()
         assert inside.wait(5)
-        with pytest.raises(cluster.PeersBusy):  # nothing kept for these filters: retry, no waiting
+        with pytest.raises(PeersBusy):  # nothing kept for these filters: retry, no waiting
             group.answers("limit=5", None)
         gate.set()
         first.join(5)
         assert group.answers("limit=5", None)[0].document is not None and len(b2.asked) == 1  # cached
-        clock[0] += cluster.CACHE_SECONDS
+        clock[0] += peer_exporters.CACHE_SECONDS
         gate.clear()
         inside.clear()
         again = threading.Thread(target=group.answers, args=("limit=5", None))
         again.start()
         assert inside.wait(5)
         assert group.answers("limit=5", None)[0].document is not None  # stale, while it is gathered again
-        with pytest.raises(cluster.PeersBusy):
+        with pytest.raises(PeersBusy):
             group.answers("limit=5", "Basic other-user")  # another visitor's credentials: not theirs
         gate.set()
         again.join(5)
