@@ -34,6 +34,8 @@ import yaml
 
 from dashboards.generate import DRILLDOWN_UID, OVERVIEW_UID
 from exporter.codec.states import PREPARE_STATES
+from exporter.contracts import runbooks
+from exporter.metrics import catalogue
 from generators.metrics import series
 from generators.placeholders import (
     CLUSTER,
@@ -148,13 +150,13 @@ RATE_VALUE = '{{ $value | printf "%.2f" }}/s'
 BROKER_LOG_FAULT = "needs --broker-log; counter series appear with the first event (a fault)"
 
 
-PENDING = "kafka_transactions_with_pending_markers"
+PENDING = catalogue.PENDING_MARKERS.name
 PREPARES = ",".join(state.name for state in PREPARE_STATES)  # the view's states of transactions waiting for markers
-OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"
+OLDEST = catalogue.PENDING_MARKERS_OLDEST_AGE.name
 
 ALERTS: tuple[Alert, ...] = (
     Alert(
-        "KafkaTransactionMarkersPendingTooLong",
+        runbooks.MARKERS_PENDING,
         f"max by ({CLUSTER}, instance) ({series(OLDEST)})",
         "1m",
         "critical",
@@ -190,7 +192,7 @@ ALERTS: tuple[Alert, ...] = (
         above=0.1,
     ),
     Alert(
-        "KafkaTransactionMarkerFailures",
+        runbooks.MARKER_FAILURES,
         f"sum by ({CLUSTER}, instance, error) (increase({series('kafka_transaction_marker_failures_total')}[10m]))",
         "0m",
         "warning",
@@ -205,7 +207,7 @@ ALERTS: tuple[Alert, ...] = (
         above=0,
     ),
     Alert(
-        "KafkaTransactionStateLogAppendErrors",
+        runbooks.APPEND_ERRORS,
         APPEND_ERRORS_RATE,
         "5m",
         "critical",
@@ -258,7 +260,7 @@ ALERTS: tuple[Alert, ...] = (
         above=1,
     ),
     Alert(
-        "KafkaTransactionsLate",
+        runbooks.LATE,
         f"sum by ({CLUSTER}, instance) ({series('kafka_transactions_late')})",
         "5m",
         "warning",
@@ -272,7 +274,7 @@ ALERTS: tuple[Alert, ...] = (
         above=0,
     ),
     Alert(
-        "KafkaHangingTransactions",
+        runbooks.HANGING,
         f"sum by ({CLUSTER}, instance) ({series('kafka_hanging_transactions')})",
         "5m",
         "critical",

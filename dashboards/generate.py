@@ -26,6 +26,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+from exporter.metrics import catalogue
 from exporter.metrics.catalogue import CATALOGUE, MetricType
 from generators.metrics import grafana_unit, help_of, ref, series
 from generators.output import ROOT
@@ -195,37 +196,38 @@ def _legend(by: str) -> str:
 
 # -- the overview --------------------------------------------------------------------------------
 
-PENDING = "kafka_transactions_with_pending_markers"
-OLDEST = "kafka_transaction_pending_markers_oldest_age_seconds"
-APPEND_ERRORS = "kafka_transaction_state_log_append_errors_total"
-MARKER_RETRIES = "kafka_transaction_marker_retries_total"
-MARKER_FAILURES = "kafka_transaction_marker_failures_total"
-COMPLETE_RETRIES = "kafka_transaction_state_log_complete_append_retries_total"
-APPEND_LATENCY = "kafka_transaction_state_log_append_latency_seconds"
-APPEND_QUANTILE = "kafka_transaction_state_log_append_latency_quantile_seconds"
-COMPLETION = "kafka_transaction_marker_completion_seconds"
-RECORDS = "kafka_transaction_state_log_records_total"
-TRANSACTIONS = "kafka_transactions"
-LATE = "kafka_transactions_late"
-STUCK = "kafka_transactions_stuck_in_prepare"
-HANGING = "kafka_hanging_transactions"
-LATE_PARTITIONS = "kafka_partitions_with_late_transactions"
-TIMEOUTS = "kafka_transaction_timeouts_total"
-DURATION = "kafka_transaction_duration_seconds"
-ROTATIONS = "kafka_transaction_producer_id_rotations_total"
-DECODE_ERRORS = "kafka_transaction_state_log_decode_errors_total"
-TOMBSTONES = "kafka_transaction_state_log_tombstones_total"
-SOURCE_UP = "txn_exporter_source_up"
-FOLLOWED = "txn_exporter_partitions_followed"
-LAG = "txn_exporter_partition_consumer_lag_records"
-LAST_RECORD = "txn_exporter_partition_last_record_timestamp_seconds"
-BUILD_INFO = "txn_exporter_build_info"
-LOG_LINES = "txn_exporter_broker_log_lines_total"
-LOG_SKIPPED = "txn_exporter_broker_log_skipped_lines_total"
-LOG_TRUNCATED = "txn_exporter_broker_log_truncated_lines_total"
-LOG_ROTATIONS = "txn_exporter_broker_log_rotations_total"
-HANGING_SCAN_ERRORS = "txn_exporter_hanging_scan_errors_total"
-HTTP_REJECTED = "txn_exporter_http_rejected_connections_total"
+# Metric names, from the catalogue (one definition: a renamed metric renames its panels).
+PENDING = catalogue.PENDING_MARKERS.name
+OLDEST = catalogue.PENDING_MARKERS_OLDEST_AGE.name
+APPEND_ERRORS = catalogue.APPEND_ERRORS.name
+MARKER_RETRIES = catalogue.MARKER_RETRIES.name
+MARKER_FAILURES = catalogue.MARKER_FAILURES.name
+COMPLETE_RETRIES = catalogue.COMPLETE_APPEND_RETRIES.name
+APPEND_LATENCY = catalogue.APPEND_LATENCY.name
+APPEND_QUANTILE = catalogue.APPEND_LATENCY_QUANTILE.name
+COMPLETION = catalogue.MARKER_COMPLETION.name
+RECORDS = catalogue.RECORDS.name
+TRANSACTIONS = catalogue.TRANSACTIONS.name
+LATE = catalogue.TRANSACTIONS_LATE.name
+STUCK = catalogue.TRANSACTIONS_STUCK_IN_PREPARE.name
+HANGING = catalogue.HANGING_TRANSACTIONS.name
+LATE_PARTITIONS = catalogue.PARTITIONS_WITH_LATE_TRANSACTIONS.name
+TIMEOUTS = catalogue.TIMEOUTS.name
+DURATION = catalogue.TRANSACTION_DURATION.name
+ROTATIONS = catalogue.PRODUCER_ID_ROTATIONS.name
+DECODE_ERRORS = catalogue.DECODE_ERRORS.name
+TOMBSTONES = catalogue.TOMBSTONES.name
+SOURCE_UP = catalogue.SOURCE_UP.name
+FOLLOWED = catalogue.PARTITIONS_FOLLOWED.name
+LAG = catalogue.PARTITION_CONSUMER_LAG.name
+LAST_RECORD = catalogue.PARTITION_LAST_RECORD_TIMESTAMP.name
+BUILD_INFO = catalogue.BUILD_INFO.name
+LOG_LINES = catalogue.BROKER_LOG_LINES.name
+LOG_SKIPPED = catalogue.BROKER_LOG_SKIPPED_LINES.name
+LOG_TRUNCATED = catalogue.BROKER_LOG_TRUNCATED_LINES.name
+LOG_ROTATIONS = catalogue.BROKER_LOG_ROTATIONS.name
+HANGING_SCAN_ERRORS = catalogue.HANGING_SCAN_ERRORS.name
+HTTP_REJECTED = catalogue.HTTP_REJECTED_CONNECTIONS.name
 # Counters whose series appear with their first event (labelled by error/reason, or --broker-log).
 FAULT_COUNTERS = frozenset({APPEND_ERRORS, MARKER_RETRIES, MARKER_FAILURES, COMPLETE_RETRIES, DECODE_ERRORS})
 

@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from exporter.contracts import runbooks
+
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _PLACEHOLDER = re.compile(f"{_OPEN}(\\w+){_CLOSE}")
 
@@ -40,7 +42,7 @@ SELECTOR_COMMA = _placeholder("selectorComma")  # after other matchers: `, selec
 NUMBERS = frozenset({"threshold"})  # formatted as numbers (%g), the others as text
 
 EXPORTER_JOB = "kafka-txn-exporter"  # the job name the exporter is scraped under (README)
-DEFAULT_RUNBOOK_URL = "https://github.com/kafka-txn-exporter/kafka-txn-exporter/blob/main/alerts/runbooks.md"
+DEFAULT_RUNBOOK_URL = runbooks.RUNBOOK_URL
 DEFAULT_GRAFANA_URL = "https://grafana.example.com"
 
 # The `_config` defaults (thresholds and `for`s come from the alerts).

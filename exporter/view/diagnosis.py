@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from exporter.broker_log.errors import ERRORS, UNKNOWN
+from exporter.codec.states import PREPARE_STATES
 from exporter.contracts.cluster import (
     BROKER,
     DEFAULT,
@@ -36,18 +37,9 @@ from exporter.contracts.cluster import (
     PartitionMetadata,
     ProducerState,
 )
+from exporter.contracts.runbooks import APPEND_ERRORS, HANGING, LATE, MARKER_FAILURES, MARKERS_PENDING, RUNBOOK_URL
 
-# alerts/runbooks.md as alerts/generate.py links it (its DEFAULT_RUNBOOK_URL); each section's anchor is
-# the alert's name in lower case (tests/view/test_diagnosis.py checks both).
-RUNBOOK_URL = "https://github.com/kafka-txn-exporter/kafka-txn-exporter/blob/main/alerts/runbooks.md"
-MARKERS_PENDING = "KafkaTransactionMarkersPendingTooLong"
-MARKER_FAILURES = "KafkaTransactionMarkerFailures"
-APPEND_ERRORS = "KafkaTransactionStateLogAppendErrors"
-LATE = "KafkaTransactionsLate"
-HANGING = "KafkaHangingTransactions"
-RUNBOOK_SECTIONS = (MARKERS_PENDING, MARKER_FAILURES, APPEND_ERRORS, LATE, HANGING)
-
-PREPARES = ("PREPARE_COMMIT", "PREPARE_ABORT")
+PREPARES = tuple(state.name for state in PREPARE_STATES)
 # Bounds on a view's diagnosis, whatever is stuck: the oldest MAX_DIAGNOSED_ROWS rows needing one get
 # it; of each, the first MAX_EXAMINED_PARTITIONS data partitions (those with marker errors first) are
 # looked up, and at most MAX_SHOWN_PARTITIONS of those with something to say are detailed (the rest
