@@ -342,7 +342,7 @@ def test_client_settings_that_need_each_other_are_checked_together_without_echoi
 
 def test_a_secret_with_a_bad_value_keeps_librdkafkas_reason_with_the_value_masked(monkeypatch) -> None:
     # No secret-named librdkafka property has a value it checks as set: a checked one is made secret.
-    monkeypatch.setattr("exporter.config._SECRET_MARKERS", ("oauthbearer.method",))
+    monkeypatch.setattr("exporter.config.schema._SECRET_MARKERS", ("oauthbearer.method",))
     message = _error(["--bootstrap-servers", "k:1", "--kafka-config", "sasl.oauthbearer.method=hunter2"])
     assert message == (
         "--kafka-config: 'sasl.oauthbearer.method': invalid value (Invalid value \"***\" for "
