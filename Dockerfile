@@ -8,8 +8,13 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY exporter ./exporter
-# The install step; tests/deploy/test_dockerfile.py runs this very line in a fresh venv.
-RUN python -m venv /opt/txn-exporter && /opt/txn-exporter/bin/pip install --no-compile . && /opt/txn-exporter/bin/python -m compileall -q /opt/txn-exporter
+# The wheel a user installs is built, then that file installed: the image carries what the wheel
+# carries (tests/test_wheel.py checks its contents), not what the source tree holds.
+# tests/deploy/test_dockerfile.py runs these very lines in a fresh venv.
+RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+    && python -m venv /opt/txn-exporter \
+    && /opt/txn-exporter/bin/pip install --no-compile /wheels/kafka_txn_exporter-*.whl \
+    && /opt/txn-exporter/bin/python -m compileall -q /opt/txn-exporter
 
 FROM ${PYTHON_IMAGE}
 RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \

@@ -1,9 +1,11 @@
 """The container image, without Docker (the test machines cannot run it): hadolint on the
-Dockerfile, and the Dockerfile's own install line run in a fresh venv, then the installed
-`txn-exporter` used as the image would use it: no dev or Spark extras, nothing written at run time."""
+Dockerfile, and the Dockerfile's own install line (the wheel built, then installed) run in a fresh
+venv, then the installed `txn-exporter` used as the image would use it: no dev or Spark extras,
+nothing written at run time."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,6 +21,7 @@ from exporter.codec.record_batch import encode_batch
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 PREFIX = "/opt/txn-exporter"
+WHEELS = "/wheels"
 
 
 def _instructions() -> list[tuple[str, str]]:
@@ -69,6 +72,21 @@ def _install_line() -> str:
     return runs[0]
 
 
+def test_the_image_installs_the_wheel_it_builds() -> None:
+    """Not `pip install .`: a file the wheel leaves out (package data) would still be missing from
+    every user's install while the image, built from the source tree, hid it."""
+    steps = [step.split() for step in _install_line().split("&&")]
+    builds = [step for step in steps if step[1:4] == ["-m", "pip", "wheel"]]
+    assert len(builds) == 1, steps
+    build = builds[0]
+    assert "--no-deps" in build and build[-1] == "." and build[build.index("--wheel-dir") + 1] == WHEELS
+    installs = [step for step in steps if "pip" in step[0] and step[1] == "install"]
+    assert len(installs) == 1, steps
+    targets = [arg for arg in installs[0][2:] if not arg.startswith("-")]
+    assert targets == [f"{WHEELS}/kafka_txn_exporter-*.whl"], targets
+    assert steps.index(build) < steps.index(installs[0])
+
+
 @pytest.mark.image
 def test_image_install_gives_a_working_sidecar_without_extras(tmp_path: Path) -> None:
     # The build context as the Dockerfile copies it (see .dockerignore).
@@ -82,9 +100,16 @@ def test_image_install_gives_a_working_sidecar_without_extras(tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"  # the pip cache stays allowed here: it keeps this fast
     # The image's `python` is the base image's 3.11; here, the interpreter running the tests.
-    command = command.replace("python -m venv", f"{sys.executable} -m venv", 1)
+    command = re.sub(r"(?<![\w/])python -m ", f"{sys.executable} -m ", command).replace(
+        WHEELS, str(tmp_path / "wheels")
+    )
     proc = subprocess.run(["sh", "-c", command], cwd=context, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # Installed from the wheel file (pip records where from), with the data the wheel carries.
+    (direct_url,) = prefix.glob("lib/python3*/site-packages/kafka_txn_exporter-*.dist-info/direct_url.json")
+    assert json.loads(direct_url.read_text())["url"].endswith(".whl")
+    (pom,) = prefix.glob("lib/python3*/site-packages/exporter/pipeline/spark-kafka-pom.xml")
+    assert pom.read_bytes() == (ROOT / "exporter" / "pipeline" / "spark-kafka-pom.xml").read_bytes()
 
     run_env = {
         "PATH": f"{prefix / 'bin'}:/usr/bin:/bin",
