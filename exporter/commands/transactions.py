@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 
 from exporter.contracts.peers import Source
 from exporter.sources import peer_exporters
-from exporter.view import cluster, table
+from exporter.view import cluster, document, table
 from exporter.view.endpoint import PATH
 from exporter.view.query import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -147,8 +147,8 @@ def _source(base: str, name: str, args: argparse.Namespace, extra: Mapping[str, 
     return Source(name, view_url(base, args), headers, dict(extra or {}))
 
 
-def _fetch(args: argparse.Namespace, context: ssl.SSLContext | None) -> Callable[[Source], dict]:
-    def fetch(source: Source) -> dict:
+def _fetch(args: argparse.Namespace, context: ssl.SSLContext | None) -> Callable[[Source], dict[str, object]]:
+    def fetch(source: Source) -> dict[str, object]:
         https = source.url.startswith("https:")
         return peer_exporters.fetch_view(
             source.url, source.headers, context if https else None, args.timeout, unauthorized_hint=UNAUTHORIZED_HINT
@@ -157,13 +157,13 @@ def _fetch(args: argparse.Namespace, context: ssl.SSLContext | None) -> Callable
     return fetch
 
 
-def fetch(args: argparse.Namespace) -> dict:
-    """The JSON document of the one exporter of --url; OSError/ValueError with a one-line message when
-    it cannot be had."""
+def fetch(args: argparse.Namespace) -> document.Document:
+    """The JSON document of the one exporter of --url (as it came, read as the view's document);
+    OSError/ValueError with a one-line message when it cannot be had."""
     source = _source(args.url[0], peer_exporters.name_of(args.url[0]), args)
     context = _context(args) if source.url.startswith("https:") else None
     try:
-        return _fetch(args, context)(source)
+        return document.received(_fetch(args, context)(source))
     except peer_exporters.SourceError as e:  # whatever the exporter sent: escaped for the terminal
         if not e.reached:
             raise OSError(f"cannot reach {source.url}: {table.safe(e)}") from None
@@ -242,7 +242,11 @@ def run(args: argparse.Namespace) -> int:
         unique.setdefault((source.url, tuple(sorted(source.headers.items()))), source)
     sources = list(unique.values())
     answers = peer_exporters.gather(sources, _fetch(args, context))
-    asked = {"states": [s.upper() for s in args.state], "min_age": args.min_age, "limit": args.limit}
+    asked: document.QueryEcho = {
+        "states": [s.upper() for s in args.state],
+        "min_age": args.min_age,
+        "limit": args.limit,
+    }
     doc = cluster.merge(answers, args.limit, asked)  # `asked` stands for the exporters' query if none answered
     if args.json:
         print(json.dumps(doc, indent=1))

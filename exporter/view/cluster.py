@@ -28,19 +28,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import cast
 
 from exporter.contracts.peers import Answer
+from exporter.view.document import Document, ExporterRef, HangingRow, QueryEcho, SourceEntry, TransactionRow
 
 _PREPARES = ("PREPARE_COMMIT", "PREPARE_ABORT")
 
 
-def _order(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def _order(row: TransactionRow) -> tuple[int, str, int]:
     # Each exporter's own order (exporter.model.reading.select_in_flight).
     return (row.get("state_entered_ms", 0), str(row.get("transactional_id", "")), row.get("coordinator_partition", 0))
 
 
-def _recency(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def _recency(row: TransactionRow) -> tuple[int, int, bool, int, int]:
     partitions = row.get("partitions")
     return (
         row.get("producer_id", -1),
@@ -51,46 +52,54 @@ def _recency(row: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _hanging_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(str(row.get(k)) for k in ("topic", "partition", "producer_id", "epoch", "start_offset"))
+def _hanging_key(row: HangingRow) -> tuple[str, ...]:
+    return (
+        str(row.get("topic")),
+        str(row.get("partition")),
+        str(row.get("producer_id")),
+        str(row.get("epoch")),
+        str(row.get("start_offset")),
+    )
 
 
-def _broker_id(document: Mapping[str, Any]) -> int | None:
+def _broker_id(document: Mapping[str, object]) -> int | None:
     broker = document.get("broker")
     value = broker.get("id") if isinstance(broker, Mapping) else None
     return value if isinstance(value, int) else None
 
 
-def merge(answers: Sequence[Answer], limit: int, query: Mapping[str, object] | None = None) -> dict[str, object]:
-    """One document of the answers (see the module's doc); `query` is used when none answered."""
+def merge(answers: Sequence[Answer], limit: int, query: QueryEcho | None = None) -> Document:
+    """One document of the answers (see the module's doc); `query` is used when none answered. The
+    answers are JSON other exporters sent: their rows are taken as they came (the renderers escape
+    them), the document around them is rebuilt."""
     answered = [a.document for a in answers if a.document is not None]
-    transactions: dict[str, dict[str, Any]] = {}
-    hanging: dict[tuple[Any, ...], dict[str, Any]] = {}
+    transactions: dict[str, TransactionRow] = {}
+    hanging: dict[tuple[str, ...], HangingRow] = {}
     duplicates = hanging_duplicates = 0
     for answer in answers:
         document = answer.document
         if document is None:
             continue
-        exporter = {"name": answer.source.name, "broker_id": _broker_id(document)}
+        exporter: ExporterRef = {"name": answer.source.name, "broker_id": _broker_id(document)}
         for row in _rows(document.get("transactions")):
             tid = str(row.get("transactional_id"))
             kept = transactions.get(tid)
             if kept is not None:
                 duplicates += 1
-                if _recency(row) <= _recency(kept):
+                if _recency(cast(TransactionRow, row)) <= _recency(kept):
                     continue
-            transactions[tid] = {**row, "exporter": exporter}
+            transactions[tid] = cast(TransactionRow, {**row, "exporter": exporter})
         for row in _rows(document.get("hanging")):
-            key = _hanging_key(row)
+            key = _hanging_key(cast(HangingRow, row))
             if key in hanging:
                 hanging_duplicates += 1
             else:
-                hanging[key] = {**row, "exporter": exporter}
+                hanging[key] = cast(HangingRow, {**row, "exporter": exporter})
     first = answered[0] if answered else {}
     return {
         "now_ms": max((_int(d, "now_ms") for d in answered), default=int(time.time() * 1000)),
-        "query": first.get("query", dict(query or {})),
-        "late_padding_seconds": first.get("late_padding_seconds", 0),
+        "query": cast(QueryEcho, first.get("query", dict(query or {}))),
+        "late_padding_seconds": cast(float, first.get("late_padding_seconds", 0)),
         "broker_log": bool(answered) and all(d.get("broker_log") for d in answered),
         # Each exporter's count, less the transactions two of them listed (counted once).
         "in_flight_matching": sum(_int(d, "in_flight_matching") for d in answered) - duplicates,
@@ -107,16 +116,16 @@ def merge(answers: Sequence[Answer], limit: int, query: Mapping[str, object] | N
     }
 
 
-def _rows(value: object) -> Iterable[dict[str, Any]]:
+def _rows(value: object) -> Iterable[dict[str, object]]:
     return (row for row in value if isinstance(row, dict)) if isinstance(value, list) else ()
 
 
-def _int(document: Mapping[str, Any] | None, key: str) -> int:
+def _int(document: Mapping[str, object] | None, key: str) -> int:
     value = (document or {}).get(key)
     return value if isinstance(value, int) else 0
 
 
-def _source_entry(answer: Answer) -> dict[str, object]:
+def _source_entry(answer: Answer) -> SourceEntry:
     document = answer.document
     entry: dict[str, object] = {
         "name": answer.source.name,
@@ -130,53 +139,4 @@ def _source_entry(answer: Answer) -> dict[str, object]:
         "seconds": answer.seconds,
     }
     entry.update(answer.source.extra)
-    return entry
-
-
-# -- how the table and the page name a row's broker and an exporter --------------------------------
-
-
-def is_merged(document: Mapping[str, Any]) -> bool:
-    return isinstance(document.get("sources"), list)
-
-
-def broker_of(row: Mapping[str, Any]) -> str:
-    """A merged row's broker: the coordinator broker if the row names it, else its exporter's broker
-    id, else its exporter's name."""
-    coordinator = row.get("coordinator_broker")
-    if isinstance(coordinator, int):
-        return str(coordinator)
-    exporter = row.get("exporter")
-    if not isinstance(exporter, Mapping):
-        return "?"
-    broker_id = exporter.get("broker_id")
-    return str(broker_id) if isinstance(broker_id, int) else str(exporter.get("name", "?"))
-
-
-def describe_source(source: Mapping[str, Any]) -> str:
-    """An exporter in one phrase: 'broker 1 (host:port)', or its name alone when its broker is unknown."""
-    broker = source.get("broker")
-    broker_id = broker.get("id") if isinstance(broker, Mapping) else None
-    name = str(source.get("name", "?"))
-    return f"broker {broker_id} ({name})" if isinstance(broker_id, int) else name
-
-
-def source_lines(document: Mapping[str, Any]) -> list[str]:
-    """What a merged document says of its exporters: how many answered, then one line per exporter
-    that did not (with why), then those without a hanging scan yet. Plain text, not yet escaped."""
-    sources = [s for s in document.get("sources", []) if isinstance(s, Mapping)]
-    failed = [s for s in sources if not s.get("ok")]
-    lines = [f"{len(sources) - len(failed)} of {len(sources)} exporters answered."]
-    for s in failed:
-        line = f"NOT ANSWERING: {s.get('name', '?')} ({s.get('url', '?')}): {s.get('error')}"
-        target = s.get("prometheus")
-        if isinstance(target, Mapping) and target.get("health") not in (None, "up"):
-            line += f" (Prometheus: {target.get('health')}, {target.get('last_error') or 'no error given'})"
-        lines.append(line)
-    answered = [s for s in sources if s.get("ok")]
-    no_scan = [describe_source(s) for s in answered if not s.get("hanging_scan")]
-    if answered and len(no_scan) == len(answered):
-        lines.append("No hanging-transaction scan has completed on these exporters.")
-    elif no_scan:
-        lines.append(f"No hanging-transaction scan has completed yet on: {', '.join(no_scan)}.")
-    return lines
+    return cast(SourceEntry, entry)  # what the exporter sent of itself, as it sent it

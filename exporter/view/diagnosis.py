@@ -20,8 +20,8 @@ Nothing here does I/O or reads a clock: `now_ms` is given, so the tests cover ev
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 from exporter.broker_log.errors import ERRORS, UNKNOWN
 from exporter.codec.states import PREPARE_STATES
@@ -38,6 +38,23 @@ from exporter.contracts.cluster import (
     ProducerState,
 )
 from exporter.contracts.runbooks import APPEND_ERRORS, HANGING, LATE, MARKER_FAILURES, MARKERS_PENDING, RUNBOOK_URL
+from exporter.view.document import (
+    AppendError,
+    AppendErrorCause,
+    Command,
+    CoordinatorPart,
+    DiagnosedPartition,
+    Diagnosis,
+    Document,
+    HangingAdvice,
+    HangingRow,
+    MarkerError,
+    PartitionFacts,
+    Producer,
+    Runbook,
+    TransactionRow,
+)
+from exporter.view.wording import age
 
 PREPARES = tuple(state.name for state in PREPARE_STATES)
 # Bounds on a view's diagnosis, whatever is stuck: the oldest MAX_DIAGNOSED_ROWS rows needing one get
@@ -134,7 +151,7 @@ def meaning(error: str) -> str:
 # --- what to look up ----------------------------------------------------------------------------
 
 
-def needs_diagnosis(row: Mapping[str, Any]) -> bool:
+def needs_diagnosis(row: TransactionRow) -> bool:
     return bool(row.get("marker_errors") or row.get("stuck") or row.get("late") or row.get("append_errors"))
 
 
@@ -144,7 +161,7 @@ def split_partition(name: str) -> tuple[str, int] | None:
     return (topic, int(index)) if topic and index.isdigit() else None
 
 
-def wanted(rows: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[tuple[str, int]]]:
+def wanted(rows: Iterable[TransactionRow]) -> tuple[set[str], list[tuple[str, int]]]:
     """(topics whose metadata and min.insync.replicas the rows' diagnoses need, partitions whose
     DescribeProducers they need): the coordinators' topic, the data partitions of the rows that need
     a diagnosis; producers for the late ONGOING ones only (at most MAX_PRODUCER_PARTITIONS_PER_ROW each)."""
@@ -159,13 +176,13 @@ def wanted(rows: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[tuple[str,
     return topics, producers
 
 
-def _diagnosed(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _diagnosed(rows: Iterable[TransactionRow]) -> list[TransactionRow]:
     """The rows that get a diagnosis: the first MAX_DIAGNOSED_ROWS that need one (the view lists
     the oldest first)."""
     return [row for row in rows if needs_diagnosis(row)][:MAX_DIAGNOSED_ROWS]
 
 
-def _data_partitions(row: Mapping[str, Any]) -> list[str]:
+def _data_partitions(row: TransactionRow) -> list[str]:
     """The row's data partitions examined: those with marker errors first, MAX_EXAMINED_PARTITIONS at most."""
     errored = list(dict.fromkeys(e["partition"] for e in row.get("marker_errors") or ()))
     listed = set(errored)
@@ -184,9 +201,7 @@ def coordinator_broker(snapshot: ClusterSnapshot, partition: int, fallback: int 
 # --- the diagnosis ------------------------------------------------------------------------------
 
 
-def attach(
-    doc: dict[str, Any], snapshot: ClusterSnapshot, bootstrap_servers: str, own_broker: int | None = None
-) -> None:
+def attach(doc: Document, snapshot: ClusterSnapshot, bootstrap_servers: str, own_broker: int | None = None) -> None:
     """Fills in each transaction row of the view's document: its coordinator broker (the leader of
     its `__transaction_state` partition, else `own_broker`: the broker whose partitions the exporter
     follows) and, for the rows that need one, its diagnosis."""
@@ -194,22 +209,22 @@ def attach(
         row["coordinator_broker"] = coordinator_broker(snapshot, row["coordinator_partition"], own_broker)
     diagnosed = _diagnosed(doc["transactions"])
     for row in diagnosed:
-        row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])  # type: ignore[index]
+        row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])
     # Rows that need a diagnosis beyond MAX_DIAGNOSED_ROWS (their "diagnosis" stays None).
     doc["diagnoses_omitted"] = sum(map(needs_diagnosis, doc["transactions"])) - len(diagnosed)
 
 
 def diagnose(
-    row: Mapping[str, Any], snapshot: ClusterSnapshot, now_ms: int, bootstrap_servers: str, broker_log: bool
-) -> dict[str, object]:
+    row: TransactionRow, snapshot: ClusterSnapshot, now_ms: int, bootstrap_servers: str, broker_log: bool
+) -> Diagnosis:
     """The diagnosis of one in-flight transaction's row (see the module docstring)."""
     state = row["state"]
     brokers = snapshot.brokers
     coordinator = _coordinator_part(row, snapshot, brokers, now_ms)
-    errors_by_partition: dict[str, list[Mapping[str, Any]]] = {}
+    errors_by_partition: dict[str, list[MarkerError]] = {}
     for error in row.get("marker_errors") or ():
         errors_by_partition.setdefault(error["partition"], []).append(error)
-    partitions: list[dict[str, Any]] = []
+    partitions: list[DiagnosedPartition] = []
     causes = _Causes()
     more = 0
     for name in _data_partitions(row):
@@ -227,23 +242,21 @@ def diagnose(
             continue
         if errors and facts.under_min_isr() and all(e["error"] in _ISR_ERRORS for e in errors):
             trouble = None  # each error's cause says it already
-        partitions.append(
+        # The keys in this order: the partition, its facts, its errors and cause, then its producer.
+        entry = cast(DiagnosedPartition, {"partition": name, **facts.json()})
+        entry["errors"] = [
             {
-                "partition": name,
-                **facts.json(),
-                "errors": [
-                    {
-                        "error": e["error"],
-                        "count": e["count"],
-                        "last_seen_ms": e["last_seen_ms"],
-                        "cause": causes.get(e["error"], facts),
-                    }
-                    for e in sorted(errors, key=lambda e: -e["last_seen_ms"])
-                ],
-                "cause": trouble,
-                **({"producer": producer} if producer is not None else {}),
+                "error": e["error"],
+                "count": e["count"],
+                "last_seen_ms": e["last_seen_ms"],
+                "cause": causes.get(e["error"], facts),
             }
-        )
+            for e in sorted(errors, key=lambda e: -e["last_seen_ms"])
+        ]
+        entry["cause"] = trouble
+        if producer is not None:
+            entry["producer"] = producer
+        partitions.append(entry)
     summary, runbook = _summary(row, partitions, coordinator, broker_log)
     return {
         "summary": summary,
@@ -267,11 +280,11 @@ def diagnose(
     }
 
 
-def runbook_link(section: str) -> dict[str, str]:
+def runbook_link(section: str) -> Runbook:
     return {"section": section, "url": f"{RUNBOOK_URL}#{section.lower()}"}
 
 
-def hanging_advice(row: Mapping[str, Any], bootstrap_servers: str) -> dict[str, object]:
+def hanging_advice(row: HangingRow, bootstrap_servers: str) -> HangingAdvice:
     """For a hanging transaction of the data-partition scan: its runbook and the commands (the abort
     command is the row's own `abort_command`, exporter.contracts.hanging_rules)."""
     b = shlex.quote(bootstrap_servers)
@@ -336,7 +349,7 @@ class _PartitionFacts:
     def missing(cls, why: str) -> _PartitionFacts:
         return cls(None, None, None, None, why)
 
-    def json(self) -> dict[str, object]:
+    def json(self) -> PartitionFacts:
         m = self.metadata
         return {
             "leader": None if m is None else m.leader,
@@ -558,7 +571,7 @@ def append_cause(error: str, facts: _PartitionFacts) -> str:
     return f"{error}: {meaning(error)}."
 
 
-def _producer(fact: Fact[tuple[ProducerState, ...]], row: Mapping[str, Any], now_ms: int) -> dict[str, object]:
+def _producer(fact: Fact[tuple[ProducerState, ...]], row: TransactionRow, now_ms: int) -> Producer:
     """What DescribeProducers on one of a late transaction's partitions says of its producer."""
     if fact.value is None:
         return {"unknown": fact.problem}
@@ -577,7 +590,7 @@ def _producer(fact: Fact[tuple[ProducerState, ...]], row: Mapping[str, Any], now
     }
 
 
-def client_verdict(partitions: Sequence[Mapping[str, Any]], row: Mapping[str, Any]) -> str:
+def client_verdict(partitions: Sequence[DiagnosedPartition], row: TransactionRow) -> str:
     """Whether the client of a late ONGOING transaction stopped, from its partitions' producer state."""
     producers = [p["producer"] for p in partitions if "producer" in p]
     found = [p for p in producers if p.get("found")]
@@ -587,10 +600,10 @@ def client_verdict(partitions: Sequence[Mapping[str, Any]], row: Mapping[str, An
         open_ = [p for p in found if p["transaction_start_offset"] >= 0]
         if last > timeout:
             return (
-                f"the client stopped: its last write to these partitions was {_age(last)} ago, longer than its own "
+                f"the client stopped: its last write to these partitions was {age(last)} ago, longer than its own "
                 f"{timeout:g} s timeout" + ("" if open_ else "; no open transaction of it there any more")
             )
-        return f"the client is alive: it wrote {_age(last)} ago"
+        return f"the client is alive: it wrote {age(last)} ago"
     if producers and all(p.get("found") is False for p in producers):
         return (
             "DescribeProducers shows no state of producer "
@@ -606,19 +619,12 @@ def client_verdict(partitions: Sequence[Mapping[str, Any]], row: Mapping[str, An
     return "the partitions' producer state was not looked up"
 
 
-def _age(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, s = divmod(int(seconds), 60)
-    return f"{minutes} min {s:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
 # --- the coordinator ----------------------------------------------------------------------------
 
 
 def _coordinator_part(
-    row: Mapping[str, Any], snapshot: ClusterSnapshot, brokers: Fact[Brokers], now_ms: int
-) -> dict[str, object]:
+    row: TransactionRow, snapshot: ClusterSnapshot, brokers: Fact[Brokers], now_ms: int
+) -> CoordinatorPart:
     partition = row["coordinator_partition"]
     facts = _PartitionFacts.of(snapshot, (TRANSACTION_STATE_TOPIC, partition), brokers)
     errors = sorted(row.get("append_errors") or (), key=lambda e: -e["last_seen_ms"])
@@ -630,23 +636,29 @@ def _coordinator_part(
         "broker": row.get("coordinator_broker", None if m is None else m.leader),
         "partition": f"{TRANSACTION_STATE_TOPIC}-{partition}",
         **facts.json(),
-        "append_errors": [
-            {
-                **{k: e[k] for k in ("error", "count", "last_seen_ms")},
-                **({"target_state": e["target_state"]} if "target_state" in e else {}),
-                "cause": append_cause(e["error"], facts),
-            }
-            for e in errors
-        ],
+        "append_errors": [_append_error(e, facts) for e in errors],
         "cause": trouble,
     }
+
+
+def _append_error(e: AppendError, facts: _PartitionFacts) -> AppendErrorCause:
+    cause = append_cause(e["error"], facts)
+    if "target_state" in e:
+        return {
+            "error": e["error"],
+            "count": e["count"],
+            "last_seen_ms": e["last_seen_ms"],
+            "target_state": e["target_state"],
+            "cause": cause,
+        }
+    return {"error": e["error"], "count": e["count"], "last_seen_ms": e["last_seen_ms"], "cause": cause}
 
 
 # --- summary, runbook, commands -------------------------------------------------------------------
 
 
 def _summary(
-    row: Mapping[str, Any], partitions: list[dict[str, Any]], coordinator: dict[str, Any], broker_log: bool
+    row: TransactionRow, partitions: list[DiagnosedPartition], coordinator: CoordinatorPart, broker_log: bool
 ) -> tuple[str, str]:
     """(one line: the likeliest cause, the runbook section)."""
     state = row["state"]
@@ -699,20 +711,20 @@ def _first_sentence(text: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
-def _coordinator_line(coordinator: Mapping[str, Any]) -> str:
+def _coordinator_line(coordinator: CoordinatorPart) -> str:
     if coordinator["append_errors"]:
         e = coordinator["append_errors"][0]
         return f"{coordinator['partition']}: {e['error']}: {e['cause']}"
     return f"{coordinator['partition']}: {coordinator['cause']}"
 
 
-def _command(purpose: str, command: str, why: str) -> dict[str, str]:
+def _command(purpose: str, command: str, why: str) -> Command:
     return {"purpose": purpose, "command": command, "why": why}
 
 
 def _commands(
-    row: Mapping[str, Any], partitions: list[dict[str, Any]], coordinator: dict[str, Any], bootstrap_servers: str
-) -> list[dict[str, str]]:
+    row: TransactionRow, partitions: list[DiagnosedPartition], coordinator: CoordinatorPart, bootstrap_servers: str
+) -> list[Command]:
     b = shlex.quote(bootstrap_servers)
     commands = [
         _command(
@@ -793,7 +805,7 @@ def _commands(
     return [c for c in commands if not (c["command"] in seen or seen.add(c["command"]))]  # type: ignore[func-returns-value]
 
 
-def _lower_min_isr(p: Mapping[str, Any], b: str, topic: str) -> list[dict[str, str]]:
+def _lower_min_isr(p: DiagnosedPartition, b: str, topic: str) -> list[Command]:
     """The last-resort fix of a partition whose ISR stays below min.insync.replicas: lower it to the
     ISR's size for the topic, and how to restore it."""
     isr, min_isr = p["isr"], p["min_insync_replicas"]

@@ -14,11 +14,26 @@ that are not printable are shown as escapes (\\x1b, \\u200b) and the rest is HTM
 from __future__ import annotations
 
 import html
-import time
-from typing import Any
 
-from exporter.view.cluster import broker_of, source_lines
+from exporter.view.document import Command, Diagnosis, Document, HangingRow, TransactionRow, is_merged
 from exporter.view.query import HANGING_STATE, STATES, Query
+from exporter.view.wording import (
+    NO_IN_FLIGHT,
+    NO_SCAN,
+    NOT_ANSWERING,
+    SAME_CAUSE,
+    age,
+    broker_of,
+    coordinator,
+    facts,
+    flag,
+    last_scan,
+    printable,
+    producer,
+    since,
+    source_lines,
+    utc,
+)
 
 REFRESH_SECONDS = 10
 STUCK_REFRESH_SECONDS = 2
@@ -51,44 +66,17 @@ tr.diagnosis td{background:#fff8f0;border-bottom:2px solid #e0c8b0;padding:.4em 
 """
 
 
-def printable(value: object) -> str:
-    """`value` with its non-printable characters as Python escapes (also the terminal table's)."""
-    s = str(value)
-    return (
-        s
-        if s.isprintable()
-        else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
-    )
-
-
 def text(value: object) -> str:
     """Shown as text: non-printable characters escaped, then HTML-escaped."""
     return html.escape(printable(value), quote=True)
 
 
-def age(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, s = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {s:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
-def utc(ms: int, now_ms: int | None = None) -> str:
-    """Date and time (UTC) to the millisecond; the time alone when it is the day of `now_ms`."""
-    day = time.gmtime(ms / 1000)[:3]
-    layout = "%H:%M:%S" if now_ms is not None and time.gmtime(now_ms / 1000)[:3] == day else "%Y-%m-%d %H:%M:%S"
-    return time.strftime(layout, time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
-
-
-def refresh_seconds(doc: dict[str, Any]) -> int:
+def refresh_seconds(doc: Document) -> int:
     """How often the page reloads itself: faster while a transaction with a diagnosis is shown."""
     return STUCK_REFRESH_SECONDS if any(r.get("diagnosis") for r in doc["transactions"]) else REFRESH_SECONDS
 
 
-def render(doc: dict[str, Any], query: Query) -> str:
+def render(doc: Document, query: Query) -> str:
     now_ms = doc["now_ms"]
     rows = doc["transactions"]
     refresh = refresh_seconds(doc)
@@ -98,7 +86,7 @@ def render(doc: dict[str, Any], query: Query) -> str:
         if refresh != REFRESH_SECONDS
         else f"every {refresh} s"
     )
-    merged = "sources" in doc  # exporter.view.cluster's merge (scope=cluster): rows name their broker
+    merged = is_merged(doc)  # exporter.view.cluster's merge (scope=cluster): rows name their broker
     scope = "&amp;scope=cluster" if merged else ""
     parts = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
@@ -161,33 +149,17 @@ _COLUMNS = (
 )
 
 
-def flag(row: dict[str, Any]) -> str:
-    """ "late" (ONGOING), "stuck" (PREPARE_*) or "" (neither); the other state's flag never applies."""
-    return "late" if row.get("late") else "stuck" if row.get("stuck") else ""
-
-
-def coordinator(row: dict[str, Any]) -> str:
-    broker = row.get("coordinator_broker")  # (a merged view's row from an older exporter has none)
-    return f"broker {'?' if broker is None else broker}, __transaction_state-{row['coordinator_partition']}"
-
-
-def marker_error(error: dict[str, Any], now_ms: int) -> str:
-    """One marker error as text: `held-0: NOT_ENOUGH_REPLICAS x21234, last 0.1 s ago` (the table's too)."""
-    last = age(max(0, now_ms - error["last_seen_ms"]) / 1000)
-    return f"{error['partition']}: {error['error']} x{error['count']}, last {last} ago"
-
-
-def _transactions(rows: list[dict[str, Any]], now_ms: int, broker_column: bool = False) -> str:
+def _transactions(rows: list[TransactionRow], now_ms: int, broker_column: bool = False) -> str:
     """The table; `broker_column`: a merged view's, to which _with_broker adds a first column."""
     if not rows:
-        return '<p class="none">No in-flight transaction matches.</p>'
+        return f'<p class="none">{NO_IN_FLIGHT}</p>'
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
     body = []
     for r in rows:
         errors = (
             "<br>".join(
                 f'<span class="n">{text(e["partition"])}: <span class="error">{text(e["error"])}</span></span>'
-                f" x{e['count']}, last {age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago"
+                f" x{e['count']}, last {since(e['last_seen_ms'], now_ms)} ago"
                 for e in r["marker_errors"]
             )
             or '<span class="none">-</span>'
@@ -209,58 +181,37 @@ def _transactions(rows: list[dict[str, Any]], now_ms: int, broker_column: bool =
             f"<td>{errors}</td>",
         )
         body.append("<tr>" + "".join(_labelled(cell, label) for cell, label in zip(cells, _COLUMNS)) + "</tr>")
-        if r.get("diagnosis"):
+        if d := r.get("diagnosis"):
             body.append(
                 f'<tr class="diagnosis"><td colspan="{len(_COLUMNS) + broker_column}" data-label="Diagnosis">'
-                f"{_diagnosis(r['diagnosis'], now_ms)}</td></tr>"
+                f"{_diagnosis(d, now_ms)}</td></tr>"
             )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _ids(ids: list[int] | None) -> str:
-    return "?" if ids is None else "[" + ", ".join(map(str, ids)) + "]"
-
-
-def text_facts(p: dict[str, Any]) -> str:
-    """A partition's leader, replicas, ISR and min.insync.replicas, or why they are unknown."""
-    if not p["exists"]:
-        return "does not exist"
-    if p["replicas"] is None:
-        return f"leader, replicas and ISR unknown ({p['unknown']})"
-    leader = "none" if p["leader"] is None else p["leader"]
-    out = f" (out: {_ids(p['out_of_isr'])})" if p["out_of_isr"] else ""
-    down = f", down: {_ids(p['brokers_down'])}" if p["brokers_down"] else ""
-    min_isr = (
-        f"min.insync.replicas {p['min_insync_replicas']} ({p['min_insync_replicas_source']})"
-        if p["min_insync_replicas"] is not None
-        else "min.insync.replicas unknown"
-    )
-    return f"leader {leader}, replicas {_ids(p['replicas'])}, ISR {_ids(p['isr'])}{out}{down}, {min_isr}"
-
-
-def _diagnosis(d: dict[str, Any], now_ms: int) -> str:
+def _diagnosis(d: Diagnosis, now_ms: int) -> str:
     parts = [f"<p><b>Why:</b> {text(d['summary'])}</p>"]
     items = []
     said: set[str] = set()  # causes already shown: a topic's partitions often share one
     for p in d["partitions"]:
-        lines = [f"<code>{text(p['partition'])}</code>: {text(text_facts(p))}"]
+        lines = [f"<code>{text(p['partition'])}</code>: {text(facts(p))}"]
         lines += [
             f'<br><span class="error">{text(e["error"])}</span> x{e["count"]}, last '
-            f"{age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {_once(e['cause'], said)}"
+            f"{since(e['last_seen_ms'], now_ms)} ago: {_once(e['cause'], said)}"
             for e in p["errors"]
         ]
         if p["cause"] and not p["errors"]:
             lines.append(f"<br>{text(p['cause'])}")
         if "producer" in p:
-            lines.append(f"<br>{text(producer_text(p['producer']))}")
+            lines.append(f"<br>{text(producer(p['producer']))}")
         items.append("<li>" + "".join(lines) + "</li>")
     c = d["coordinator"]
     if c["append_errors"] or c["cause"]:
         lines = [f"Coordinator broker {'?' if c['broker'] is None else c['broker']}, <code>{c['partition']}</code>: "]
-        lines.append(text(text_facts(c)))
+        lines.append(text(facts(c)))
         lines += [
             f'<br><span class="error">{text(e["error"])}</span> x{e["count"]} ({e.get("target_state", "?")}), last '
-            f"{age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {text(e['cause'])}"
+            f"{since(e['last_seen_ms'], now_ms)} ago: {text(e['cause'])}"
             for e in c["append_errors"]
         ]
         if c["cause"] and not c["append_errors"]:
@@ -280,7 +231,7 @@ def _diagnosis(d: dict[str, Any], now_ms: int) -> str:
 
 def _once(cause: str, said: set[str]) -> str:
     if cause in said:
-        return '<span class="none">the same cause as above</span>'
+        return f'<span class="none">{SAME_CAUSE}</span>'
     said.add(cause)
     return text(cause)
 
@@ -288,29 +239,13 @@ def _once(cause: str, said: set[str]) -> str:
 _PURPOSE_CLASS = {"confirm": "purpose", "fix": "purpose fix", "last resort": "purpose resort"}
 
 
-def _commands(commands: list[dict[str, str]]) -> str:
+def _commands(commands: list[Command]) -> str:
     items = "".join(
         f'<li><span class="{_PURPOSE_CLASS.get(c["purpose"], "purpose")}">{text(c["purpose"])}</span>'
         f'<code>{text(c["command"])}</code> <span class="why">{text(c["why"])}</span></li>'
         for c in commands
     )
     return f"<p><b>Commands</b> (Kafka's own tools):</p><ol>{items}</ol>"
-
-
-def producer_text(producer: dict[str, Any]) -> str:
-    if "unknown" in producer:
-        return f"producer state unknown ({producer['unknown']})"
-    if not producer["found"]:
-        return "no state of this producer here (DescribeProducers)"
-    open_ = (
-        f"open transaction from offset {producer['transaction_start_offset']}"
-        if producer["transaction_start_offset"] >= 0
-        else "no open transaction"
-    )
-    return (
-        f"DescribeProducers: last write {age(producer['last_write_seconds_ago'])} ago, epoch"
-        f" {producer['producer_epoch']}, coordinator epoch {producer['coordinator_epoch']}, {open_}"
-    )
 
 
 def _labelled(cell: str, label: str) -> str:
@@ -330,20 +265,10 @@ _HANGING_COLUMNS = (
 )
 
 
-def last_scan(doc: dict[str, Any]) -> str:
-    """When the last hanging-transaction scan completed: `at 12:00:01 UTC, 4.2 s ago`; "" when the
-    document does not say (a merged view of exporters that do not)."""
-    scan_ms = doc.get("hanging_scan_ms")
-    if not scan_ms:
-        return ""
-    now_ms = doc["now_ms"]
-    return f"at {utc(scan_ms, now_ms)} UTC, {age(max(0, now_ms - scan_ms) / 1000)} ago"
-
-
-def _hanging(doc: dict[str, Any]) -> str:
+def _hanging(doc: Document) -> str:
     title = "<h2>Hanging transactions (data partitions)</h2>"
     if not doc["hanging_scan"]:
-        return title + '<p class="none">No hanging-transaction scan has completed yet.</p>'
+        return title + f'<p class="none">{NO_SCAN} yet.</p>'
     rows = doc["hanging"]
     when = last_scan(doc)
     if not rows:
@@ -372,25 +297,25 @@ def _hanging(doc: dict[str, Any]) -> str:
 # -- the cluster view (scope=cluster): which broker each row is from, and the exporters asked --------
 
 
-def _scope_link(doc: dict[str, Any], query: Query) -> str:
-    if "sources" in doc:
+def _scope_link(doc: Document, query: Query) -> str:
+    if is_merged(doc):
         return f' <a href="?{text(query.parameters())}">This exporter only</a>'
     if doc.get("peers"):
         return f' <a href="?{text(query.parameters(scope="cluster"))}">Whole cluster ({doc["peers"] + 1} exporters)</a>'
     return ""
 
 
-def _sources(doc: dict[str, Any]) -> str:
+def _sources(doc: Document) -> str:
     # Which exporters have no hanging scan yet: the hanging section says so for all of them.
-    lines = [line for line in source_lines(doc) if not line.startswith("No hanging-transaction scan")]
+    lines = [line for line in source_lines(doc) if not line.startswith(NO_SCAN)]
     if doc.get("peers") == 0:
         lines.append("This exporter has no peers (--peer): its own view only.")
     return "".join(
-        f'<p class="{"error" if line.startswith("NOT ANSWERING") else "meta"}">{text(line)}</p>' for line in lines
+        f'<p class="{"error" if line.startswith(NOT_ANSWERING) else "meta"}">{text(line)}</p>' for line in lines
     )
 
 
-def _with_broker(table: str, rows: list[dict[str, Any]]) -> str:
+def _with_broker(table: str, rows: list[TransactionRow] | list[HangingRow]) -> str:
     """`table` (the <table> of `rows`) with a first column naming each row's broker. A row is found by
     its first cell's label (the first column's), so rows of another kind in the table are left be."""
     head, found, body = table.partition("<tbody>")

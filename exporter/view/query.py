@@ -10,7 +10,7 @@ import math
 import re
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
 from exporter.contracts.events import HangingScanCompleted
@@ -18,6 +18,7 @@ from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
 from exporter.contracts.lifecycle import is_stuck_prepare
 from exporter.model import CoordinatorModel, InFlightTransaction
 from exporter.view.diagnosis import hanging_advice
+from exporter.view.document import Document, HangingRow, TransactionRow
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -140,7 +141,7 @@ def document(
     late_padding_ms: int,
     bootstrap_servers: str,
     broker_log: bool,
-) -> dict[str, Any]:
+) -> Document:
     """The view as one JSON-ready document (see `transaction_row`, `hanging_rows`)."""
     selection = model.in_flight_transactions(query.states, query.limit, query.min_age_ms, now_ms)
     scan = model.last_hanging_scan()
@@ -164,10 +165,10 @@ def document(
     }
 
 
-def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int) -> dict[str, object]:
+def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int) -> TransactionRow:
     deadline_ms = txn.start_ms + txn.timeout_ms
     ongoing = txn.state == TransactionState.ONGOING
-    row: dict[str, object] = {
+    row: TransactionRow = {
         "transactional_id": txn.transactional_id,
         "state": txn.state.name,
         "producer_id": txn.producer_id,
@@ -207,7 +208,7 @@ def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int)
 
 def hanging_rows(
     scan: HangingScanCompleted | None, query: Query, now_ms: int, bootstrap_servers: str
-) -> tuple[list[dict[str, object]], int]:
+) -> tuple[list[HangingRow], int]:
     """The last scan's hanging transactions that match, oldest first, with Kafka's abort command;
     (rows up to the limit, how many match)."""
     if scan is None or not query.hanging:
@@ -219,9 +220,11 @@ def hanging_rows(
     )
     rows = []
     for finding in found[: query.limit]:
-        row = finding_row(finding, now_ms - finding.transaction.last_timestamp_ms)
+        # finding_row's fields first (HangingRow declares them), then the view's.
+        row = cast(HangingRow, finding_row(finding, now_ms - finding.transaction.last_timestamp_ms))
         row["abort_command"] = abort_command(bootstrap_servers, finding.transaction)
         row["coordinator_broker"] = finding.coordinator_id
-        row.update(hanging_advice(row, bootstrap_servers))
+        advice = hanging_advice(row, bootstrap_servers)
+        row["runbook"], row["commands"] = advice["runbook"], advice["commands"]
         rows.append(row)
     return rows, len(found)

@@ -7,9 +7,9 @@ sequences among them) are shown as Python escapes, never written as they are.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from exporter.view import cluster, page
+from exporter.view import wording
+from exporter.view.document import Diagnosis, Document, TransactionRow, is_merged
 
 COLUMNS = (
     "TRANSACTIONAL_ID",
@@ -39,11 +39,11 @@ HANGING_COLUMNS = (
 BROKER_COLUMN = "BROKER"  # a merged view's (exporter.view.cluster): which broker each row is from
 
 
-safe = page.printable
+safe = wording.printable
 
 
 def age(seconds: float) -> str:
-    return page.age(seconds).replace(" ", "")  # one word per column
+    return wording.age(seconds).replace(" ", "")  # one word per column
 
 
 def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
@@ -54,13 +54,13 @@ def aligned(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: Document) -> str:
     now_ms = doc["now_ms"]
     rows = [
         [
             safe(r["transactional_id"]),
             r["state"],
-            page.flag(r).upper() or "-",
+            wording.flag(r).upper() or "-",
             age(r["age_seconds"]),
             "?" if r.get("duration_seconds") is None else age(r["duration_seconds"]),
             f"{r['transaction_timeout_ms'] / 1000:g}s",
@@ -70,27 +70,27 @@ def render(doc: dict[str, Any]) -> str:
             str(r["coordinator_partition"]),
             safe(",".join(r["partitions"]) or "-"),
             # The last column: its spaces need no care.
-            safe("; ".join(page.marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
+            safe("; ".join(wording.marker_error(e, now_ms) for e in r["marker_errors"]) or "-"),
         ]
         for r in doc["transactions"]
     ]
-    merged = cluster.is_merged(doc)
+    merged = is_merged(doc)
     columns = (BROKER_COLUMN, *COLUMNS) if merged else COLUMNS
     if merged:
-        rows = [[safe(cluster.broker_of(r)), *row] for r, row in zip(doc["transactions"], rows)]
+        rows = [[safe(wording.broker_of(r)), *row] for r, row in zip(doc["transactions"], rows)]
     when = time.strftime("%H:%M:%S", time.gmtime(now_ms / 1000))
-    lines = aligned(columns, rows) if rows else ["No in-flight transaction matches."]
+    lines = aligned(columns, rows) if rows else [wording.NO_IN_FLIGHT]
     padding = f"{doc['late_padding_seconds']:g}s"
     lines.append(
         f"\n{doc['in_flight_matching']} in flight match, {len(rows)} shown, oldest first (at {when} UTC)."
         f" LATE: ONGOING past its timeout + {padding}; STUCK: PREPARE_* in that state longer than its timeout +"
         f" {padding}. IN_STATE: since it entered its state; DURATION: since the transaction began."
     )
-    diagnosed = [r for r in doc["transactions"] if r.get("diagnosis")]
+    diagnosed = [(r, d) for r in doc["transactions"] if (d := r.get("diagnosis"))]
     if diagnosed:
         lines.append("\nDiagnosis:")
-        for r in diagnosed:
-            lines += diagnosis_lines(r, now_ms)
+        for r, d in diagnosed:
+            lines += diagnosis_lines(r, d, now_ms)
     if doc["hanging"]:
         hanging = [
             [
@@ -107,8 +107,8 @@ def render(doc: dict[str, Any]) -> str:
         ]
         hanging_columns = (BROKER_COLUMN, *HANGING_COLUMNS) if merged else HANGING_COLUMNS
         if merged:
-            hanging = [[safe(cluster.broker_of(h)), *row] for h, row in zip(doc["hanging"], hanging)]
-        when = page.last_scan(doc)
+            hanging = [[safe(wording.broker_of(h)), *row] for h, row in zip(doc["hanging"], hanging)]
+        when = wording.last_scan(doc)
         lines += [
             f"\nHanging transactions (last scan{' ' + when if when else ''}):",
             *aligned(hanging_columns, hanging),
@@ -119,41 +119,41 @@ def render(doc: dict[str, Any]) -> str:
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
     elif doc["hanging_scan"]:
-        when = page.last_scan(doc)
+        when = wording.last_scan(doc)
         lines.append(f"No hanging transaction in the last scan{f' ({when})' if when else ''}.")
     elif not merged:
-        lines.append("No hanging-transaction scan has completed on this exporter.")
+        lines.append(f"{wording.NO_SCAN} on this exporter.")
     if merged:
-        lines += ["", *(safe(line) for line in cluster.source_lines(doc))]
+        lines += ["", *(safe(line) for line in wording.source_lines(doc))]
     return "\n".join(lines) + "\n"
 
 
-def diagnosis_lines(row: dict[str, Any], now_ms: int) -> list[str]:
-    """One diagnosed transaction, indented under its id (also `txn-exporter transactions`'s)."""
-    d = row["diagnosis"]
-    flagged = page.flag(row)
-    head = f"{row['state']}{', ' + flagged if flagged else ''}, coordinator {page.coordinator(row)}"
+def diagnosis_lines(row: TransactionRow, d: Diagnosis, now_ms: int) -> list[str]:
+    """One diagnosed transaction (`d`: its diagnosis), indented under its id."""
+    flagged = wording.flag(row)
+    head = f"{row['state']}{', ' + flagged if flagged else ''}, coordinator {wording.coordinator(row)}"
     lines = [f"\n{safe(row['transactional_id'])} ({head}):", f"  why: {safe(d['summary'])}"]
     said: set[str] = set()
     for p in d["partitions"]:
-        lines.append(f"  {safe(p['partition'])}: {safe(page.text_facts(p))}")
+        lines.append(f"  {safe(p['partition'])}: {safe(wording.facts(p))}")
         for e in p["errors"]:
-            cause = "the same cause as above" if e["cause"] in said else safe(e["cause"])
+            cause = wording.SAME_CAUSE if e["cause"] in said else safe(e["cause"])
             said.add(e["cause"])
-            last = page.age(max(0, now_ms - e["last_seen_ms"]) / 1000)
-            lines.append(f"    {e['error']} x{e['count']}, last {last} ago: {cause}")
+            lines.append(
+                f"    {e['error']} x{e['count']}, last {wording.since(e['last_seen_ms'], now_ms)} ago: {cause}"
+            )
         if p["cause"] and not p["errors"]:
             lines.append(f"    {safe(p['cause'])}")
         if "producer" in p:
-            lines.append(f"    {safe(page.producer_text(p['producer']))}")
+            lines.append(f"    {safe(wording.producer(p['producer']))}")
     if d.get("partitions_not_shown"):
         lines.append(f"  and {d['partitions_not_shown']} more partitions")
     c = d["coordinator"]
     if c["append_errors"] or c["cause"]:
-        lines.append(f"  coordinator {c['partition']}: {safe(page.text_facts(c))}")
+        lines.append(f"  coordinator {c['partition']}: {safe(wording.facts(c))}")
         lines += [
             f"    {e['error']} x{e['count']} ({e.get('target_state', '?')}), last"
-            f" {page.age(max(0, now_ms - e['last_seen_ms']) / 1000)} ago: {safe(e['cause'])}"
+            f" {wording.since(e['last_seen_ms'], now_ms)} ago: {safe(e['cause'])}"
             for e in c["append_errors"]
         ]
         if c["cause"] and not c["append_errors"]:

@@ -10,7 +10,7 @@ import time
 from exporter.contracts.peers import Answer, Source
 from exporter.sources import peer_exporters
 from exporter.sources.peer_exporters import SourceError
-from exporter.view import cluster, table
+from exporter.view import cluster, table, wording
 
 
 def row(tid: str, entered_ms: int, state: str = "ONGOING", pid: int = 7, epoch: int = 1, **extra) -> dict:
@@ -85,7 +85,7 @@ def test_oldest_first_across_exporters_each_row_naming_its_broker():
         {"name": "broker-1:9464", "broker_id": 1},
         {"name": "broker-2:9464", "broker_id": 2},
     ]
-    assert [cluster.broker_of(r) for r in merged["transactions"]] == ["1", "2", "1", "2", "1", "2"]
+    assert [wording.broker_of(r) for r in merged["transactions"]] == ["1", "2", "1", "2", "1", "2"]
     assert merged["in_flight_matching"] == 6 and merged["duplicates"] == 0
     assert [s["ok"] for s in merged["sources"]] == [True, True]
     assert merged["sources"][0]["url"] == "http://broker-1:9464/transactions"
@@ -113,7 +113,7 @@ def test_an_exporter_that_did_not_answer_is_a_line_and_the_others_rows_stay():
         None,
         None,
     )
-    assert cluster.source_lines(merged) == [
+    assert wording.source_lines(merged) == [
         "1 of 2 exporters answered.",
         "NOT ANSWERING: broker-3:9464 (http://broker-3:9464/transactions): connection refused",
     ]
@@ -122,13 +122,13 @@ def test_an_exporter_that_did_not_answer_is_a_line_and_the_others_rows_stay():
 def test_none_answering_is_still_a_document():
     merged = cluster.merge([answer("one", None, "no answer within 10 s")], limit=5, query={"limit": 5})
     assert merged["transactions"] == [] and merged["in_flight_matching"] == 0 and merged["query"] == {"limit": 5}
-    assert cluster.source_lines(merged)[0] == "0 of 1 exporters answered."
+    assert wording.source_lines(merged)[0] == "0 of 1 exporters answered."
 
 
 def test_prometheus_says_why_a_target_is_down():
     source = Source("broker-3:9464", "http://broker-3:9464/transactions", {}, {"prometheus": {"health": "down"}})
     merged = cluster.merge([Answer(source, None, "connection refused", 0.0)], limit=5)
-    (line,) = cluster.source_lines(merged)[1:]
+    (line,) = wording.source_lines(merged)[1:]
     assert line.endswith("connection refused (Prometheus: down, no error given)")
 
 
@@ -161,10 +161,10 @@ def test_fields_the_merge_does_not_know_are_carried_through():
     merged = cluster.merge([answer("one", document(None, [diagnosed]))], limit=10)
     (kept,) = merged["transactions"]
     assert {k: v for k, v in kept.items() if k != "exporter"} == diagnosed
-    assert cluster.broker_of(kept) == "3"  # the coordinator broker the row names wins
+    assert wording.broker_of(kept) == "3"  # the coordinator broker the row names wins
     # An exporter that does not know its broker (--all-partitions, or an older exporter): its name.
     no_id = cluster.merge([answer("one:9464", {**document(None, [row("x", 1)]), "broker": None})], limit=10)
-    assert cluster.broker_of(no_id["transactions"][0]) == "one:9464"
+    assert wording.broker_of(no_id["transactions"][0]) == "one:9464"
 
 
 def test_hanging_rows_merged_oldest_first_once_each():
