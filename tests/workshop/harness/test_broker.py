@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
+from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, ZOOKEEPER_CHECK_VERSIONS
 from txn_workshop.harness.workload import commit_transactions, count_messages, hold_markers, run_mix
 
 pytestmark = pytest.mark.kafka
@@ -195,3 +195,47 @@ def test_cluster_ids_never_start_with_a_dash():
     ids = [_random_cluster_id() for _ in range(5000)]
     assert not [i for i in ids if i.startswith("-")]
     assert all(len(i) == 22 for i in ids)
+
+
+def test_zookeeper_mode_only_where_kafka_has_it() -> None:
+    with pytest.raises(ValueError, match="no ZooKeeper mode"):
+        KafkaBroker("4.0.2", mode="zookeeper")
+    first = KafkaBroker(ZOOKEEPER_CHECK_VERSIONS[0], mode="zookeeper")
+    with pytest.raises(ValueError, match="cannot join"):
+        KafkaBroker(ZOOKEEPER_CHECK_VERSIONS[0], join=first, node_id=2)
+    with pytest.raises(ValueError, match="KRaft"):
+        KafkaBroker(ZOOKEEPER_CHECK_VERSIONS[0], mode="zookeeper", sasl_users={"u": "p"})
+
+
+@pytest.mark.parametrize("version", ZOOKEEPER_CHECK_VERSIONS[:1])
+def test_a_zookeeper_mode_pair_pauses_restarts_and_stops_with_its_zookeeper(
+    own_broker: Callable[..., KafkaBroker], version: str
+) -> None:
+    """Two ZooKeeper-mode brokers (broker.id, zookeeper.connect, no format) beside the first one's
+    ZooKeeper, which outlives it while the second runs and stops with the last of them."""
+    first = own_broker(version=version, mode="zookeeper")
+    second = own_broker(version=version, mode="zookeeper", join=first, node_id=2)
+    assert first.zookeeper is second.zookeeper and first.zookeeper is not None
+    zookeeper = first.zookeeper
+    props = (first.workdir / "server.properties").read_text()
+    assert "broker.id=1\n" in props and f"zookeeper.connect={zookeeper.connect}/kafka\n" in props
+    assert "process.roles" not in props and "controller." not in props
+    assert "broker.id=1" in (first.log_dirs / "meta.properties").read_text()  # the broker's own, no format
+    assert "Connecting to zookeeper" in first.server_log.read_text()
+
+    def jvms() -> str:
+        return subprocess.run(["pgrep", "-f", str(first.workdir)], capture_output=True, text=True).stdout
+
+    topic, tid = _names()
+    create_topic(first.bootstrap_servers, topic, partitions=2, replication_factor=2)
+    second.pause()
+    second.resume()
+    second.restart()
+    commit_transactions(first.bootstrap_servers, tid, topic, count=1)
+    assert count_messages(first.bootstrap_servers, topic, read_committed=True) == 3
+    assert _states(first, tid)["COMPLETE_COMMIT"] == 1
+    first.stop()
+    assert zookeeper.running  # the second broker still needs it
+    assert len(jvms().split()) == 1  # the ZooKeeper alone, in the first broker's workdir
+    second.stop()
+    assert not zookeeper.running and jvms() == ""

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from txn_workshop.harness import jars
-from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, KAFKA_VERSIONS, VERSIONS, kafka_version
+from txn_workshop.harness import jars, zookeeper
+from txn_workshop.harness.versions import (
+    FULL_SUITE_VERSIONS,
+    KAFKA_VERSIONS,
+    VERSIONS,
+    ZOOKEEPER_CHECK_VERSIONS,
+    kafka_version,
+)
 
 MINORS = ["4.4", "4.3", "4.2", "4.1", "4.0", "3.9", "3.8", "3.7", "3.6"]
 
@@ -95,3 +101,18 @@ def test_a_broker_reads_the_row_of_the_version_it_runs(tmp_path):
     assert broker.kafka == kafka_version("3.9.2")
     broker.version = "4.4.0"
     assert broker.kafka == kafka_version("4.4.0")
+
+
+def test_zookeeper_mode_is_the_3x_rows_and_its_checks_their_newest_and_oldest():
+    """4.0 removed ZooKeeper mode (KIP-833): its jars have no ZooKeeper; every 3.x row's jars have the
+    server the harness runs (harness.zookeeper)."""
+    threes = [v.version for v in VERSIONS if v.zookeeper_mode]
+    assert threes == [v for v in KAFKA_VERSIONS if v.startswith("3.")]
+    assert (threes[0], threes[-1]) == ZOOKEEPER_CHECK_VERSIONS
+    assert all(kafka_version(v).zookeeper_mode for v in ZOOKEEPER_CHECK_VERSIONS)
+    for row in VERSIONS:
+        server = [p.name for p in jars.kafka_libs(row.version).glob("zookeeper-*.jar")]
+        assert bool(server) == row.zookeeper_mode, (row.version, server)
+        if row.zookeeper_mode:
+            with zipfile.ZipFile(jars.kafka_libs(row.version) / sorted(server)[0]) as z:
+                assert zookeeper.MAIN_CLASS.replace(".", "/") + ".class" in z.namelist()

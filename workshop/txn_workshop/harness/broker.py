@@ -1,4 +1,5 @@
-"""A real single-node Kafka (KRaft, broker+controller in one JVM) on 127.0.0.1, run from Maven jars."""
+"""A real single-node Kafka (KRaft, broker+controller in one JVM; or, up to 3.9, a ZooKeeper-mode broker
+beside a ZooKeeper) on 127.0.0.1, run from Maven jars."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 from confluent_kafka.admin import AdminClient
 
@@ -25,6 +27,7 @@ from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_l
 from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
 from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
 from txn_workshop.harness.versions import KafkaVersion, kafka_version
+from txn_workshop.harness.zookeeper import ZooKeeper
 
 _START_TIMEOUT_S = 60.0
 # server.log rolls over at this size, keeping this many older files (server.log.1, .2...): a
@@ -81,7 +84,15 @@ class KafkaBroker:
 
     With ``internal_topics_on_join`` false, a joining broker leaves the internal topics uncreated, for
     the caller to create once every node runs (admin.create_internal_topics), at the replication
-    factor its ``broker_properties`` set (bench/cluster_cost.py: 3 nodes, replication factor 3)."""
+    factor its ``broker_properties`` set (bench/cluster_cost.py: 3 nodes, replication factor 3).
+
+    With ``mode="zookeeper"`` (versions whose row has ``zookeeper_mode``: 3.x), a ZooKeeper-mode broker
+    instead: ``broker.id`` (``node_id``) and ``zookeeper.connect``, no controller settings and no
+    StorageTool format; the cluster's controller is the broker ZooKeeper elects (the first to start).
+    The first broker runs a ZooKeeper of the same version's jars (harness.zookeeper, data and logs in
+    ``workdir/zookeeper``), which a joining broker (``join``, of the same mode) shares; it stops once
+    every broker of the cluster stopped. ``sasl_users`` is KRaft-only (SCRAM credentials at format
+    time, StandardAuthorizer)."""
 
     def __init__(
         self,
@@ -98,6 +109,7 @@ class KafkaBroker:
         server_log_backups: int = SERVER_LOG_BACKUPS,
         jmx: bool = False,
         internal_topics_on_join: bool = True,
+        mode: Literal["kraft", "zookeeper"] = "kraft",
     ) -> None:
         levels = kafka_version(version).transaction_versions
         if transaction_version is not None and transaction_version not in levels:
@@ -108,6 +120,12 @@ class KafkaBroker:
             raise ValueError("a joining broker needs its own node_id")
         if sasl_users and join is not None:
             raise ValueError("sasl_users is for a single-node cluster")
+        if mode == "zookeeper" and not kafka_version(version).zookeeper_mode:
+            raise ValueError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): mode='kraft'")
+        if join is not None and join.mode != mode:
+            raise ValueError(f"a {mode} broker cannot join a {join.mode} one")
+        if sasl_users and mode == "zookeeper":
+            raise ValueError("sasl_users is for a KRaft cluster")
         if server_log_backups < 1:
             raise ValueError("server_log_backups must be at least 1 (0 would truncate server.log in place)")
         self.version = version
@@ -123,6 +141,11 @@ class KafkaBroker:
         self.jmx = jmx
         self.internal_topics_on_join = internal_topics_on_join
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
+        self.mode: Literal["kraft", "zookeeper"] = mode
+        # The cluster's ZooKeeper in ZooKeeper mode: the first broker's own, shared by those joining it.
+        self.zookeeper: ZooKeeper | None = None
+        if mode == "zookeeper":
+            self.zookeeper = join.zookeeper if join is not None else ZooKeeper(version, self.workdir / "zookeeper")
         self.log_dirs = self.workdir / "data"
         self.logs_dir = self.workdir / "logs"
         self.server_log = self.logs_dir / "server.log"
@@ -169,7 +192,8 @@ class KafkaBroker:
         return kafka_version(self.version)
 
     def __repr__(self) -> str:
-        return f"KafkaBroker({self.version}, tv={self.transaction_version}, {self.workdir})"
+        mode = ", zookeeper" if self.mode == "zookeeper" else ""
+        return f"KafkaBroker({self.version}, tv={self.transaction_version}{mode}, {self.workdir})"
 
     def __enter__(self) -> KafkaBroker:
         self.start()
@@ -200,8 +224,10 @@ class KafkaBroker:
             if self.jmx:
                 self._jmx_port = free_port()
         self.logs_dir.mkdir(parents=True, exist_ok=True)
+        if self.zookeeper is not None:
+            self.zookeeper.acquire(self)  # released by stop(), including a failed start's
         props = self._write_server_properties()
-        if not (self.log_dirs / "meta.properties").exists():
+        if self.mode == "kraft" and not (self.log_dirs / "meta.properties").exists():
             self._format_storage(props)
         # Both configs read these system properties; see log4j.properties / log4j2.properties.
         logging_opts = [
@@ -239,6 +265,8 @@ class KafkaBroker:
         _live.discard(self)
         if proc is not None:
             terminate(proc, _STOP_TIMEOUT_S)
+        if self.zookeeper is not None:
+            self.zookeeper.release(self)
 
     def pause(self) -> None:
         """SIGSTOP the JVM: a broker that hangs (a long GC pause, a stalled disk) without closing its
@@ -298,6 +326,14 @@ class KafkaBroker:
             # Default 10 s; short so timed-out transactions are aborted promptly in tests.
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
         }
+        if self.zookeeper is not None:
+            # A ZooKeeper-mode broker: no process.roles (the controller is a broker ZooKeeper elects).
+            for key in ("process.roles", "node.id", "controller.quorum.voters", "controller.listener.names"):
+                del props[key]
+            props["broker.id"] = str(self.node_id)
+            props["zookeeper.connect"] = f"{self.zookeeper.connect}/kafka"  # the chroot, made by the broker
+            props["listeners"] = f"PLAINTEXT://127.0.0.1:{self._port}"
+            props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT"
         if self.sasl_users:
             props["listeners"] += f",SASL://127.0.0.1:{self._sasl_port}"
             props["advertised.listeners"] += f",SASL://127.0.0.1:{self._sasl_port}"

@@ -46,6 +46,11 @@ class KafkaVersion:
     # Runs the whole test suite (the newest 3.x and the newest 4.x); every version runs the
     # per-version checks (the tests marked tested_on, tests/tested_on.py).
     full_suite: bool = False
+    # A broker can run in ZooKeeper mode (broker.id, zookeeper.connect, a ZooKeeper of the
+    # distribution's own jars): up to 3.9; 4.0 removed it (KIP-833), only KRaft is left.
+    zookeeper_mode: bool = False
+    # The per-version checks run in ZooKeeper mode as well (the newest and the oldest 3.x).
+    zookeeper_checks: bool = False
 
     @property
     def newest_transaction_version(self) -> int | None:
@@ -58,7 +63,7 @@ class KafkaVersion:
 
 
 # What whole lines of versions share (keyword arguments of KafkaVersion).
-_3X: dict[str, Any] = {"log4j": 1}
+_3X: dict[str, Any] = {"log4j": 1, "zookeeper_mode": True}
 _4X: dict[str, Any] = {"log4j": 2, "transaction_versions": (0, 1, 2), "share_group_state_topic": True}
 _4_1: dict[str, Any] = {**_4X, "log_state_names": "enum", "transaction_log_dump": "json"}
 
@@ -82,16 +87,23 @@ VERSIONS: tuple[KafkaVersion, ...] = (
     KafkaVersion("4.2.2", "4.2.1", **_4_1),
     KafkaVersion("4.1.2", "4.1.2", **_4_1),
     KafkaVersion("4.0.2", "4.0.2", **_4X),
-    KafkaVersion("3.9.2", "3.9.2", full_suite=True, **_3X),
+    KafkaVersion("3.9.2", "3.9.2", full_suite=True, zookeeper_checks=True, **_3X),
     KafkaVersion("3.8.1", "3.8.1", **_3X),
     KafkaVersion("3.7.2", "3.7.2", **_3X),
     # ReassignPartitionsCommand moved from core to the tools module in 3.7.
-    KafkaVersion("3.6.2", "3.6.2", reassign_partitions_class="kafka.admin.ReassignPartitionsCommand", **_3X),
+    KafkaVersion(
+        "3.6.2",
+        "3.6.2",
+        reassign_partitions_class="kafka.admin.ReassignPartitionsCommand",
+        zookeeper_checks=True,
+        **_3X,
+    ),
 )
 
 BY_VERSION: dict[str, KafkaVersion] = {v.version: v for v in VERSIONS}
 KAFKA_VERSIONS: tuple[str, ...] = tuple(BY_VERSION)
 FULL_SUITE_VERSIONS: tuple[str, ...] = tuple(v.version for v in VERSIONS if v.full_suite)
+ZOOKEEPER_CHECK_VERSIONS: tuple[str, ...] = tuple(v.version for v in VERSIONS if v.zookeeper_checks)
 DEFAULT_KAFKA_VERSION = VERSIONS[0].version
 
 
