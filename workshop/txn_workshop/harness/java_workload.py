@@ -41,12 +41,15 @@ class JavaWorkloadError(RuntimeError):
     pass
 
 
-def compiled_classes(version: str) -> Path:
+def compiled_classes(version: str, source_name: str = SOURCE, libs: Path | None = None) -> Path:
     """The directory of the compiled client for ``version``'s kafka-clients; compiled once (atomically,
-    as exporter.pipeline.maven caches jars), then served from the cache."""
-    source = resources.files(__package__) / "java" / SOURCE
+    as exporter.pipeline.maven caches jars), then served from the cache. ``source_name``: another
+    source of java/ (txn_workshop.harness.app_workloads), compiled against ``libs`` (default: the
+    version's Kafka jars)."""
+    source = resources.files(__package__) / "java" / source_name
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    home = cache_root() / "java-workload" / f"{version}-{digest}"
+    name = f"{version}-{digest}" if source_name == SOURCE else f"{version}-{Path(source_name).stem}-{digest}"
+    home = cache_root() / "java-workload" / name
     if maven.cached(home):
         return home / "classes"
     javac = shutil.which("javac")
@@ -55,7 +58,7 @@ def compiled_classes(version: str) -> Path:
             "`javac` is not on PATH: the Java transactional workload needs a JDK 17+ "
             "(apt-get install openjdk-17-jdk-headless)"
         )
-    libs = kafka_libs(version)
+    libs = kafka_libs(version) if libs is None else libs
     home.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{home.name}-", dir=home.parent))
     try:
