@@ -76,7 +76,10 @@ class Exporter:
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
         ]
         host, port = config.listen_address(settings)
-        self.cluster_state = ClusterStateSource(settings.bootstrap_servers, settings.kafka)
+        # Its requests go to the exporter's own broker first (exporter.sources.kafka_admin).
+        self.cluster_state = ClusterStateSource(
+            settings.bootstrap_servers, settings.kafka, own_broker=lambda: self.tail.broker_id
+        )
         peers = None
         if settings.peers:
             peers = peer_exporters.Peers(

@@ -21,9 +21,13 @@ blocking calls on this source's own daemon threads. Not confluent-kafka's AdminC
 configs, tried first: librdkafka sends DescribeTopics and DescribeConfigs to the "controller" of the
 metadata, which a KRaft cluster reports as a random broker, so with one broker hung (SIGSTOPped) they
 timed out until the controller fenced it (9 s), then went on failing whenever that broker was named
-(measured on 4.4.0). kafka-python sends Metadata and DescribeConfigs to its least loaded broker, and
-DescribeProducers to the partition's leader (from the cached metadata): a leader that does not answer
-within the request timeout is itself a finding ("did not answer").
+(measured on 4.4.0). Here Metadata, DescribeConfigs and DescribeCluster go to the exporter's own broker
+first, then to the others, each attempt bounded by the request timeout, a broker that did not answer
+asked last for a while (exporter.sources.kafka_admin: kafka-python's own choice, its "least loaded"
+broker, was the hung one often enough that a stuck row's coordinator and min.insync.replicas stayed
+unknown); DescribeProducers goes to the partition's leader (from the cached metadata): a leader that
+does not answer within the request timeout is itself a finding ("did not answer"). Each fact is its
+own request: what one cannot say is unknown alone.
 
 Kafka 3.6 to 4.4: Metadata (v12 and lower), DescribeConfigs, DescribeCluster and DescribeProducers
 all exist there; `min.insync.replicas` comes from DescribeConfigs of the topic resource, whose
@@ -184,6 +188,7 @@ class ClusterStateSource:
         monotonic: Callable[[], float] = time.monotonic,
         clock: Callable[[], float] = time.time,
         admin: Callable[[], Any] | None = None,
+        own_broker: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.cache_seconds = cache_seconds
         self.wait_seconds = wait_seconds
@@ -194,6 +199,7 @@ class ClusterStateSource:
         self._bootstrap_servers = bootstrap_servers
         self._kafka_settings = dict(kafka_settings or {})
         self._admin_factory = admin or self._kafka_python_admin
+        self._own_broker = own_broker
         self._admin: Any = None
         self._admin_lock = threading.Lock()
         self._creating = threading.Lock()
@@ -214,11 +220,12 @@ class ClusterStateSource:
         from kafka import KafkaAdminClient
 
         from exporter.sources.hanging_scan import admin_config
+        from exporter.sources.kafka_admin import route
 
         config = admin_config(self._bootstrap_servers, self._kafka_settings)
         config["client_id"] = "txn-exporter-cluster-state"
         config["request_timeout_ms"] = int(self.request_timeout_seconds * 1000)
-        return KafkaAdminClient(**config)
+        return route(KafkaAdminClient(**config), self._own_broker, config["request_timeout_ms"])
 
     def _client(self) -> Any:
         """The client, created by the first worker that needs it (it connects, and may block for the

@@ -44,12 +44,16 @@ from exporter.contracts.hanging_rules import (
     late_transactions,
     partitions_with_late_transactions,
 )
+from exporter.sources.kafka_admin import route
 
 log = logging.getLogger("txn_exporter.hanging")
 
 _TRANSACTION_STATE = "__transaction_state"
 # DescribeTransactions of this id tells whether the principal may Describe transactional ids.
 _PROBE_TRANSACTIONAL_ID = "txn-exporter-acl-probe"
+# Each request's bound (kafka-python's default is 30 s), a broker that does not answer then skipped
+# (exporter.sources.kafka_admin).
+REQUEST_TIMEOUT_MS = 10_000
 
 
 class ScanAccessError(Exception):
@@ -128,7 +132,10 @@ class HangingScanner:
             log.warning(
                 "hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped
             )
-        self._admin = KafkaAdminClient(**admin_config(bootstrap_servers, kafka_settings or {}))
+        config = admin_config(bootstrap_servers, kafka_settings or {})
+        config["request_timeout_ms"] = REQUEST_TIMEOUT_MS
+        # Requests that name no broker go to this broker first, then to others that answer.
+        self._admin = route(KafkaAdminClient(**config), lambda: broker_id, REQUEST_TIMEOUT_MS)
         self.broker_id = broker_id
         self.max_timeout_ms = max_timeout_ms
         self.padding_ms = padding_ms
