@@ -47,6 +47,7 @@ import shlex
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,8 +64,10 @@ from bench.sidecar_cost import (
     TOPIC,
     TSM_LOGGER,
     VENV_BIN,
+    Bare,
     Exporter,
     Load,
+    fetch_pattern,
     loadavg,
     measure,
     records_total,
@@ -218,14 +221,68 @@ def set_coordinator_logs(brokers: list[KafkaBroker], level: str | None) -> None:
 # --- the exporters ----------------------------------------------------------------------------
 
 
+class BareReader:
+    """A bare reader beside one broker, of the partitions it leads (the floor of a variant `bare`: the
+    exporter's own fetch pattern at its resolution, in librdkafka, and nothing else; of `kafka-python`:
+    bench/bare_kafka_python.py, with fetch sessions, its fetch held the resolution), as an Exporter
+    is driven here: a process, ready once started, its records read."""
+
+    def __init__(self, kind: str, broker: KafkaBroker, resolution_ms: int) -> None:
+        if kind == "bare":
+            args = argparse.Namespace(kafka_config=[], before=False, latency_resolution_ms=resolution_ms)
+            self._bare: Bare | None = Bare(broker.bootstrap_servers, fetch_pattern(args), broker.node_id)
+            self.proc = self._bare.proc
+        else:
+            self._bare = None
+            script = Path(__file__).with_name("bare_kafka_python.py")
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(script),
+                    "--bootstrap",
+                    broker.bootstrap_servers,
+                    "--broker-id",
+                    str(broker.node_id),
+                    "--wait-ms",
+                    str(resolution_ms),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
+            assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "READY"
+
+    def wait_ready(self, timeout: float) -> None:
+        pass  # ready once it printed READY
+
+    def records(self) -> float:
+        if self._bare is not None:
+            return float(self._bare.snapshot()["records"])
+        assert self.proc.stdout is not None
+        self.proc.send_signal(signal.SIGUSR1)
+        return float(json.loads(self.proc.stdout.readline())["records"])
+
+    def stop(self) -> None:
+        from txn_workshop.harness.processes import terminate
+
+        terminate(self.proc, 20)
+
+
+def records_read(reader: Exporter | BareReader) -> float:
+    return reader.records() if isinstance(reader, BareReader) else records_total(reader.metrics())
+
+
 def start_exporters(
     variant: dict, brokers: list[KafkaBroker], broker_log: bool, logs: Path, timeout: float
-) -> list[Exporter]:
-    """One exporter beside each broker, started at once, each waited ready."""
+) -> list[Exporter | BareReader]:
+    """One exporter (or bare reader) beside each broker, started at once, each waited ready."""
     from txn_workshop.harness.processes import free_port
 
-    exporters: list[Exporter] = []
+    exporters: list[Exporter | BareReader] = []
     try:
+        if variant.get("reader"):
+            exporters += [BareReader(variant["reader"], broker, variant["resolution_ms"]) for broker in brokers]
+            return exporters
         for broker in brokers:
             flags = ["--broker-id", str(broker.node_id), *variant["args"]]
             if broker_log:
@@ -240,7 +297,7 @@ def start_exporters(
     return exporters
 
 
-def stop_exporters(exporters: list[Exporter]) -> None:
+def stop_exporters(exporters: list[Exporter | BareReader]) -> None:
     for exporter in exporters:  # all asked at once, then each waited for
         if exporter.proc.poll() is None:
             exporter.proc.terminate()
@@ -251,16 +308,18 @@ def stop_exporters(exporters: list[Exporter]) -> None:
 # --- windows ----------------------------------------------------------------------------------
 
 
-def window(kind: str, brokers: list[KafkaBroker], exporters: list[Exporter], load: Load, seconds: float) -> dict:
+def window(
+    kind: str, brokers: list[KafkaBroker], exporters: list[Exporter | BareReader], load: Load, seconds: float
+) -> dict:
     """One measured window: per broker its CPU, its exporter's (if any), the records its exporter read
     and the requests it served, a second."""
     pids: dict[str, int | list[int]] = {f"broker-{b.node_id}": b._proc.pid for b in brokers if b._proc}
     pids.update({f"exporter-{b.node_id}": e.proc.pid for b, e in zip(brokers, exporters)})  # none without
     pids["load"] = load.pids
     r0 = requests_served(brokers)
-    m0 = [records_total(e.metrics()) for e in exporters]
+    m0 = [records_read(e) for e in exporters]
     w = measure(pids, seconds, load)
-    m1 = [records_total(e.metrics()) for e in exporters]
+    m1 = [records_read(e) for e in exporters]
     r1 = requests_served(brokers)
     per_broker = {}
     for i, broker in enumerate(brokers):
@@ -522,6 +581,17 @@ def main() -> None:
         metavar="ARG",
         help="the second variant's arguments instead of --exporter-arg's (its executable: --also-exporter or ours)",
     )
+    parser.add_argument(
+        "--floor",
+        action="append",
+        default=[],
+        choices=("bare", "kafka-python"),
+        help="a variant of bare readers instead of exporters (repeatable): `bare`, librdkafka with the exporter's "
+        "fetch pattern and nothing else; `kafka-python`, that client with fetch sessions, its fetch held the resolution",
+    )
+    parser.add_argument(
+        "--resolution-ms", type=int, default=None, help="the floors' resolution (default: the exporter's default)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the brokers' and exporters' logs")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
@@ -534,6 +604,14 @@ def main() -> None:
                 "args": args.also_exporter_arg or args.exporter_arg,
             }
         )
+    if args.floor:
+        from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
+
+        resolution = args.resolution_ms or DEFAULT_LATENCY_RESOLUTION_MS
+        variants += [
+            {"name": floor, "executable": args.exporter, "args": [], "reader": floor, "resolution_ms": resolution}
+            for floor in args.floor
+        ]
     # A SIGTERM runs the finally blocks too: no broker, exporter or load process is left behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print("command:", shlex.join([sys.executable, *sys.argv]), flush=True)

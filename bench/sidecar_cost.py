@@ -245,7 +245,9 @@ def bare_main(args: argparse.Namespace) -> None:
     idle = consumer("idle", json.loads(args.settings))
     busy = consumer("busy", json.loads(args.busy)) if args.busy else None
     active = idle
-    partitions = sorted(idle.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
+    metadata = idle.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+    # (--broker-id: the partitions one broker leads, as the exporter beside it follows them)
+    partitions = sorted(p for p, m in metadata.items() if args.broker_id is None or m.leader == args.broker_id)
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
     interval = args.interval or topic_tail.DEFAULT_LATENCY_RESOLUTION_MS
@@ -318,7 +320,7 @@ def bare_main(args: argparse.Namespace) -> None:
 
 
 class Bare:
-    def __init__(self, bootstrap: str, pattern: dict) -> None:
+    def __init__(self, bootstrap: str, pattern: dict, broker_id: int | None = None) -> None:
         busy = (
             ["--busy", json.dumps(pattern["busy"]), "--interval", str(pattern["interval_ms"])]
             if pattern["busy"]
@@ -334,6 +336,7 @@ class Bare:
                 "--settings",
                 json.dumps(pattern["idle"]),
                 *busy,
+                *(["--broker-id", str(broker_id)] if broker_id is not None else []),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -748,6 +751,7 @@ def main() -> None:
     p.add_argument("--settings", required=True)
     p.add_argument("--busy")
     p.add_argument("--interval", type=float)
+    p.add_argument("--broker-id", type=int)
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version of the broker")
     parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")], default=[200, 1000, 2000])
     parser.add_argument("--modes", type=lambda s: s.split(","), default=["plain", "broker-log"])
