@@ -82,7 +82,7 @@ class BrokerPool:
     @contextmanager
     def joined_pair(self, root: Path, version: str, **first: Any) -> Iterator[tuple[KafkaBroker, KafkaBroker]]:
         """Two brokers of one cluster, the second joining the first (so markers can be held back and
-        partitions moved); both get the first's `broker_properties` and `jmx`. Stopped on exit."""
+        partitions moved); both get the first's `broker_properties`, `jmx` and `mode`. Stopped on exit."""
         first_broker = KafkaBroker(version, workdir=root / "1", **first)
         second_broker = KafkaBroker(
             version,
@@ -91,6 +91,7 @@ class BrokerPool:
             node_id=2,
             broker_properties=first.get("broker_properties"),
             jmx=first.get("jmx", False),
+            mode=first.get("mode", "kraft"),
         )
         pair = (first_broker, second_broker)
         try:

@@ -1,5 +1,6 @@
-"""The README's Tested-on table (tests/tested_on.py): it claims every check on every pinned version,
-and a run whose per-version tests do not all pass can never end green beside it."""
+"""The README's Tested-on table (tests/tested_on.py): it claims every check on every pinned version
+(in KRaft mode, and but the append-latency one in ZooKeeper mode on the newest and oldest 3.x), and a
+run whose per-version tests do not all pass can never end green beside it."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import textwrap
 import pytest
 
 from tests import tested_on
-from txn_workshop.harness.versions import KAFKA_VERSIONS
+from txn_workshop.harness.versions import KAFKA_VERSIONS, ZOOKEEPER_CHECK_VERSIONS
 
 pytest_plugins = ["pytester"]
 
-ALL_PASSED = {(version, check): True for version in KAFKA_VERSIONS for check in tested_on.CHECKS}
+KRAFT, ZOOKEEPER = tested_on.KRAFT, tested_on.ZOOKEEPER
+ALL_PASSED = dict.fromkeys(tested_on.all_cells(), True)
 
 
 def test_the_readme_table_is_every_check_passed_on_every_version():
@@ -23,10 +25,27 @@ def test_the_readme_table_is_every_check_passed_on_every_version():
 
 def test_a_failed_cell_shows_as_failed():
     version, check = KAFKA_VERSIONS[-1], next(iter(tested_on.CHECKS))
-    rendered = tested_on.table({**ALL_PASSED, (version, check): False})
+    rendered = tested_on.table({**ALL_PASSED, (version, KRAFT, check): False})
     row = next(line for line in rendered.splitlines() if line.startswith(f"| {version} |"))
     assert row.split(" | ")[1] == tested_on.FAILED
     assert rendered != tested_on.table(ALL_PASSED)
+
+
+def test_the_zookeeper_rows_are_the_newest_and_oldest_3x_without_append_latency():
+    threes = [v for v in KAFKA_VERSIONS if v.startswith("3.")]
+    assert (threes[0], threes[-1]) == ZOOKEEPER_CHECK_VERSIONS
+    assert tuple(c for c in tested_on.CHECKS if c != "append latency") == tested_on.ZOOKEEPER_CHECKS
+    rows = tested_on.rows()
+    for version in ZOOKEEPER_CHECK_VERSIONS:  # right below its KRaft row
+        assert rows[rows.index((version, KRAFT)) + 1] == (version, ZOOKEEPER)
+    assert len(rows) == len(KAFKA_VERSIONS) + len(ZOOKEEPER_CHECK_VERSIONS)
+    rendered = tested_on.table(ALL_PASSED).splitlines()
+    row = next(line for line in rendered if line.startswith(f"| {threes[0]} (ZooKeeper) |"))
+    assert row.split(" | ")[1:] == [tested_on.PASSED] * 5 + [tested_on.NOT_RUN, " |"]
+    failed = tested_on.table({**ALL_PASSED, (threes[-1], ZOOKEEPER, "counts"): False}).splitlines()
+    row = next(line for line in failed if line.startswith(f"| {threes[-1]} (ZooKeeper) |"))
+    assert row.split(" | ")[2] == tested_on.FAILED
+    assert next(line for line in failed if line.startswith(f"| {threes[-1]} |")) in rendered
 
 
 def _project(pytester: pytest.Pytester, body: str) -> None:
@@ -53,12 +72,13 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
     (pytester.path / "checks" / "test_checks.py").write_text(
         textwrap.dedent("""
         import pytest
-        from txn_workshop.harness.versions import KAFKA_VERSIONS
-        from tests.tested_on import CHECKS
+        from tests.tested_on import CHECKS, runs
 
-        @pytest.mark.parametrize("version", KAFKA_VERSIONS)
-        @pytest.mark.parametrize("check", [pytest.param(c, marks=pytest.mark.tested_on(c)) for c in CHECKS])
-        def test_check(version, check):
+        @pytest.mark.parametrize(
+            "check, version, mode",
+            [pytest.param(c, *run.values, marks=pytest.mark.tested_on(c), id=f"{c}-{run.id}") for c in CHECKS for run in runs(c)],
+        )
+        def test_check(check, version, mode):
             pass
     """)
         + body
@@ -75,7 +95,9 @@ def restore_tested_on():
 @pytest.mark.parametrize("outcome, code", [("pass", 0), ("fail", 1), ("skip", 1), ("xfail", 1)])
 def test_a_run_ends_green_only_when_every_cell_passed(pytester, restore_tested_on, outcome, code):
     action = "pass" if outcome == "pass" else f"pytest.{outcome}('this check')"
-    _project(pytester, f"    if (version, check) == ({KAFKA_VERSIONS[0]!r}, 'counts'):\n        {action}\n")
+    _project(
+        pytester, f"    if (version, mode, check) == ({KAFKA_VERSIONS[0]!r}, 'kraft', 'counts'):\n        {action}\n"
+    )
     result = pytester.runpytest_inprocess()
     assert result.ret == code, result.stdout.str()
     last = (pytester.path / "last.md").read_text()
@@ -94,9 +116,13 @@ def test_a_run_of_some_tests_only_leaves_the_table_alone(pytester, restore_teste
 def test_two_workers_judge_the_table_as_one_run(pytester, restore_tested_on):
     """`make test` runs two pytest-xdist workers: the controller collects nothing, so the cells come
     with the workers' reports, and a failed cell still fails the run."""
-    _project(pytester, f"    if (version, check) == ({KAFKA_VERSIONS[0]!r}, 'counts'):\n        pytest.fail('x')\n")
+    _project(
+        pytester,
+        f"    if (version, mode, check) == ({ZOOKEEPER_CHECK_VERSIONS[0]!r}, 'zookeeper', 'counts'):\n"
+        "        pytest.fail('x')\n",
+    )
     result = pytester.runpytest_inprocess("-n", "2", "-p", "xdist")
     assert result.ret == 1, result.stdout.str()
     result.stdout.fnmatch_lines(["*README.md's Tested-on table is not what this run verified*"])
     last = (pytester.path / "last.md").read_text()
-    assert last == tested_on.table({**ALL_PASSED, (KAFKA_VERSIONS[0], "counts"): False})
+    assert last == tested_on.table({**ALL_PASSED, (ZOOKEEPER_CHECK_VERSIONS[0], ZOOKEEPER, "counts"): False})

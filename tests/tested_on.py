@@ -2,8 +2,12 @@
 checks a run of the tests passed on a real broker of it. Produced by the run, never typed.
 
 - A per-version test declares its checks, `@pytest.mark.tested_on("<check>")` (one mark per check)
-  with keys of CHECKS, and gets its Kafka version as the parameter `version` (a fixture or a parametrize argument).
-- tests/conftest.py records each such test's outcome. A (version, check) cell is ✓ when every test
+  with keys of CHECKS, and gets its Kafka version as the parameter `version` (a fixture or a parametrize
+  argument) and, where it runs in both, the cluster's mode as the parameter `mode` (KRAFT without it):
+  `runs(check)` is what to parametrize them with.
+- The rows: every pinned version in KRaft mode, and the version table's `zookeeper_checks` versions (the
+  newest and oldest 3.x; 4.0 removed ZooKeeper mode) in ZooKeeper mode, for ZOOKEEPER_CHECKS.
+- tests/conftest.py records each such test's outcome. A (version, mode, check) cell is ✓ when every test
   of it passed, ✗ when one failed, was skipped or xfailed: a red or skipped check never shows ✓.
 - At the end of a run that collected every cell, the run writes its table to
   .pytest_cache/tested-on.md and fails when README.md's differs. `python -m tests.tested_on`
@@ -18,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from txn_workshop.harness.versions import KAFKA_VERSIONS, VERSIONS
+from txn_workshop.harness.versions import VERSIONS, kafka_version
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
@@ -44,10 +48,43 @@ CHECKS: dict[str, str] = {
     "same run, where the machine alone makes more), and below it no more often than that client's "
     "(tests/integration/test_broker_truth.py)",
 }
-PASSED, FAILED = "✓", "✗"
+PASSED, FAILED, NOT_RUN = "✓", "✗", "-"
 _CELLS = "tested_on_cells"  # the user property a report carries its cells in (to xdist's controller)
 
-Outcomes = dict[tuple[str, str], bool]  # (version, check) -> every test of it passed
+KRAFT, ZOOKEEPER = "kraft", "zookeeper"
+# The checks that run in ZooKeeper mode too. Not P4 (append latency): it runs alone for minutes per
+# version and measures the fetch path, which is the same in both modes.
+ZOOKEEPER_CHECKS: tuple[str, ...] = tuple(check for check in CHECKS if check != "append latency")
+MODE_NAMES = {KRAFT: "KRaft", ZOOKEEPER: "ZooKeeper"}
+
+Cell = tuple[str, str, str]  # (version, mode, check)
+Outcomes = dict[Cell, bool]  # cell -> every test of it passed
+
+
+def rows() -> list[tuple[str, str]]:
+    """The table's (version, mode) rows, in its order: each version in KRaft mode, then in ZooKeeper
+    mode where the version table's row says `zookeeper_checks`."""
+    return [
+        (row.version, mode) for row in VERSIONS for mode in (KRAFT, ZOOKEEPER) if mode == KRAFT or row.zookeeper_checks
+    ]
+
+
+def runs_check(version: str, mode: str, check: str) -> bool:
+    return mode == KRAFT or check in ZOOKEEPER_CHECKS
+
+
+def all_cells() -> set[Cell]:
+    """Every cell the table claims: what a run must cover to say anything about it."""
+    return {(version, mode, check) for version, mode in rows() for check in CHECKS if runs_check(version, mode, check)}
+
+
+def runs(*checks: str) -> list[object]:
+    """The `("version", "mode")` parameters of a test of ``checks``: every row that runs them all."""
+    return [
+        pytest.param(version, mode, id=version if mode == KRAFT else f"{version}-{mode}")
+        for version, mode in rows()
+        if all(runs_check(version, mode, check) for check in checks)
+    ]
 
 
 def table(outcomes: Outcomes) -> str:
@@ -56,11 +93,25 @@ def table(outcomes: Outcomes) -> str:
         "| Kafka | " + " | ".join(CHECKS) + " | whole suite |",
         "|---" * (len(CHECKS) + 2) + "|",
     ]
-    for row in VERSIONS:
-        cells = [PASSED if outcomes.get((row.version, check)) else FAILED for check in CHECKS]
-        lines.append(f"| {row.version} | " + " | ".join(cells) + f" | {'yes' if row.full_suite else ''} |")
+    for version, mode in rows():
+        cells = [
+            (PASSED if outcomes.get((version, mode, check)) else FAILED)
+            if runs_check(version, mode, check)
+            else NOT_RUN
+            for check in CHECKS
+        ]
+        label = version if mode == KRAFT else f"{version} ({MODE_NAMES[mode]})"
+        whole = "yes" if mode == KRAFT and kafka_version(version).full_suite else ""
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {whole} |")
     legend = "\n".join(f"- **{check}**: {what}" for check, what in CHECKS.items())
-    return "\n".join(lines) + "\n\n" + legend + "\n"
+    modes = (
+        "A row is a KRaft cluster (`process.roles`, the harness's default); a row marked (ZooKeeper) ran "
+        "on a ZooKeeper-mode cluster of that version (`broker.id`, `zookeeper.connect`, a ZooKeeper from "
+        "the distribution's own jars): the newest and the oldest 3.x, as 4.0 removed ZooKeeper mode. "
+        f"{NOT_RUN}: not run in that mode (append latency runs in KRaft mode only). The whole suite runs "
+        "in KRaft mode."
+    )
+    return "\n".join(lines) + "\n\n" + legend + "\n\n" + modes + "\n"
 
 
 def readme_table(text: str) -> str | None:
@@ -100,11 +151,14 @@ class Recorder:
                 continue
             callspec = getattr(item, "callspec", None)
             version = callspec.params.get("version") if callspec else None
-            if any(check not in CHECKS for check in checks) or version not in KAFKA_VERSIONS:
+            mode = callspec.params.get("mode", KRAFT) if callspec else KRAFT
+            found = [(version, mode, check) for check in checks]
+            if not set(found) <= all_cells():
                 raise pytest.UsageError(
-                    f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter"
+                    f"{item.nodeid}: tested_on needs a check of tests/tested_on.CHECKS and a `version` parameter "
+                    f"(and `mode`, of a row that runs the check: tests/tested_on.runs); found {found}"
                 )
-            self.cells[item.nodeid] = [(version, check) for check in checks]
+            self.cells[item.nodeid] = found
             item.user_properties.append((_CELLS, self.cells[item.nodeid]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -112,7 +166,7 @@ class Recorder:
             carried = [value for name, value in report.user_properties if name == _CELLS]
             if not carried:
                 return
-            self.cells[report.nodeid] = [(version, check) for version, check in carried[0]]
+            self.cells[report.nodeid] = [(version, mode, check) for version, mode, check in carried[0]]
         if report.failed or report.skipped or hasattr(report, "wasxfail"):
             self.failed.add(report.nodeid)
         elif report.when == "call":
@@ -121,7 +175,7 @@ class Recorder:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.worker:
             return  # the controller judges, from every worker's reports
-        every = {(version, check) for version in KAFKA_VERSIONS for check in CHECKS}
+        every = all_cells()
         covered = {cell for cells in self.cells.values() for cell in cells}
         # The README's command (`pytest`, no arguments: testpaths) with nothing deselected: every
         # cell must be there, so a check or version that lost its tests shows as failed too. (With

@@ -10,7 +10,9 @@ pinned version: `txn-exporter run --broker-log` against what the brokers themsel
   back: pending 1, the oldest ageing.
 
 This is the per-version scenario: each test declares its check of the README's "Tested on" table
-(tests/tested_on.py).
+(tests/tested_on.py), and runs on the rows of that check (`version`, `mode`): every pinned version on
+a KRaft cluster, and the newest and oldest 3.x on a ZooKeeper-mode one too (all but P4). In ZooKeeper
+mode broker 1, started first, is also the cluster's controller.
 
 Topology (why the data broker is the coordinator): a retriable marker error needs a data partition
 whose in-sync replicas are fewer than its min.insync.replicas, and brokers cap that at the
@@ -32,6 +34,7 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
+from tests import tested_on
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import STATE_MANAGER_LOGGER, _replicate_transaction_state
@@ -40,7 +43,6 @@ from txn_workshop import append_latency
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.jars import KAFKA_VERSIONS
 from txn_workshop.harness.workload import (
     hold_markers,
     run_mix,
@@ -59,17 +61,19 @@ DURATION = "kafka_transaction_duration_seconds_count"
 TARGET_STATES = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT")
 
 
-@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def version(request) -> str:
-    return request.param
+def _rows(*checks: str):
+    """The (version, mode) rows of ``checks``, module-scoped: one cluster per row for every test of it."""
+    return pytest.mark.parametrize(("version", "mode"), tested_on.runs(*checks), scope="module")
 
 
 @pytest.fixture(scope="module")
-def cluster(version, kafka_broker_factory, tmp_path_factory):
+def cluster(version, mode, kafka_broker_factory, tmp_path_factory):
     """Broker 1 (controller, coordinator, data leader, JMX on) and broker 2, the follower of
     `held` and of every `__transaction_state` partition but P4_PARTITION (one replica: see P4)."""
-    root = tmp_path_factory.mktemp(f"truth-{version}")
-    with kafka_broker_factory.joined_pair(root, version, transaction_state_partitions=PARTITIONS, jmx=True) as pair:
+    root = tmp_path_factory.mktemp(f"truth-{version}-{mode}")
+    with kafka_broker_factory.joined_pair(
+        root, version, transaction_state_partitions=PARTITIONS, jmx=True, mode=mode
+    ) as pair:
         first = pair[0]
         create_topic(first.bootstrap_servers, "held", partitions=1, replication_factor=2)
         create_topic(first.bootstrap_servers, "plain", partitions=2, replication_factor=2)
@@ -102,6 +106,7 @@ def _wait_equal(process: ExporterProcess, read, expected, what: str) -> None:
     assert read() == expected, what
 
 
+@_rows("held markers", "marker retries")
 @pytest.mark.tested_on("held markers")
 @pytest.mark.tested_on("marker retries")
 def test_marker_retries_equal_the_write_txn_markers_errors_the_data_broker_returned(cluster, following_the_log):
@@ -152,6 +157,7 @@ def _commit_while_appends_fail(cluster, prepare_commit_errors, tid: str, failure
     assert outcome == [None], outcome
 
 
+@_rows("append errors")
 @pytest.mark.tested_on("append errors")
 def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluster, following_the_log):
     """At INFO the exporter counts the error the coordinator returned, at DEBUG the raw append
@@ -186,6 +192,7 @@ def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluste
     assert {dict(k)["target_state"] for (n, k) in process.samples() if n == APPEND_ERRORS} == {"PREPARE_COMMIT"}
 
 
+@_rows("counts")
 @pytest.mark.tested_on("counts")
 def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, following_the_log):
     first, _ = cluster
@@ -240,6 +247,7 @@ P4_COMMITS = 100  # about 450 transitions on P4_PARTITION (three each): a p99 of
 
 
 @pytest.mark.alone  # milliseconds measured: the other worker's tests wait (tests/machine.py)
+@_rows("append latency")
 @pytest.mark.tested_on("append latency")
 def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_client(
     cluster, exporter, request, version, tmp_path

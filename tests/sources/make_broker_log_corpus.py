@@ -1,6 +1,7 @@
 """Writes tests/sources/broker_log_corpus/<VERSION>.log: real coordinator log lines of a real broker.
 
     .venv/bin/python -m tests.sources.make_broker_log_corpus VERSION [VERSION ...]
+    .venv/bin/python -m tests.sources.make_broker_log_corpus --zookeeper VERSION  # <VERSION>-zookeeper.log
 
 On a two-broker cluster of the harness (broker 1 the coordinator, __transaction_state replicated on
 both), the faults of tests/integration/test_broker_log_faults.py, each waited for in broker 1's log:
@@ -15,6 +16,9 @@ both), the faults of tests/integration/test_broker_log_faults.py, each waited fo
    (3.6 to 4.4 retry that error; their permanent ones, INVALID_PRODUCER_EPOCH,
    TRANSACTION_COORDINATOR_FENCED and UNSUPPORTED_*, need a fenced coordinator or an old data broker);
 5. resignation: a partition moved off broker 1, then broker 1 stopped while broker 2 runs.
+
+With ``--zookeeper`` the cluster runs in ZooKeeper mode (KafkaBroker(mode="zookeeper"), 3.x only;
+broker 1, started first, is its controller) and the capture is `<VERSION>-zookeeper.log`.
 
 The excerpt keeps the log's first lines (startup, read by nothing) and every coordinator line with
 its continuation lines, but at most `REPEATS` entries of one kind (the text with digits masked):
@@ -38,6 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from typing import Literal
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -132,10 +137,15 @@ def _commit_held(first: KafkaBroker, second: KafkaBroker, topic: str, tid: str) 
         second.start()
 
 
-def run_scenario(version: str, root: Path) -> Path:
-    """Runs the faults on a fresh cluster of ``version``; returns broker 1's server.log."""
-    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=PARTITIONS)
-    second = KafkaBroker(version, workdir=root / "2", join=first, node_id=2)
+def corpus_name(version: str, mode: str = "kraft") -> str:
+    """The corpus files' stem: the version, `-zookeeper` after it for a ZooKeeper-mode capture."""
+    return version if mode == "kraft" else f"{version}-{mode}"
+
+
+def run_scenario(version: str, root: Path, mode: Literal["kraft", "zookeeper"] = "kraft") -> Path:
+    """Runs the faults on a fresh cluster of ``version`` in ``mode``; returns broker 1's server.log."""
+    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=PARTITIONS, mode=mode)
+    second = KafkaBroker(version, workdir=root / "2", join=first, node_id=2, mode=mode)
     try:
         first.start()
         second.start()
@@ -220,16 +230,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("versions", nargs="+", metavar="VERSION")
     parser.add_argument("--expected", action="store_true", help="also write <VERSION>.expected.json (check it!)")
+    parser.add_argument("--zookeeper", action="store_true", help="a ZooKeeper-mode cluster: <VERSION>-zookeeper.*")
     args = parser.parse_args(argv)
+    mode: Literal["kraft", "zookeeper"] = "zookeeper" if args.zookeeper else "kraft"
     for version in args.versions:
-        with tempfile.TemporaryDirectory(prefix=f"corpus-{version}-") as root:
-            log = run_scenario(version, Path(root))
+        name = corpus_name(version, mode)
+        with tempfile.TemporaryDirectory(prefix=f"corpus-{name}-") as root:
+            log = run_scenario(version, Path(root), mode)
             lines = log.read_text(errors="replace").splitlines()
-        target, kept = CORPUS / f"{version}.log", excerpt(lines)
+        target, kept = CORPUS / f"{name}.log", excerpt(lines)
         target.write_text("".join(line + "\n" for line in kept))
         print(f"{target}: {len(kept)} of {len(lines)} lines", flush=True)
         if args.expected:
-            (CORPUS / f"{version}.expected.json").write_text(json.dumps(expected(target), indent=1) + "\n")
+            (CORPUS / f"{name}.expected.json").write_text(json.dumps(expected(target), indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ deleted topic, partitions moving away), parsed line by line: each line's events 
 The captures are excerpts of server.log written by `python -m tests.sources.make_broker_log_corpus
 VERSION` (its docstring says how); expected.json was checked by hand, and is held here to plain
 counts of the lines each kind of event comes from, and to the version table's log formats.
+
+The ZooKeeper-mode rows (tests/tested_on.py: the newest and oldest 3.x) have captures of their own,
+`<version>-zookeeper.*`, from the same scenario on a ZooKeeper-mode cluster: the coordinator's lines
+are the same code's in both modes, but what leads to them (elections and resignations through
+LeaderAndIsr/StopReplica from a ZooKeeper-elected controller instead of KRaft metadata) is not.
 """
 
 from __future__ import annotations
@@ -18,24 +23,31 @@ import pytest
 
 from exporter.broker_log import BrokerLogParser
 from exporter.sources.broker_log_tail import BrokerLogFollower
-from tests.sources.make_broker_log_corpus import as_json
-from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
+from tests import tested_on
+from tests.sources.make_broker_log_corpus import as_json, corpus_name
+from txn_workshop.harness.versions import kafka_version
 
 CORPUS = Path(__file__).parent / "broker_log_corpus"
-VERSIONS = KAFKA_VERSIONS
-pytestmark = pytest.mark.tested_on("broker-log corpus")
+CHECK = "broker-log corpus"
+pytestmark = [
+    pytest.mark.tested_on(CHECK),
+    pytest.mark.parametrize(("version", "mode"), tested_on.runs(CHECK)),
+]
 
 
-def _expected(version: str) -> dict:
-    return json.loads((CORPUS / f"{version}.expected.json").read_text())
+def _corpus(version: str, mode: str, suffix: str) -> Path:
+    return CORPUS / f"{corpus_name(version, mode)}{suffix}"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_each_line_parses_as_expected(version):
-    lines = (CORPUS / f"{version}.log").read_bytes().split(b"\n")[:-1]
+def _expected(version: str, mode: str) -> dict:
+    return json.loads(_corpus(version, mode, ".expected.json").read_text())
+
+
+def test_each_line_parses_as_expected(version, mode):
+    lines = _corpus(version, mode, ".log").read_bytes().split(b"\n")[:-1]
     parser = BrokerLogParser()
     got = [as_json(event, number) for number, line in enumerate(lines, 1) for event in parser.feed([line])]
-    expected = _expected(version)
+    expected = _expected(version, mode)
     assert got == expected["events"]
     assert (parser.lines, parser.malformed, parser.unrecognized) == (
         expected["lines"],
@@ -44,22 +56,20 @@ def test_each_line_parses_as_expected(version):
     )
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_the_follower_reads_the_same_events_in_one_go(version):
-    follower = BrokerLogFollower(CORPUS / f"{version}.log", from_start=True)
+def test_the_follower_reads_the_same_events_in_one_go(version, mode):
+    follower = BrokerLogFollower(_corpus(version, mode, ".log"), from_start=True)
     events = follower.poll()
     follower.close()
     stats = events.pop()
-    expected = _expected(version)
+    expected = _expected(version, mode)
     assert [{k: v for k, v in as_json(e, 0).items() if k != "line"} for e in events] == [
         {k: v for k, v in e.items() if k != "line"} for e in expected["events"]
     ]
     assert stats.lines == expected["lines"]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_the_corpus_covers_every_kind_of_line(version):
-    kinds = {(e["event"], e.get("error"), e.get("elected")) for e in _expected(version)["events"]}
+def test_the_corpus_covers_every_kind_of_line(version, mode):
+    kinds = {(e["event"], e.get("error"), e.get("elected")) for e in _expected(version, mode)["events"]}
     assert kinds >= {
         ("MarkerWriteRetried", "NOT_ENOUGH_REPLICAS", None),
         ("TransactionLogAppendFailed", "COORDINATOR_NOT_AVAILABLE", None),  # INFO only
@@ -70,16 +80,15 @@ def test_the_corpus_covers_every_kind_of_line(version):
     }
 
 
-def _lines(version: str) -> list[str]:
-    return (CORPUS / f"{version}.log").read_text().splitlines()
+def _lines(version: str, mode: str) -> list[str]:
+    return _corpus(version, mode, ".log").read_text().splitlines()
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_events_agree_with_plain_counts_of_their_lines(version):
+def test_events_agree_with_plain_counts_of_their_lines(version, mode):
     """The expected events, counted per kind, against the lines that carry them found by plain
     substrings: a line the parser missed or read twice changes a count."""
-    lines = _lines(version)
-    events = _expected(version)["events"]
+    lines = _lines(version, mode)
+    events = _expected(version, mode)["events"]
 
     def lines_with(*texts: str) -> int:
         return sum(all(t in line for t in texts) for line in lines if line.startswith("["))
@@ -107,11 +116,10 @@ def test_events_agree_with_plain_counts_of_their_lines(version):
     assert debug > 0 and events_of("TransactionLogAppendFailed", error="NOT_ENOUGH_REPLICAS") == debug
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_the_log_formats_are_those_of_the_version_table(version):
+def test_the_log_formats_are_those_of_the_version_table(version, mode):
     """What workshop/txn_workshop/harness/versions.py says a version's lines look like, as its broker wrote them."""
     row = kafka_version(version)
-    text = "\n".join(_lines(version))
+    text = "\n".join(_lines(version, mode))
     states = set(re.findall(r"txnState=(\w+)", text))
     assert states and all((s.isupper() if row.log_state_names == "enum" else not s.isupper()) for s in states), states
     assert f"PendingCompleteTxn{row.pending_complete_txn_bracket}transactionalId=" in text
