@@ -225,6 +225,9 @@ class ClusterStateSource:
         config = admin_config(self._bootstrap_servers, self._kafka_settings)
         config["client_id"] = "txn-exporter-cluster-state"
         config["request_timeout_ms"] = int(self.request_timeout_seconds * 1000)
+        # A bootstrap server that hangs held kafka-python's whole bootstrap (30 s, one server tried):
+        # bounded, the next lookup makes the client again, from another server picked at random.
+        config["bootstrap_timeout_ms"] = config["request_timeout_ms"]
         return route(KafkaAdminClient(**config), self._own_broker, config["request_timeout_ms"])
 
     def _client(self) -> Any:

@@ -133,7 +133,7 @@ class HangingScanner:
                 "hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped
             )
         config = admin_config(bootstrap_servers, kafka_settings or {})
-        config["request_timeout_ms"] = REQUEST_TIMEOUT_MS
+        config["request_timeout_ms"] = config["bootstrap_timeout_ms"] = REQUEST_TIMEOUT_MS
         # Requests that name no broker go to this broker first, then to others that answer.
         self._admin = route(KafkaAdminClient(**config), lambda: broker_id, REQUEST_TIMEOUT_MS)
         self.broker_id = broker_id
