@@ -268,6 +268,7 @@ class TransactionLogTail:
         self._epochs: dict[int, int] = {}
         self._fenced: dict[int, int] = {}
         self._up: bool | None = None
+        self._outage_log = _OutageLog()  # Kafka's connection failures, logged at a slowing rate
         self._client_down = False
         self._next_refresh = 0.0
         self._next_progress = 0.0
@@ -608,7 +609,7 @@ class TransactionLogTail:
             if e.args[0].code() in _ACCESS_ERRORS:
                 self._denied(e.args[0])
             else:
-                _outage_log(self).warning(f"cannot read metadata of {TOPIC} from {self._bootstrap_servers}: {e}")
+                self._outage_log.warning(f"cannot read metadata of {TOPIC} from {self._bootstrap_servers}: {e}")
             self._set_up(False, events)
             return
         self._set_up(True, events)
@@ -750,7 +751,7 @@ class TransactionLogTail:
             self._up = up
             events.append(SourceStatus(up))
             if up:
-                _outage_log(self).over()
+                self._outage_log.over()
                 log.info("source up: reading %s from %s", TOPIC, self._bootstrap_servers)
 
     def _denied(self, error: KafkaError) -> None:
@@ -775,11 +776,11 @@ class TransactionLogTail:
             self._denied(error)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._client_down = True
-            _outage_log(self).warning(message)
+            self._outage_log.warning(message)
             return
         elif error.code() in _CONNECTION_ERRORS:
             self._next_refresh = 0.0
-            _outage_log(self).warning(message)
+            self._outage_log.warning(message)
             return
         log.warning("%s", message)
 
@@ -813,8 +814,3 @@ class _OutageLog:
 
 _OUTAGE_FIRST_REPORT_SECONDS = 10.0
 _OUTAGE_MAX_REPORT_SECONDS = 600.0
-
-
-def _outage_log(tail: TransactionLogTail) -> _OutageLog:
-    """The tail's _OutageLog, made at its first use."""
-    return tail.__dict__.setdefault("_outage_log", _OutageLog())
