@@ -437,6 +437,37 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
         print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {shown_requests(s['exporters_requests_per_s'])}")
 
 
+def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], mode: str, variant: dict, logs: Path) -> str:
+    """One more pair, each broker's JVM recorded by JFR (bench/broker_jfr.py) for --window seconds
+    with the exporters and without: where the brokers' extra CPU goes, summed over the three."""
+    from collections import Counter
+
+    from bench import broker_jfr
+
+    def recorded(label: str) -> dict[str, Counter[str]]:
+        pids = {b.node_id: b._proc.pid for b in brokers if b._proc}
+        for pid in pids.values():
+            broker_jfr.start(pid, label)
+        time.sleep(args.window)
+        total: dict[str, Counter[str]] = {}
+        for node, pid in pids.items():
+            one = broker_jfr.summary(broker_jfr.stop(pid, label, logs / f"broker-{node}-{label}.jfr"))
+            for what, counts in one.items():
+                total.setdefault(what, Counter()).update(counts)
+        return total
+
+    exporters = start_exporters(variant, brokers, mode == "broker-log", logs, args.ready_timeout)
+    try:
+        time.sleep(args.settle)
+        with_ = recorded("with")
+    finally:
+        stop_exporters(exporters)
+    time.sleep(args.gap)
+    text = broker_jfr.difference(with_, recorded("without"))
+    print("   the brokers' JFR samples, with and without the exporters:\n" + text, flush=True)
+    return text
+
+
 # --- main -------------------------------------------------------------------------------------
 
 
@@ -478,6 +509,8 @@ def run_cell(
         "windows": windows,
     }
     print(f"   {args.pairs} pairs in {cell['wall_seconds']} s", flush=True)
+    if args.profile_broker:
+        cell["broker_profile"] = profile_brokers(args, brokers, mode, variants[0], logs)
     cell["summary"] = {v["name"]: summarize(windows, v["name"]) for v in variants}
     return cell
 
@@ -591,6 +624,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--resolution-ms", type=int, default=None, help="the floors' resolution (default: the exporter's default)"
+    )
+    parser.add_argument(
+        "--profile-broker",
+        action="store_true",
+        help="after each cell's pairs, one more with the brokers recorded by JFR: where their extra CPU goes",
     )
     parser.add_argument("--keep", action="store_true", help="keep the brokers' and exporters' logs")
     parser.add_argument("--json", type=Path, help="write the results here too")
