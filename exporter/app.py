@@ -30,6 +30,7 @@ from exporter.model import CoordinatorModel
 from exporter.sources import peer_exporters
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.cluster_state import ClusterStateSource
+from exporter.sources.consumer_groups import ConsumerGroupsSource
 from exporter.sources.topic_tail import TransactionLogTail
 from exporter.view import endpoint
 
@@ -80,6 +81,10 @@ class Exporter:
         self.cluster_state = ClusterStateSource(
             settings.bootstrap_servers, settings.kafka, own_broker=lambda: self.tail.broker_id
         )
+        # The consumer groups pending on the rows' __consumer_offsets partitions, routed the same way.
+        self.consumer_groups = ConsumerGroupsSource(
+            settings.bootstrap_servers, settings.kafka, own_broker=lambda: self.tail.broker_id
+        )
         peers = None
         if settings.peers:
             peers = peer_exporters.Peers(
@@ -103,6 +108,7 @@ class Exporter:
             cluster_state=self.cluster_state.lookup,
             # With --all-partitions the exporter's broker coordinates only some of its rows.
             coordinator=lambda: None if settings.all_partitions else self.tail.broker_id,
+            consumer_groups=self.consumer_groups.lookup,
         )
         self.server = MetricsServer(
             host,
@@ -230,6 +236,7 @@ class Exporter:
         for broker_log in self.broker_logs:
             broker_log.close()
         self.cluster_state.close()
+        self.consumer_groups.close()
         return closed
 
     def ready(self) -> bool:

@@ -126,8 +126,13 @@ def assigned_partitions(description: Mapping[str, Any]) -> set[tuple[str, int]]:
     found: set[tuple[str, int]] = set()
     for member in description.get("members") or ():
         assignment = member.get("member_assignment") if isinstance(member, Mapping) else None
-        for topic, partitions in getattr(assignment, "assigned_partitions", None) or ():
-            found.update((topic, p) for p in partitions)
+        # kafka-python 3.0 hands it as a dict ({"assigned_partitions": [{"topic", "partitions"}]});
+        # not decoded (another protocol's bytes): no partitions.
+        if not isinstance(assignment, Mapping):
+            continue
+        for entry in assignment.get("assigned_partitions") or ():
+            if isinstance(entry, Mapping):
+                found.update((entry["topic"], p) for p in entry.get("partitions") or ())
     return found
 
 

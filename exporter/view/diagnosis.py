@@ -20,7 +20,7 @@ Nothing here does I/O or reads a clock: `now_ms` is given, so the tests cover ev
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
 from exporter.broker_log.errors import ERRORS, UNKNOWN
@@ -37,6 +37,7 @@ from exporter.contracts.cluster import (
     PartitionMetadata,
     ProducerState,
 )
+from exporter.contracts.groups import CONSUMER_OFFSETS_TOPIC, OffsetsPartitionGroups
 from exporter.contracts.runbooks import APPEND_ERRORS, HANGING, LATE, MARKER_FAILURES, MARKERS_PENDING, RUNBOOK_URL
 from exporter.view.document import (
     AppendError,
@@ -46,9 +47,11 @@ from exporter.view.document import (
     DiagnosedPartition,
     Diagnosis,
     Document,
+    GroupWait,
     HangingAdvice,
     HangingRow,
     MarkerError,
+    OffsetsGroups,
     PartitionFacts,
     Producer,
     Runbook,
@@ -66,6 +69,8 @@ MAX_DIAGNOSED_ROWS = 100
 MAX_EXAMINED_PARTITIONS = 50
 MAX_SHOWN_PARTITIONS = 10
 MAX_PRODUCER_PARTITIONS_PER_ROW = 10
+# `__consumer_offsets` partitions whose consumer groups a view looks up, at most (of the rows shown).
+MAX_OFFSETS_PARTITIONS = 50
 # Topics whose commands a row shows, at most (a transaction over many troubled topics: the first ones).
 MAX_COMMAND_TOPICS = 3
 
@@ -201,12 +206,22 @@ def coordinator_broker(snapshot: ClusterSnapshot, partition: int, fallback: int 
 # --- the diagnosis ------------------------------------------------------------------------------
 
 
-def attach(doc: Document, snapshot: ClusterSnapshot, bootstrap_servers: str, own_broker: int | None = None) -> None:
+def attach(
+    doc: Document,
+    snapshot: ClusterSnapshot,
+    bootstrap_servers: str,
+    own_broker: int | None = None,
+    groups: Mapping[int, Fact[OffsetsPartitionGroups]] | None = None,
+) -> None:
     """Fills in each transaction row of the view's document: its coordinator broker (the leader of
     its `__transaction_state` partition, else `own_broker`: the broker whose partitions the exporter
-    follows) and, for the rows that need one, its diagnosis."""
+    follows), the consumer groups pending on its `__consumer_offsets-N` partitions (`groups`, as
+    exporter.sources.consumer_groups looked them up: see attach_groups) and, for the rows that need
+    one, its diagnosis."""
     for row in doc["transactions"]:
         row["coordinator_broker"] = coordinator_broker(snapshot, row["coordinator_partition"], own_broker)
+    if groups is not None:
+        attach_groups(doc, groups)
     diagnosed = _diagnosed(doc["transactions"])
     for row in diagnosed:
         row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])
@@ -258,7 +273,10 @@ def diagnose(
             entry["producer"] = producer
         partitions.append(entry)
     summary, runbook = _summary(row, partitions, coordinator, broker_log)
-    return {
+    waits = group_waits(row)
+    if waits:
+        summary += "; " + _groups_line(waits)
+    diagnosis: Diagnosis = {
         "summary": summary,
         "runbook": runbook_link(runbook),
         "partitions": partitions,
@@ -278,6 +296,106 @@ def diagnose(
             ),
         },
     }
+    if waits:
+        diagnosis["consumer_groups"] = waits
+        diagnosis["commands"] += _group_commands(waits, bootstrap_servers, diagnosis["commands"])
+    return diagnosis
+
+
+# --- the consumer groups of a row's __consumer_offsets partitions ---------------------------------
+
+
+def offsets_partitions(rows: Iterable[TransactionRow]) -> list[int]:
+    """The `__consumer_offsets` partitions (by number) of the rows shown, in order, at most
+    MAX_OFFSETS_PARTITIONS: whose consumer groups the view looks up."""
+    found: dict[int, None] = {}
+    for row in rows:
+        for n in _offsets_partitions(row):
+            found.setdefault(n)
+    return list(found)[:MAX_OFFSETS_PARTITIONS]
+
+
+def _offsets_partitions(row: TransactionRow) -> list[int]:
+    parsed = (split_partition(p) for p in row.get("partitions") or ())
+    return [p[1] for p in parsed if p is not None and p[0] == CONSUMER_OFFSETS_TOPIC]
+
+
+def attach_groups(doc: Document, groups: Mapping[int, Fact[OffsetsPartitionGroups]]) -> None:
+    """Adds `consumer_groups` to each row with a `__consumer_offsets-N` partition that was looked up:
+    per such partition, the groups whose transactional offsets are pending there (or why unknown)."""
+    for row in doc["transactions"]:
+        entries = [offsets_groups(n, groups[n]) for n in _offsets_partitions(row) if n in groups]
+        if entries:
+            row["consumer_groups"] = entries
+
+
+def offsets_groups(partition: int, fact: Fact[OffsetsPartitionGroups]) -> OffsetsGroups:
+    name = f"{CONSUMER_OFFSETS_TOPIC}-{partition}"
+    found = fact.value
+    if found is None:
+        return {
+            "partition": name,
+            "pending_groups": None,
+            "groups_checked": None,
+            "groups_not_checked": None,
+            "unknown_groups": {},
+            "as_of_ms": fact.as_of_ms,
+            "unknown": fact.problem or "not looked up",
+        }
+    return {
+        "partition": name,
+        "pending_groups": [{"group_id": g.group_id, "coordinator": g.coordinator} for g in found.pending],
+        "groups_checked": found.checked,
+        "groups_not_checked": found.not_checked,
+        "unknown_groups": dict(found.unknown),
+        "as_of_ms": fact.as_of_ms,
+        # A stale answer is shown with why its refresh failed.
+        "unknown": fact.problem,
+    }
+
+
+def group_waits(row: TransactionRow) -> list[GroupWait]:
+    """The groups whose committed offsets wait behind this transaction (its `consumer_groups`)."""
+    waits: list[GroupWait] = []
+    for entry in row.get("consumer_groups") or ():
+        for g in entry.get("pending_groups") or ():
+            coordinator = "an unknown broker" if g["coordinator"] is None else f"broker {g['coordinator']}"
+            waits.append(
+                {
+                    "group_id": g["group_id"],
+                    "coordinator": g["coordinator"],
+                    "partition": entry["partition"],
+                    "cause": f"consumer group {g['group_id']}'s committed offsets wait behind this transaction: its "
+                    f"offsets sent to it stay pending on {entry['partition']} until the transaction's marker is written "
+                    "there, and a consumer of the group that fetches its offsets with require_stable (Kafka's Java "
+                    "client does under read_committed) after a restart or rebalance is answered "
+                    f"UNSTABLE_OFFSET_COMMIT and waits; {coordinator} coordinates the group",
+                }
+            )
+    return waits
+
+
+def _groups_line(waits: Sequence[GroupWait]) -> str:
+    names = ", ".join(
+        f"{w['group_id']} (coordinator: {'?' if w['coordinator'] is None else 'broker ' + str(w['coordinator'])})"
+        for w in waits
+    )
+    return f"the committed offsets of consumer group{'s' if len(waits) > 1 else ''} {names} wait behind it"
+
+
+def _group_commands(waits: Sequence[GroupWait], bootstrap_servers: str, shown: Sequence[Command]) -> list[Command]:
+    b = shlex.quote(bootstrap_servers)
+    commands = [
+        _command(
+            CONFIRM,
+            f"kafka-consumer-groups.sh --bootstrap-server {b} --describe --group {shlex.quote(w['group_id'])}",
+            "the group's coordinator, members and committed offsets (its pending ones appear once the transaction "
+            "completes)",
+        )
+        for w in waits[:MAX_COMMAND_TOPICS]
+    ]
+    seen = {c["command"] for c in shown}
+    return [c for c in commands if c["command"] not in seen]
 
 
 def runbook_link(section: str) -> Runbook:

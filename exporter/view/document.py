@@ -123,6 +123,16 @@ class CoordinatorPart(PartitionFacts):
     cause: str | None
 
 
+class GroupWait(TypedDict):
+    """A consumer group whose committed offsets wait behind the transaction's markers, its
+    coordinator (None: unknown) and its `__consumer_offsets-N`."""
+
+    group_id: str
+    coordinator: int | None
+    partition: str
+    cause: str
+
+
 class Diagnosis(TypedDict):
     summary: str
     runbook: Runbook
@@ -131,6 +141,7 @@ class Diagnosis(TypedDict):
     coordinator: CoordinatorPart
     commands: list[Command]
     abort: Abort
+    consumer_groups: NotRequired[list[GroupWait]]  # rows whose __consumer_offsets-N has pending groups
 
 
 class HangingAdvice(TypedDict):
@@ -148,6 +159,29 @@ class ExporterRef(TypedDict):
 
     name: str
     broker_id: int | None
+
+
+class ConsumerGroup(TypedDict):
+    """A group with pending transactional offsets, and the broker coordinating it (FindCoordinator;
+    None: it did not say)."""
+
+    group_id: str
+    coordinator: int | None
+
+
+class OffsetsGroups(TypedDict):
+    """A row's `__consumer_offsets-N` and the groups whose transactional offsets are pending there
+    (exporter.sources.consumer_groups): `pending_groups` None when unknown (`unknown` says why); how
+    many groups stored there were asked, how many more were not (the bound), the groups whose answer
+    was an error (group: error)."""
+
+    partition: str
+    pending_groups: list[ConsumerGroup] | None
+    groups_checked: int | None
+    groups_not_checked: int | None
+    unknown_groups: dict[str, str]
+    as_of_ms: int | None
+    unknown: str | None
 
 
 class TransactionRow(TypedDict):
@@ -172,6 +206,8 @@ class TransactionRow(TypedDict):
     diagnosis: Diagnosis | None
     partitions_error: NotRequired[str]
     exporter: NotRequired[ExporterRef]  # a merged view's
+    # One per __consumer_offsets-N of the row (exporter.view.diagnosis.attach_groups), when looked up.
+    consumer_groups: NotRequired[list[OffsetsGroups]]
 
 
 class HangingRow(TypedDict):

@@ -13,7 +13,8 @@ import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
 
-from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot
+from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot, Fact
+from exporter.contracts.groups import GroupsLookup, OffsetsPartitionGroups
 from exporter.contracts.peers import Answer, PeersBusy, PeerViews, Source
 from exporter.model import CoordinatorModel
 from exporter.view import cluster, diagnosis, page
@@ -41,15 +42,18 @@ class TransactionsEndpoint:
         url: str = "",
         cluster_state: ClusterLookup | None = None,
         coordinator: Callable[[], int | None] | None = None,
+        consumer_groups: GroupsLookup | None = None,
     ) -> None:
         """`broker_id`: the broker this exporter follows, once known (the topic tail's; also the
         coordinator of its rows when the metadata does not say); `peers`: the other exporters
         scope=cluster asks; `name` and `url`: how a merged view names this one; `cluster_state`: where
         the diagnosis looks the cluster up (None: it says what the rows show, the cluster unknown);
         `coordinator`: the coordinator of every row when the metadata does not say (default `broker_id`;
-        None with --all-partitions, whose rows have many coordinators)."""
+        None with --all-partitions, whose rows have many coordinators); `consumer_groups`: where the
+        rows' `__consumer_offsets-N` partitions' pending groups are looked up (None: not shown)."""
         self._model = model
         self._cluster_state = cluster_state
+        self._consumer_groups = consumer_groups
         self._coordinator = coordinator or broker_id
         self._padding_ms = int(late_padding_seconds * 1000)
         self._bootstrap_servers = bootstrap_servers
@@ -74,7 +78,11 @@ class TransactionsEndpoint:
         snapshot = EMPTY_SNAPSHOT
         if doc["transactions"] and self._cluster_state is not None:
             snapshot = self._cluster_state(*diagnosis.wanted(doc["transactions"]))
-        diagnosis.attach(doc, snapshot, self._bootstrap_servers, self._coordinator())
+        # The consumer groups whose offsets the rows shown hold (bounded and cached like the cluster state).
+        groups: dict[int, Fact[OffsetsPartitionGroups]] | None = None
+        if self._consumer_groups is not None and (offsets := diagnosis.offsets_partitions(doc["transactions"])):
+            groups = dict(self._consumer_groups(offsets))
+        diagnosis.attach(doc, snapshot, self._bootstrap_servers, self._coordinator(), groups)
         # Which exporter answers (a merged view names each row's broker by it): the broker it sits
         # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
         doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}

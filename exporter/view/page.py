@@ -28,6 +28,7 @@ from exporter.view.wording import (
     facts,
     flag,
     last_scan,
+    offsets_groups,
     printable,
     producer,
     since,
@@ -164,8 +165,14 @@ def _transactions(rows: list[TransactionRow], now_ms: int, broker_column: bool =
             )
             or '<span class="none">-</span>'
         )
+        groups = {g["partition"]: g for g in r.get("consumer_groups") or ()}
         partitions = (
-            ", ".join(f'<span class="n">{text(p)}</span>' for p in r["partitions"]) or '<span class="none">-</span>'
+            ", ".join(
+                f'<span class="n">{text(p)}</span>'
+                + (f' <span class="groups">({text(offsets_groups(groups[p]))})</span>' if p in groups else "")
+                for p in r["partitions"]
+            )
+            or '<span class="none">-</span>'
         )
         flagged = flag(r)
         cells = (
@@ -205,6 +212,9 @@ def _diagnosis(d: Diagnosis, now_ms: int) -> str:
         if "producer" in p:
             lines.append(f"<br>{text(producer(p['producer']))}")
         items.append("<li>" + "".join(lines) + "</li>")
+    items += [
+        f"<li><code>{text(w['partition'])}</code>: {text(w['cause'])}</li>" for w in d.get("consumer_groups") or ()
+    ]
     c = d["coordinator"]
     if c["append_errors"] or c["cause"]:
         lines = [f"Coordinator broker {'?' if c['broker'] is None else c['broker']}, <code>{c['partition']}</code>: "]

@@ -86,6 +86,13 @@ def render(doc: Document) -> str:
         f" LATE: ONGOING past its timeout + {padding}; STUCK: PREPARE_* in that state longer than its timeout +"
         f" {padding}. IN_STATE: since it entered its state; DURATION: since the transaction began."
     )
+    grouped = [(r, g) for r in doc["transactions"] for g in r.get("consumer_groups") or ()]
+    if grouped:
+        lines.append("\nConsumer groups of the offsets sent to the transactions:")
+        lines += [
+            f"  {safe(r['transactional_id'])}: {safe(g['partition'])}: {safe(wording.offsets_groups(g))}"
+            for r, g in grouped
+        ]
     diagnosed = [(r, d) for r in doc["transactions"] if (d := r.get("diagnosis"))]
     if diagnosed:
         lines.append("\nDiagnosis:")
@@ -148,6 +155,7 @@ def diagnosis_lines(row: TransactionRow, d: Diagnosis, now_ms: int) -> list[str]
             lines.append(f"    {safe(wording.producer(p['producer']))}")
     if d.get("partitions_not_shown"):
         lines.append(f"  and {d['partitions_not_shown']} more partitions")
+    lines += [f"  {safe(w['partition'])}: {safe(w['cause'])}" for w in d.get("consumer_groups") or ()]
     c = d["coordinator"]
     if c["append_errors"] or c["cause"]:
         lines.append(f"  coordinator {c['partition']}: {safe(wording.facts(c))}")

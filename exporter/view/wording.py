@@ -19,6 +19,7 @@ from exporter.view.document import (
     Document,
     HangingRow,
     MarkerError,
+    OffsetsGroups,
     Producer,
     SourceEntry,
     TransactionRow,
@@ -96,6 +97,30 @@ def facts(p: DiagnosedPartition | CoordinatorPart) -> str:
         else "min.insync.replicas unknown"
     )
     return f"leader {leader}, replicas {_ids(p['replicas'])}, ISR {_ids(p['isr'])}{out}{down}, {min_isr}"
+
+
+def offsets_groups(entry: OffsetsGroups) -> str:
+    """The consumer groups whose transactional offsets are pending on one of a row's
+    `__consumer_offsets-N` partitions: `group g (coordinator: broker 1)`, none, or why unknown."""
+    pending = entry.get("pending_groups")
+    if pending is None:
+        return f"consumer groups unknown ({entry.get('unknown')})"
+    if pending:
+        text = "offsets pending for consumer group" + ("s " if len(pending) > 1 else " ")
+        text += ", ".join(
+            f"{g['group_id']} (coordinator: {'?' if g.get('coordinator') is None else 'broker ' + str(g['coordinator'])})"
+            for g in pending
+        )
+    else:
+        text = f"no consumer group's offsets pending ({entry.get('groups_checked')} groups checked)"
+    if entry.get("groups_not_checked"):
+        text += f"; {entry['groups_not_checked']} more groups not checked"
+    unknown = entry.get("unknown_groups") or {}
+    if unknown:
+        text += "; unknown: " + ", ".join(f"{g} ({e})" for g, e in unknown.items())
+    if entry.get("unknown"):
+        text += f" (the last answer; its refresh failed: {entry['unknown']})"
+    return text
 
 
 def producer(p: Producer) -> str:

@@ -54,7 +54,11 @@ def test_the_groups_of_a_partition_are_those_that_hash_to_it():
 
 
 def test_assigned_partitions_of_a_described_group():
-    assignment = SimpleNamespace(assigned_partitions=[("in", [0, 2]), ("other", [1])])
+    # As kafka-python 3.0's describe_groups hands it (seen from a librdkafka member on 4.4.0).
+    assignment = {
+        "assigned_partitions": [{"topic": "in", "partitions": [0, 2]}, {"topic": "other", "partitions": [1]}],
+        "user_data": "",
+    }
     described = {"members": [{"member_assignment": assignment}, {"member_assignment": b"not decoded"}]}
     assert assigned_partitions(described) == {("in", 0), ("in", 2), ("other", 1)}
     assert assigned_partitions({"members": []}) == set() and assigned_partitions({}) == set()
