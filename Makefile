@@ -22,7 +22,7 @@ test: setup
 	.venv/bin/mypy
 	.venv/bin/pytest -n 2 --dist loadfile
 
-# Every generated file (dashboards, rules, the Kubernetes component, the mixin, the README's metric
-# table, docs/architecture.md) from its one source, in order: generate/__init__.py lists them.
+# Every generated file (dashboards, rules, the Kubernetes component, the mixin, docs/metrics.md's
+# metric table, docs/architecture.md) from its one source, in order: generate/__init__.py lists them.
 generate: setup
 	.venv/bin/python -m generate

@@ -10,7 +10,7 @@ PrometheusRule and mixin/generate.py makes them jsonnet. With your own links:
 
 With --cluster-view, a transaction alert's transactions_url opens the exporter's cluster page
 (`/transactions?...&scope=cluster`: its own view merged with its peers', every broker's transactions
-on one page) instead of its own view alone; each exporter needs its peers (`--peer URL`, README).
+on one page) instead of its own view alone; each exporter needs its peers (`--peer URL`, docs/transactions-view.md).
 
 Metric names go through generators.metrics.series/ref (catalogue or BROKER_JMX only), the cluster
 label, `up`'s job, thresholds and base URLs through generators.placeholders (the mixin's `_config`); the

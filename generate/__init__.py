@@ -12,7 +12,7 @@ in order:
 3. deploy/generate.py      -> deploy/monitoring/prometheusrule.yaml, mixin/dashboards/kustomization.yaml
 4. mixin/generate.py       -> mixin/config.libsonnet, mixin/rules/rules.libsonnet,
                               mixin/alerts/alerts.libsonnet, mixin/dashboards/queries.libsonnet
-5. generators/docs.py      -> README.md's metric table
+5. generators/docs.py      -> docs/metrics.md's metric table
 6. workshop/txn_workshop/architecture.py -> docs/architecture.md (the floors, drawn from the imports)
 
 Each step builds from Python sources only (the metric catalogue, exporter/metrics/catalogue.py, the

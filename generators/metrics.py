@@ -32,7 +32,7 @@ class JmxMetric:
 # names for ReplicaManager and AddPartitionsToTxnManager. kafka.coordinator.* gauges have a rule
 # only in jmx_exporter's example (`kafka.coordinator.(\w+)<type=(.+), name=(.+)><>Value` ->
 # kafka_coordinator_$1_$2_$3); Strimzi's rules (`kafka.(\w+)<...`) do not match the
-# dotted domain, so add that rule there (README, "Broker JMX metrics"). Meters' Count becomes
+# dotted domain, so add that rule there (docs/dashboards-and-alerts.md, "Broker JMX metrics"). Meters' Count becomes
 # `<name>_count` (jmx_exporter >= 1.0 may append `_total` to counters: queries accept both).
 BROKER_JMX: tuple[JmxMetric, ...] = (
     JmxMetric(

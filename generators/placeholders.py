@@ -41,7 +41,7 @@ SELECTOR_BRACES = _placeholder("selectorBraces")  # after a bare name: `{selecto
 SELECTOR_COMMA = _placeholder("selectorComma")  # after other matchers: `, selector`, or nothing
 NUMBERS = frozenset({"threshold"})  # formatted as numbers (%g), the others as text
 
-EXPORTER_JOB = "kafka-txn-exporter"  # the job name the exporter is scraped under (README)
+EXPORTER_JOB = "kafka-txn-exporter"  # the job name the exporter is scraped under (docs/dashboards-and-alerts.md)
 DEFAULT_RUNBOOK_URL = runbooks.RUNBOOK_URL
 DEFAULT_GRAFANA_URL = "https://grafana.example.com"
 

@@ -131,7 +131,7 @@ def config() -> str:
     )
     return (
         HEADER.format(source="generators/placeholders.py and alerts/generate.py")
-        + '// Set yours in your own `_config+::` (README, "On Kubernetes").\n'
+        + '// Set yours in your own `_config+::` (docs/deploy.md, "On Kubernetes").\n'
         + "{\n  _config+:: {\n"
         + fields
         + "\n    // Derived from `selector` as the queries use it: not settings.\n"

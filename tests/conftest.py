@@ -10,7 +10,7 @@ Tests using these fixtures get the ``kafka`` marker: deselect them with ``-m "no
 
 The whole suite runs on the table's full-suite versions (``BROKER_PARAMS``: the newest 4.x with
 transaction.version 2 and 0, the newest 3.x); the per-version checks on every pinned version. Those
-declare ``@pytest.mark.tested_on(check)``: their outcomes make the README's Tested-on table
+declare ``@pytest.mark.tested_on(check)``: their outcomes make the Tested-on table of docs/supported-versions.md
 (tests/tested_on.py; its recorder is registered below).
 """
 
@@ -118,7 +118,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "tested_on(check): a per-version check of the README's Tested-on table")
+    config.addinivalue_line(
+        "markers", "tested_on(check): a per-version check of the Tested-on table (docs/supported-versions.md)"
+    )
     config.addinivalue_line("markers", "alone: runs while no other test does (tests/machine.py)")
     config.pluginmanager.register(tested_on.Recorder(config), "tested-on")
 

@@ -1,4 +1,4 @@
-"""The README's Tested-on table (tests/tested_on.py): it claims every check on every pinned version
+"""The Tested-on table of docs/supported-versions.md (tests/tested_on.py): it claims every check on every pinned version
 (in KRaft mode, and but the append-latency one in ZooKeeper mode on the newest and oldest 3.x), and a
 run whose per-version tests do not all pass can never end green beside it."""
 
@@ -17,8 +17,9 @@ KRAFT, ZOOKEEPER = tested_on.KRAFT, tested_on.ZOOKEEPER
 ALL_PASSED = dict.fromkeys(tested_on.all_cells(), True)
 
 
-def test_the_readme_table_is_every_check_passed_on_every_version():
-    assert tested_on.readme_table(tested_on.README.read_text()) == tested_on.table(ALL_PASSED), (
+def test_the_page_table_is_every_check_passed_on_every_version():
+    assert tested_on.PAGE == tested_on.ROOT / "docs" / "supported-versions.md"
+    assert tested_on.page_table(tested_on.PAGE.read_text()) == tested_on.table(ALL_PASSED), (
         "after a green `make test`: python -m tests.tested_on"
     )
 
@@ -49,10 +50,10 @@ def test_the_zookeeper_rows_are_the_newest_and_oldest_3x_without_append_latency(
 
 
 def _project(pytester: pytest.Pytester, body: str) -> None:
-    """A test project of per-version tests for every (version, check), with the README's table
+    """A test project of per-version tests for every (version, check), with the page's table
     claiming all passed, and the recorder of tests/tested_on.py."""
-    readme = pytester.path / "README.md"
-    readme.write_text(f"x\n{tested_on.BEGIN}\n{tested_on.table(ALL_PASSED)}{tested_on.END}\n")
+    page = pytester.path / "supported-versions.md"
+    page.write_text(f"x\n{tested_on.BEGIN}\n{tested_on.table(ALL_PASSED)}{tested_on.END}\n")
     pytester.makeini("[pytest]\ntestpaths = checks\n")
     pytester.makeconftest(
         textwrap.dedent(f"""
@@ -60,7 +61,7 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
         from pathlib import Path
         sys.path.insert(0, {str(tested_on.ROOT)!r})  # pytest-xdist's workers import the recorder too
         from tests import tested_on
-        tested_on.README = Path({str(readme)!r})
+        tested_on.PAGE = Path({str(page)!r})
         tested_on.LAST_RUN = Path({str(pytester.path / "last.md")!r})
 
         def pytest_configure(config):
@@ -87,9 +88,9 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
 
 @pytest.fixture
 def restore_tested_on():
-    saved = tested_on.README, tested_on.LAST_RUN
+    saved = tested_on.PAGE, tested_on.LAST_RUN
     yield
-    tested_on.README, tested_on.LAST_RUN = saved
+    tested_on.PAGE, tested_on.LAST_RUN = saved
 
 
 @pytest.mark.parametrize("outcome, code", [("pass", 0), ("fail", 1), ("skip", 1), ("xfail", 1)])
@@ -103,7 +104,7 @@ def test_a_run_ends_green_only_when_every_cell_passed(pytester, restore_tested_o
     last = (pytester.path / "last.md").read_text()
     assert (last == tested_on.table(ALL_PASSED)) == (outcome == "pass")
     if code:
-        result.stdout.fnmatch_lines(["*README.md's Tested-on table is not what this run verified*"])
+        result.stdout.fnmatch_lines(["*supported-versions.md's Tested-on table is not what this run verified*"])
 
 
 def test_a_run_of_some_tests_only_leaves_the_table_alone(pytester, restore_tested_on):
@@ -123,6 +124,13 @@ def test_two_workers_judge_the_table_as_one_run(pytester, restore_tested_on):
     )
     result = pytester.runpytest_inprocess("-n", "2", "-p", "xdist")
     assert result.ret == 1, result.stdout.str()
-    result.stdout.fnmatch_lines(["*README.md's Tested-on table is not what this run verified*"])
+    result.stdout.fnmatch_lines(["*supported-versions.md's Tested-on table is not what this run verified*"])
     last = (pytester.path / "last.md").read_text()
     assert last == tested_on.table({**ALL_PASSED, (ZOOKEEPER_CHECK_VERSIONS[0], ZOOKEEPER, "counts"): False})
+
+
+def test_the_table_is_on_one_page_and_the_readme_links_there():
+    readme = (tested_on.ROOT / "README.md").read_text()
+    assert tested_on.BEGIN not in readme and "docs/supported-versions.md" in readme
+    pages = [tested_on.ROOT / "deploy" / "README.md", *(tested_on.ROOT / "docs").glob("*.md")]
+    assert [page for page in pages if tested_on.BEGIN in page.read_text()] == [tested_on.PAGE]

@@ -1,5 +1,6 @@
-"""The README's "Tested on" table: per pinned Kafka version (workshop/txn_workshop/harness/versions.py), the
-checks a run of the tests passed on a real broker of it. Produced by the run, never typed.
+"""The "Tested on" table of docs/supported-versions.md (the one page that holds it; the README links
+there): per pinned Kafka version (workshop/txn_workshop/harness/versions.py), the checks a run of the
+tests passed on a real broker of it. Produced by the run, never typed.
 
 - A per-version test declares its checks, `@pytest.mark.tested_on("<check>")` (one mark per check)
   with keys of CHECKS, and gets its Kafka version as the parameter `version` (a fixture or a parametrize
@@ -10,8 +11,8 @@ checks a run of the tests passed on a real broker of it. Produced by the run, ne
 - tests/conftest.py records each such test's outcome. A (version, mode, check) cell is ✓ when every test
   of it passed, ✗ when one failed, was skipped or xfailed: a red or skipped check never shows ✓.
 - At the end of a run that collected every cell, the run writes its table to
-  .pytest_cache/tested-on.md and fails when README.md's differs. `python -m tests.tested_on`
-  copies the last run's table into README.md; `--check` compares without writing.
+  .pytest_cache/tested-on.md and fails when the page's differs. `python -m tests.tested_on`
+  copies the last run's table into the page; `--check` compares without writing.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 from txn_workshop.harness.versions import VERSIONS, kafka_version
 
 ROOT = Path(__file__).parents[1]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "supported-versions.md"  # the page that holds the table
 LAST_RUN = ROOT / ".pytest_cache" / "tested-on.md"
 BEGIN = "<!-- BEGIN TESTED-ON: written by a run of `make test` (`python -m tests.tested_on`); do not edit -->"
 END = "<!-- END TESTED-ON -->"
@@ -114,7 +115,7 @@ def table(outcomes: Outcomes) -> str:
     return "\n".join(lines) + "\n\n" + legend + "\n\n" + modes + "\n"
 
 
-def readme_table(text: str) -> str | None:
+def page_table(text: str) -> str | None:
     """The table between the markers of ``text`` (None without them)."""
     if BEGIN not in text or END not in text:
         return None
@@ -177,7 +178,7 @@ class Recorder:
             return  # the controller judges, from every worker's reports
         every = all_cells()
         covered = {cell for cells in self.cells.values() for cell in cells}
-        # The README's command (`pytest`, no arguments: testpaths) with nothing deselected: every
+        # The README's test command (`pytest`, no arguments: testpaths) with nothing deselected: every
         # cell must be there, so a check or version that lost its tests shows as failed too. (With
         # workers, deselection happens in them: -k and -m are read here instead.)
         option = self.config.option
@@ -194,31 +195,40 @@ class Recorder:
         generated = table(outcomes)
         LAST_RUN.parent.mkdir(exist_ok=True)
         LAST_RUN.write_text(generated)
-        if readme_table(README.read_text()) != generated:
+        if page_table(PAGE.read_text()) != generated:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter.write_line(
-                    "README.md's Tested-on table is not what this run verified; the run's table:\n"
-                    f"{generated}(a green run's table goes into README.md with: python -m tests.tested_on)",
+                    f"{_shown(PAGE)}'s Tested-on table is not what this run verified; the run's table:\n"
+                    f"{generated}(a green run's table goes into {_shown(PAGE)} with: python -m tests.tested_on)",
                     red=True,
                 )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _shown(path: Path) -> str:
+    """The page's path as a message names it: from the repository's root when inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Copy the last complete test run's Tested-on table into README.md")
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md's table differs")
+    parser = argparse.ArgumentParser(
+        description=f"Copy the last complete test run's Tested-on table into {_shown(PAGE)}"
+    )
+    parser.add_argument("--check", action="store_true", help=f"exit 1 if {_shown(PAGE)}'s table differs")
     args = parser.parse_args(argv)
     if not LAST_RUN.exists():
         print(f"no complete run recorded in {LAST_RUN}: run `make test` first", file=sys.stderr)
         return 1
-    generated, text = LAST_RUN.read_text(), README.read_text()
-    if readme_table(text) == generated:
+    generated, text = LAST_RUN.read_text(), PAGE.read_text()
+    if page_table(text) == generated:
         return 0
     if args.check:
-        print("README.md's Tested-on table differs from the last run's: python -m tests.tested_on", file=sys.stderr)
+        print(
+            f"{_shown(PAGE)}'s Tested-on table differs from the last run's: python -m tests.tested_on", file=sys.stderr
+        )
         return 1
-    README.write_text(render(text, generated))
+    PAGE.write_text(render(text, generated))
     return 0
 
 

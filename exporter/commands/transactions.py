@@ -31,7 +31,7 @@ from exporter.view.endpoint import PATH
 from exporter.view.query import DEFAULT_LIMIT, MAX_LIMIT
 
 PASSWORD_ENV = "TXN_EXPORTER_PASSWORD"
-# The job the exporters are scraped under (the README's scrape config; the alerts' rules use it).
+# The job the exporters are scraped under (docs/dashboards-and-alerts.md's scrape config; the alerts' rules use it).
 DEFAULT_JOB = "kafka-txn-exporter"
 UNAUTHORIZED_HINT = " (give --username and --password-file)"
 PROMETHEUS_TARGETS = "/api/v1/targets?state=active"

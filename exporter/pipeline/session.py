@@ -179,7 +179,7 @@ def _check_connector(spark) -> None:
     except Exception:
         raise PipelineError(
             "Spark's Kafka connector is not on this spark-submit's classpath: add "
-            '--jars "$(python -m exporter.pipeline.connector_jars | paste -sd, -)" (see README, the pipeline on a cluster)'
+            '--jars "$(python -m exporter.pipeline.connector_jars | paste -sd, -)" (see docs/pipeline.md, the pipeline on a cluster)'
         ) from None
 
 

@@ -107,7 +107,7 @@ _DEFAULT_SETTINGS = {
 #   record is delivered at once, 10 fetches a second when nothing happens;
 # - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
 #   1000/latency_resolution_ms fetches a second whatever the load, each bringing what was appended
-#   meanwhile, so a record waits at most the resolution (README "How append latency is measured").
+#   meanwhile, so a record waits at most the resolution (docs/metrics.md, "How append latency is measured").
 # Busy during a replay, and when the idle consumer's deliveries a second reach the busy one's fetches
 # a second; idle again, once nothing replays, when fewer records a second arrive than _IDLE_BELOW of
 # those fetches (so even one fetch per record would cost less; the band between keeps it from
@@ -758,7 +758,7 @@ class TransactionLogTail:
         if self._access_error is None:
             log.error(
                 "Kafka refuses access to %s: %s. The exporter needs Describe and Read on the topic "
-                "(see the README's least-privilege section); it stays up and not ready until then.",
+                "(see deploy/README.md, 'Kafka credentials and least privilege'); it stays up and not ready until then.",
                 TOPIC,
                 f"{error.name()}: {error.str()}",
             )

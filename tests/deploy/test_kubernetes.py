@@ -236,14 +236,14 @@ def test_strimzi_broker_logs_what_broker_log_reads_to_the_shared_volume() -> Non
     assert mount["name"] in {v["name"] for v in pool["spec"]["template"]["pod"]["volumes"]}
 
 
-def _readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
+def _deploy_page_section() -> str:
+    text = (ROOT / "docs" / "deploy.md").read_text()
     start = text.index("## On Kubernetes")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else None]
 
 
-def test_readme_applies_exactly_the_overlays_the_tests_render() -> None:
-    applied = re.findall(r"kubectl apply (?:-n \S+ )?(?:--server-side )?-k (\S+)", _readme_section())
+def test_the_deploy_page_applies_exactly_the_overlays_the_tests_render() -> None:
+    applied = re.findall(r"kubectl apply (?:-n \S+ )?(?:--server-side )?-k (\S+)", _deploy_page_section())
     assert sorted(Path(p).name for p in applied) == OVERLAYS
     assert all(p == f"deploy/overlays/{Path(p).name}" for p in applied)

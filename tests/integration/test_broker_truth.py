@@ -9,7 +9,7 @@ pinned version: `txn-exporter run --broker-log` against what the brokers themsel
 - Commits, aborts and a timeout abort: the records Kafka's DumpLogSegments decodes; markers held
   back: pending 1, the oldest ageing.
 
-This is the per-version scenario: each test declares its check of the README's "Tested on" table
+This is the per-version scenario: each test declares its check of the "Tested on" table (docs/supported-versions.md)
 (tests/tested_on.py), and runs on the rows of that check (`version`, `mode`): every pinned version on
 a KRaft cluster, and the newest and oldest 3.x on a ZooKeeper-mode one too (all but P4). In ZooKeeper
 mode broker 1, started first, is also the cluster's controller.
@@ -269,8 +269,8 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
     process = exporter(first.bootstrap_servers, "--all-partitions", *append_latency.EXPORTER_FLAGS)
     # The workload starts once the exporter has settled on its idle fetch: in the first moments after
     # a switch to it, a record may wait for that consumer's first fetches, which librdkafka sends with
-    # the newly assigned partitions a few at a time and holds up to 100 ms (README, "How append
-    # latency is measured"); measured on 3.7.2, records appended within 0.2 s of the switch waited
+    # the newly assigned partitions a few at a time and holds up to 100 ms (docs/metrics.md, "How
+    # append latency is measured"); measured on 3.7.2, records appended within 0.2 s of the switch waited
     # 60-135 ms. Steady state is what P4 holds to the bound.
     process.wait_for(lambda: "topic_tail: idle" in process.log.read_text(), 60, "the idle fetch pattern")
     time.sleep(1)

@@ -337,7 +337,7 @@ def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys, tmp_
     )
 
     # Counters count live records only. A partition an exporter takes over is first replayed to its
-    # high watermark without counting (README: "Replay, then live"), so the records its new leader
+    # high watermark without counting (docs/metrics.md: "Replay, then live"), so the records its new leader
     # wrote after the old exporter dropped it and before the new one took it over are counted by
     # neither: at most the records written to the partitions that moved, in each move (from just
     # before the broker's shutdown until the other broker's exporter followed them live; from just

@@ -53,7 +53,7 @@ FLOORS: tuple[tuple[Part, ...], ...] = (
     (Part("commands", ("exporter.commands", "exporter.cli", "exporter.__main__"), "`txn-exporter` and its commands"),),
     (
         Part("workshop", ("txn_workshop",), "the broker harness and the demo (not in the wheel)"),
-        Part("generators", ("generators",), "what the generators share; the README's metric table"),
+        Part("generators", ("generators",), "what the generators share; docs/metrics.md's metric table"),
     ),
     (
         Part(
