@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from exporter.codec import DecodeError, TransactionLogRecord
-
-if TYPE_CHECKING:  # exporter.model imports this module
-    from exporter.contracts.hanging_rules import Finding
+from exporter.contracts.hanging_rules import Finding
 
 
 @dataclass(slots=True)
