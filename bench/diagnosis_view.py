@@ -67,11 +67,29 @@ def load(stuck: int, in_flight: int, topics: list[str], per_topic: int, now_ms: 
             for t, p in mine:
                 listed.setdefault(t, []).append(p)
             ts = now_ms - 600_000 + i
-            value = TransactionLogValue(1, 1000 + i, 3, 60_000, S.PREPARE_COMMIT, listed, ts, ts - 500)
+            value = TransactionLogValue(
+                version=1,
+                producer_id=1000 + i,
+                producer_epoch=3,
+                transaction_timeout_ms=60_000,
+                state=S.PREPARE_COMMIT,
+                partitions=listed,
+                last_update_timestamp_ms=ts,
+                start_timestamp_ms=ts - 500,
+            )
         else:
             mine = []
             ts = now_ms - 1_000 + i % 1000
-            value = TransactionLogValue(1, 1000 + i, 3, 60_000, S.ONGOING, {topics[0]: [i % per_topic]}, ts, ts)
+            value = TransactionLogValue(
+                version=1,
+                producer_id=1000 + i,
+                producer_epoch=3,
+                transaction_timeout_ms=60_000,
+                state=S.ONGOING,
+                partitions={topics[0]: [i % per_topic]},
+                last_update_timestamp_ms=ts,
+                start_timestamp_ms=ts,
+            )
         record = decode_record(encode_key(tid), encode_value(value), i, ts, partitions=False)
         model.apply(TransactionLogRecords(partition_of(tid), [record], ts + 2, True))
         for t, p in mine:

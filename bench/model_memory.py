@@ -51,7 +51,16 @@ def main() -> None:
     touched = {"orders": [0, 1, 2], "ledger": [3, 4, 5]}
     values = {
         s: encode_value(
-            TransactionLogValue(1, 7, 0, 60_000, s, touched if s < S.COMPLETE_COMMIT else {}, START_MS, START_MS)
+            TransactionLogValue(
+                version=1,
+                producer_id=7,
+                producer_epoch=0,
+                transaction_timeout_ms=60_000,
+                state=s,
+                partitions=touched if s < S.COMPLETE_COMMIT else {},
+                last_update_timestamp_ms=START_MS,
+                start_timestamp_ms=START_MS,
+            )
         )
         for s in (S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT)
     }

@@ -63,7 +63,17 @@ def build(root: Path, records: int, partitions: int) -> list[Path]:
                 if offset >= per_partition:
                     break
                 ts += 1
-                value = TransactionLogValue(1, pid, epoch, 60000, state, prt, ts, T0 + n, client_transaction_version=0)
+                value = TransactionLogValue(
+                    version=1,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    transaction_timeout_ms=60000,
+                    state=state,
+                    partitions=prt,
+                    last_update_timestamp_ms=ts,
+                    start_timestamp_ms=T0 + n,
+                    client_transaction_version=0,
+                )
                 out += encode_batch(offset, [(keys[i], encode_value(value), ts)])
                 offset += 1
             n += 1

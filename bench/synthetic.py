@@ -101,14 +101,14 @@ def _uniform(tids: int, transactions: int, start_ms: int, seed: int) -> Iterator
         )
         for state in steps:
             value = TransactionLogValue(
-                1,
-                1000 + i,
-                3,
-                60_000,
-                state,
-                {} if state >= S.COMPLETE_COMMIT else touched,
-                now,
-                now - 20,
+                version=1,
+                producer_id=1000 + i,
+                producer_epoch=3,
+                transaction_timeout_ms=60_000,
+                state=state,
+                partitions={} if state >= S.COMPLETE_COMMIT else touched,
+                last_update_timestamp_ms=now,
+                start_timestamp_ms=now - 20,
             )
             p = partition[i]
             yield RawRecord(p, keys[i], encode_value(value), offsets[p], now)
@@ -138,7 +138,20 @@ def _mix(tids: int, transactions: int, start_ms: int, seed: int) -> Iterator[Raw
         i = n % tids
         pid = 1000 + i
         if n < tids:  # the id's InitProducerId: EMPTY, created at TV0 whatever the client
-            yield emit(i, TransactionLogValue(1, pid, 0, 60_000, S.EMPTY, None, now, -1, previous_producer_id=pid))
+            yield emit(
+                i,
+                TransactionLogValue(
+                    version=1,
+                    producer_id=pid,
+                    producer_epoch=0,
+                    transaction_timeout_ms=60_000,
+                    state=S.EMPTY,
+                    partitions=None,
+                    last_update_timestamp_ms=now,
+                    start_timestamp_ms=-1,
+                    previous_producer_id=pid,
+                ),
+            )
             now += 1
         abort = rng.random() < 0.02
         topics = {
@@ -158,14 +171,14 @@ def _mix(tids: int, transactions: int, start_ms: int, seed: int) -> Iterator[Raw
             yield emit(
                 i,
                 TransactionLogValue(
-                    1,
-                    pid,
-                    e,
-                    60_000,
-                    state,
-                    parts,
-                    now,
-                    start,
+                    version=1,
+                    producer_id=pid,
+                    producer_epoch=e,
+                    transaction_timeout_ms=60_000,
+                    state=state,
+                    partitions=parts,
+                    last_update_timestamp_ms=now,
+                    start_timestamp_ms=start,
                     previous_producer_id=pid,
                     client_transaction_version=version,
                 ),

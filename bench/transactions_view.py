@@ -63,9 +63,27 @@ def load(tracked: int, in_flight: int) -> CoordinatorModel:
         ts = START_MS + i
         if i % every == 0 and i // every < in_flight:
             state = S.PREPARE_COMMIT if i % 3 == 0 else S.ONGOING
-            value = TransactionLogValue(1, 1000 + i, 3, 60_000, state, touched, ts, ts - 20)
+            value = TransactionLogValue(
+                version=1,
+                producer_id=1000 + i,
+                producer_epoch=3,
+                transaction_timeout_ms=60_000,
+                state=state,
+                partitions=touched,
+                last_update_timestamp_ms=ts,
+                start_timestamp_ms=ts - 20,
+            )
         else:
-            value = TransactionLogValue(1, 1000 + i, 3, 60_000, S.COMPLETE_COMMIT, {}, ts, ts - 20)
+            value = TransactionLogValue(
+                version=1,
+                producer_id=1000 + i,
+                producer_epoch=3,
+                transaction_timeout_ms=60_000,
+                state=S.COMPLETE_COMMIT,
+                partitions={},
+                last_update_timestamp_ms=ts,
+                start_timestamp_ms=ts - 20,
+            )
         record = decode_record(encode_key(tid), encode_value(value), i, ts, partitions=False)
         model.apply(TransactionLogRecords(partition_of(tid), [record], ts + 2, True))
     for p in range(PARTITIONS):

@@ -4,6 +4,7 @@ from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
 from exporter.codec.transaction_log import (
     PARTITIONS_SKIPPED,
+    VALUE_FIELDS,
     TransactionLogRecord,
     TransactionLogValue,
     decode_key,
@@ -11,10 +12,12 @@ from exporter.codec.transaction_log import (
     decode_value,
     encode_key,
     encode_value,
+    value_from_fields,
 )
 
 __all__ = [
     "PARTITIONS_SKIPPED",
+    "VALUE_FIELDS",
     "DecodeError",
     "TransactionLogRecord",
     "TransactionLogValue",
@@ -24,4 +27,5 @@ __all__ = [
     "decode_value",
     "encode_key",
     "encode_value",
+    "value_from_fields",
 ]

@@ -42,10 +42,10 @@ from exporter.codec.transaction_log import (
     PartitionsField,
     PartitionsMemo,
     TransactionLogRecord,
-    TransactionLogValue,
     ValueMaker,
     decode_key,
     decode_value,
+    value_from_fields,
 )
 
 _LENGTH = struct.Struct(">qi")
@@ -134,7 +134,7 @@ def decode_batches(
     buf: bytes,
     partitions: bool | PartitionsMemo[Any] = True,
     make_record: RecordMaker[Any, object] = TransactionLogRecord,
-    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    make_value: ValueMaker[Any, object] = value_from_fields,
     window: Window | None = None,
 ) -> Generator[object, None, None]:
     """Yields every record of every batch in `buf`, in order, with errors in their place.
@@ -288,7 +288,7 @@ def decode_pieces(
     reader: PieceReader,
     partitions: bool | PartitionsMemo[Any] = True,
     make_record: RecordMaker[Any, object] = TransactionLogRecord,
-    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    make_value: ValueMaker[Any, object] = value_from_fields,
     piece_size: int = PIECE_SIZE,
 ) -> Generator[object, None, None]:
     """decode_batches over the input of `reader`, read `piece_size` bytes at a time (more only for a
@@ -336,7 +336,7 @@ def _decode_single_record(
     timestamp_ms: int,
     partitions: bool | PartitionsMemo[Any] = True,
     make_record: RecordMaker[Any, object] = TransactionLogRecord,
-    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    make_value: ValueMaker[Any, object] = value_from_fields,
 ) -> object | None:
     """The one record of a batch, when it has the shape a coordinator writes; else None, and
     _decode_record reads it (and finds what is wrong with it, if anything).
@@ -386,7 +386,7 @@ def _decode_record(
     log_append_ts: int | None,
     partitions: bool | PartitionsMemo[Any] = True,
     make_record: RecordMaker[Any, object] = TransactionLogRecord,
-    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    make_value: ValueMaker[Any, object] = value_from_fields,
 ) -> tuple[object, int]:
     """One record at `p`; returns it (or its error) and where the next one starts (-1: unknown)."""
     offset = base_offset + index

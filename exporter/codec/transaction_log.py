@@ -9,6 +9,10 @@ Layouts (Kafka's TransactionLogKey.json / TransactionLogValue.json):
   struct; top-level tags 0 PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion,
   3 NextProducerEpoch, which Kafka's trunk writes (KIP-939)).
 
+The value's fields are declared once, in TransactionLogValue (see "The value's fields: one table"):
+the general decoder of the tagged fields, encode_value, value_from_fields, the JSON of
+`txn-exporter decode` and the pipeline's columns are derived from it.
+
 Tags this codec does not name (a newer Kafka's: KAFKA-20357 persists the last producer epoch as a
 further tagged field) are kept, as (tag, bytes) in tag order, in the value's `unknown_tagged_fields`,
 and the value decodes without them, as the broker's reader does. A value version above 1 is a
@@ -24,17 +28,18 @@ lists: ~2 us of ~3 for a value naming 2 topics x 3 partitions). `partitions=Fals
 with every length and bound checked but builds nothing, and the value's `partitions` is
 PARTITIONS_SKIPPED. What that walk cannot see is invalid UTF-8 inside a topic name.
 
-`make=` builds the value from its fields in place of TransactionLogValue (same positional
-signature), as json's hooks do: `txn-exporter decode` formats JSON straight from the parsed fields,
-with no object in between; with `partitions=PartitionsMemo(...)`, it formats each distinct
-partitions array once instead of once per record.
+`make=` builds the value from its fields by position (in the table's order: see ValueMaker) in
+place of value_from_fields, which makes a TransactionLogValue, as json's hooks do: `txn-exporter
+decode` formats JSON straight from the parsed fields, with no object in between; with
+`partitions=PartitionsMemo(...)`, it formats each distinct partitions array once instead of once
+per record.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
@@ -45,30 +50,9 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _KEY_HEAD = struct.Struct(">hh")
-# version, producer id, epoch, timeout, status: the same 17 bytes in v0 and v1.
-_VALUE_HEAD = struct.Struct(">hqhib")
+# version, producer id, epoch, timeout, status: the same 17 bytes in v0 and v1 ...
 _VALUE_HEAD_V0 = struct.Struct(">hqhibi")  # ... plus the v0 partitions array length
 _TIMESTAMPS = struct.Struct(">qq")
-
-# Tagged fields of the v1 value: tag -> (size in bytes, struct).
-_TAG_PREVIOUS_PRODUCER_ID = 0
-_TAG_NEXT_PRODUCER_ID = 1
-_TAG_CLIENT_TRANSACTION_VERSION = 2
-_TAG_NEXT_PRODUCER_EPOCH = 3
-# The usual top-level tagged fields of a v1 value: tag count 1, the tag, its size.
-_ONLY_PREVIOUS_PRODUCER_ID = bytes((1, _TAG_PREVIOUS_PRODUCER_ID, 8))
-_ONLY_CLIENT_TRANSACTION_VERSION = bytes((1, _TAG_CLIENT_TRANSACTION_VERSION, 2))
-# Two tagged fields, PreviousProducerId then ClientTransactionVersion: the head of each (tag count,
-# tag, size; tag, size), and both fields read at once from the head of the first.
-_PREVIOUS_THEN_CLIENT_VERSION_HEAD = bytes((2, _TAG_PREVIOUS_PRODUCER_ID, 8))
-_CLIENT_VERSION_HEAD = bytes((_TAG_CLIENT_TRANSACTION_VERSION, 2))
-_PREVIOUS_THEN_CLIENT_VERSION = struct.Struct(">3xq2xh")
-_KNOWN_TAGS = {
-    _TAG_PREVIOUS_PRODUCER_ID: _I64,
-    _TAG_NEXT_PRODUCER_ID: _I64,
-    _TAG_CLIENT_TRANSACTION_VERSION: _I16,
-    _TAG_NEXT_PRODUCER_EPOCH: _I16,
-}
 
 KEY_VERSION = 0
 VALUE_VERSIONS = (0, 1)
@@ -102,9 +86,11 @@ _V_co = TypeVar("_V_co", covariant=True)
 
 
 class ValueMaker(Protocol[_P_contra, _V_co]):
-    """`make=`: called as TransactionLogValue is, with its fields in order (the tagged fields only
-    when one is not at its default; the unknown ones, maybe none, whenever all are passed), the
-    partitions as `partitions=` made them."""
+    """`make=`: called with the value's fields by position, in VALUE_FIELDS' order: the fields of
+    every version, then the tagged ones (a prefix of them: those left out are at their defaults;
+    all of them, then the unknown ones, maybe none, as a tuple, when the general reader read them),
+    the partitions as `partitions=` made them. value_from_fields is the one that makes a
+    TransactionLogValue."""
 
     def __call__(
         self,
@@ -116,12 +102,8 @@ class ValueMaker(Protocol[_P_contra, _V_co]):
         partitions: _P_contra,
         last_update_timestamp_ms: int,
         start_timestamp_ms: int,
-        previous_producer_id: int = ...,
-        next_producer_id: int = ...,
-        client_transaction_version: int = ...,
-        next_producer_epoch: int = ...,
-        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ...,
         /,
+        *tagged: Any,
     ) -> _V_co: ...
 
 
@@ -143,25 +125,156 @@ class PartitionsMemo(Generic[_M]):
         self.limit = limit
 
 
-@dataclass(slots=True)
+# --- The value's fields: one table. ---
+#
+# TransactionLogValue's declaration is the table: each field's metadata says where it is on the
+# wire (fixed() or tagged(), with its struct format), its annotation its type, its default the value
+# of an absent tagged field. Everything else is derived from it: VALUE_FIELDS, the positional maker
+# (value_from_fields), the tagged-field reader, encode_value, the JSON of `txn-exporter decode` and
+# the pipeline's columns. A new tagged field (KAFKA-20357's, say) is one line in the class, after the
+# last tagged one: decoded by the general reader, encoded, shown, stored.
+
+INT8, INT16, INT32, INT64 = "b", "h", "i", "q"  # struct formats of Kafka's int types
+ARRAY = "[]"  # TransactionPartitions, whose bytes are read by hand
+_WIRES = (INT8, INT16, INT32, INT64, ARRAY)
+
+
+def fixed(wire: str) -> dict[str, Any]:
+    """A field of every value version, in the layout's order (the metadata of its dataclass field)."""
+    return {"wire": wire, "tag": None}
+
+
+def tagged(tag: int, wire: str) -> dict[str, Any]:
+    """A v1 tagged field (the metadata of its dataclass field, whose default is the field's own)."""
+    return {"wire": wire, "tag": tag}
+
+
+@dataclass(frozen=True, slots=True)
+class ValueField:
+    """One row of the value's table (see TransactionLogValue)."""
+
+    name: str  # TransactionLogValue's attribute, the key of the decode command's JSON
+    wire: str  # struct format (INT8 to INT64), or ARRAY
+    tag: int | None  # a v1 tagged field's tag; None: a field of every version
+    default: Any  # a tagged field's value when absent; None for the others
+
+
+@dataclass(slots=True, kw_only=True)
 class TransactionLogValue:
-    version: int
-    producer_id: int
-    producer_epoch: int
-    transaction_timeout_ms: int
-    state: TransactionState
+    """A decoded value, its fields by name (keyword arguments only: all-int fields passed by
+    position would swap silently). Its fields' metadata is the codec's table (see above)."""
+
+    version: int = field(metadata=fixed(INT16))
+    producer_id: int = field(metadata=fixed(INT64))
+    producer_epoch: int = field(metadata=fixed(INT16))
+    transaction_timeout_ms: int = field(metadata=fixed(INT32))
+    state: TransactionState = field(metadata=fixed(INT8))
     # {topic: [partition ids]} in the order the coordinator wrote them; None when written as null;
     # PARTITIONS_SKIPPED when decoded with partitions=False.
-    partitions: PartitionsField
-    last_update_timestamp_ms: int
-    start_timestamp_ms: int
-    # Tagged fields (v1 only); their defaults when absent.
-    previous_producer_id: int = -1
-    next_producer_id: int = -1
-    client_transaction_version: int = 0
-    next_producer_epoch: int = -1
-    # Tagged fields this codec does not name, as (tag, bytes) in the order read.
+    partitions: PartitionsField = field(metadata=fixed(ARRAY))
+    last_update_timestamp_ms: int = field(metadata=fixed(INT64))
+    start_timestamp_ms: int = field(metadata=fixed(INT64))
+    # Tagged fields (v1 only), in tag order; their defaults when absent.
+    previous_producer_id: int = field(default=-1, metadata=tagged(0, INT64))
+    next_producer_id: int = field(default=-1, metadata=tagged(1, INT64))
+    client_transaction_version: int = field(default=0, metadata=tagged(2, INT16))
+    next_producer_epoch: int = field(default=-1, metadata=tagged(3, INT16))
+    # Tagged fields this codec does not name, as (tag, bytes) in the order read. Always last.
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+
+
+def value_fields(cls: type) -> tuple[ValueField, ...]:
+    """The table of a value class declared as TransactionLogValue is (fields with fixed() or tagged()
+    metadata, then unknown_tagged_fields). Raises TypeError if it is not one the codec can derive
+    from: the fixed fields first, tagged ones after them in ascending tag order, each with a default."""
+    declared = fields(cls)
+    if not declared or declared[-1].name != "unknown_tagged_fields":
+        raise TypeError(f"{cls.__name__}: unknown_tagged_fields must be the last field")
+    rows: list[ValueField] = []
+    for f in declared[:-1]:
+        if "wire" not in f.metadata or f.metadata["wire"] not in _WIRES:
+            raise TypeError(f"{cls.__name__}.{f.name}: no fixed() or tagged() metadata")
+        tag = f.metadata["tag"]
+        if tag is None:
+            if rows and rows[-1].tag is not None:
+                raise TypeError(f"{cls.__name__}.{f.name}: a fixed field after a tagged one")
+            if f.default is not MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name}: a fixed field with a default")
+        else:
+            if f.default is MISSING or f.metadata["wire"] == ARRAY:
+                raise TypeError(f"{cls.__name__}.{f.name}: a tagged field needs a default and an int type")
+            if rows and rows[-1].tag is not None and tag <= rows[-1].tag:
+                raise TypeError(f"{cls.__name__}.{f.name}: tag {tag} after tag {rows[-1].tag}")
+        rows.append(ValueField(f.name, f.metadata["wire"], tag, None if tag is None else f.default))
+    return tuple(rows)
+
+
+def positional_maker(cls: type[Any]) -> Callable[..., Any]:
+    """A `make=` for a value class declared as TransactionLogValue is: its fields by position, in
+    its table's order, the tagged ones and unknown_tagged_fields optional. Generated from the table
+    (as dataclasses generates __init__): on the hot path, a keyword call costs twice a positional
+    one, and object.__new__ plus the stores costs less than the class's own call."""
+    value_fields(cls)  # (checks the declaration)
+    names = [f.name for f in fields(cls)]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    params = []
+    for f in fields(cls):
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+    stores = "".join(f"    value.{name} = {name}\n" for name in names)
+    source = f"def make({', '.join(params)}, /):\n    value = _new(_cls)\n{stores}    return value\n"
+    exec(source, namespace)  # (text made above from the class's own field names)
+    make: Callable[..., Any] = namespace["make"]
+    make.__qualname__ = make.__name__ = f"{cls.__name__}_from_fields"
+    make.__doc__ = f"A {cls.__name__} from its fields by position (see positional_maker)."
+    return make
+
+
+VALUE_FIELDS: Final = value_fields(TransactionLogValue)
+TAGGED_FIELDS: Final = tuple(f for f in VALUE_FIELDS if f.tag is not None)
+# The default `make=`: a TransactionLogValue from its fields by position (see ValueMaker).
+value_from_fields: Final[ValueMaker[PartitionsField, TransactionLogValue]] = positional_maker(TransactionLogValue)
+
+
+class TaggedLayout:
+    """What the general reader of the top-level tagged fields needs of a table: the defaults of the
+    known ones in table order, and by tag, each one's index there and struct."""
+
+    __slots__ = ("defaults", "known")
+
+    def __init__(self, tagged_fields: tuple[ValueField, ...]) -> None:
+        self.defaults = [f.default for f in tagged_fields]
+        self.known = {f.tag: (i, struct.Struct(">" + f.wire)) for i, f in enumerate(tagged_fields)}
+
+
+_TAGGED_LAYOUT = TaggedLayout(TAGGED_FIELDS)
+_TAGS = {f.name: f.tag for f in TAGGED_FIELDS if f.tag is not None}
+_TAGGED_DEFAULTS = {f.name: f.default for f in TAGGED_FIELDS}
+
+# The fast paths of decode_value are written for v1's layout as Kafka 4.x writes it: the fields of
+# every version as below, and the first three tagged fields passed by position in this order. A
+# change to the table that breaks either fails here, at import, not silently in a decoded field.
+if "".join(f.wire for f in VALUE_FIELDS if f.tag is None) != "hqhib[]qq" or [f.name for f in TAGGED_FIELDS[:3]] != [
+    "previous_producer_id",
+    "next_producer_id",
+    "client_transaction_version",
+]:
+    raise TypeError("TransactionLogValue's fixed fields or first tagged fields changed: see decode_value's fast paths")
+
+# The usual top-level tagged fields of a v1 value: tag count 1, the tag, its size.
+_ONLY_PREVIOUS_PRODUCER_ID = bytes((1, _TAGS["previous_producer_id"], 8))
+_ONLY_CLIENT_TRANSACTION_VERSION = bytes((1, _TAGS["client_transaction_version"], 2))
+# Two tagged fields, PreviousProducerId then ClientTransactionVersion: the head of each (tag count,
+# tag, size; tag, size), and both fields read at once from the head of the first.
+_PREVIOUS_THEN_CLIENT_VERSION_HEAD = bytes((2, _TAGS["previous_producer_id"], 8))
+_CLIENT_VERSION_HEAD = bytes((_TAGS["client_transaction_version"], 2))
+_PREVIOUS_THEN_CLIENT_VERSION = struct.Struct(">3xq2xh")
+# What the fast paths pass for NextProducerId, between the two they read.
+_PREVIOUS_PRODUCER_ID_DEFAULT: Final[int] = _TAGGED_DEFAULTS["previous_producer_id"]
+_NEXT_PRODUCER_ID_DEFAULT: Final[int] = _TAGGED_DEFAULTS["next_producer_id"]
 
 
 @dataclass(slots=True)
@@ -216,7 +329,7 @@ def decode_value(buf: bytes, partitions: bool, make: ValueMaker[PartitionsField,
 @overload
 def decode_value(buf: bytes, partitions: PartitionsMemo[_M], make: ValueMaker[Partitions | _M | None, _V]) -> _V: ...
 def decode_value(
-    buf: bytes, partitions: bool | PartitionsMemo[Any] = True, make: ValueMaker[Any, object] = TransactionLogValue
+    buf: bytes, partitions: bool | PartitionsMemo[Any] = True, make: ValueMaker[Any, object] = value_from_fields
 ) -> object:
     """Decodes a non-null value; with partitions=False, see PARTITIONS_SKIPPED; for `make`, the
     module doc; for PartitionsMemo, its doc. Raises DecodeError.
@@ -303,15 +416,25 @@ def decode_value(
                     last_update,
                     start,
                     previous_id,
-                    -1,
+                    _NEXT_PRODUCER_ID_DEFAULT,
                     client_version,
                 )
             if tags == _ONLY_CLIENT_TRANSACTION_VERSION:  # a 4.0-4.2 coordinator, a TV2 client
                 client_version = _I16.unpack_from(buf, pos + 3)[0]
                 return make(
-                    1, producer_id, epoch, timeout_ms, state, topics, last_update, start, -1, -1, client_version
+                    1,
+                    producer_id,
+                    epoch,
+                    timeout_ms,
+                    state,
+                    topics,
+                    last_update,
+                    start,
+                    _PREVIOUS_PRODUCER_ID_DEFAULT,
+                    _NEXT_PRODUCER_ID_DEFAULT,
+                    client_version,
                 )
-            # (The general path: every field, unknown tagged fields included, passed.)
+            # (The general path: every tagged field the table names, then the unknown ones, passed.)
             return make(
                 1, producer_id, epoch, timeout_ms, state, topics, last_update, start, *_v1_tagged_fields(buf, pos)
             )
@@ -512,10 +635,12 @@ def _v1_partitions_end(buf: bytes) -> int:
     return pos
 
 
-def _v1_tagged_fields(buf: bytes, pos: int) -> tuple[int, int, int, int, tuple[tuple[int, bytes], ...]]:
-    """The value's top-level tagged fields at `pos` (at least one), by tag (0 to 3), then the unknown
-    ones as a tuple of (tag, bytes)."""
-    fields = [-1, -1, 0, -1]  # defaults, indexed by tag (0 to 3)
+def _v1_tagged_fields(buf: bytes, pos: int) -> list[Any]:
+    """The value's top-level tagged fields at `pos` (at least one): those the table names, in its
+    order (their defaults when absent), then the unknown ones as a tuple of (tag, bytes)."""
+    layout = _TAGGED_LAYOUT
+    fields: list[Any] = layout.defaults.copy()
+    known_tags = layout.known
     unknown: list[tuple[int, bytes]] | None = None
     tags, pos = _uvarint(buf, pos)
     size = len(buf)
@@ -530,17 +655,19 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> tuple[int, int, int, int, tuple[t
         end = pos + length
         if end > size:
             raise IndexError
-        known = _KNOWN_TAGS.get(tag)
+        known = known_tags.get(tag)
         if known is not None:
-            if length != known.size:
+            index, layout_of_tag = known
+            if length != layout_of_tag.size:
                 raise DecodeError("bad_length", f"tagged field {tag} of {length} bytes")
-            fields[tag] = known.unpack_from(buf, pos)[0]
+            fields[index] = layout_of_tag.unpack_from(buf, pos)[0]
         elif unknown is None:
             unknown = [(tag, bytes(buf[pos:end]))]
         else:
             unknown.append((tag, bytes(buf[pos:end])))
         pos = end
-    return fields[0], fields[1], fields[2], fields[3], () if unknown is None else tuple(unknown)
+    fields.append(() if unknown is None else tuple(unknown))
+    return fields
 
 
 _STATES = {int(state): state for state in TransactionState}
@@ -624,52 +751,50 @@ def encode_key(transactional_id: str) -> bytes:
 
 
 def encode_value(value: TransactionLogValue) -> bytes:
+    """The value's bytes, by the table of its class (TransactionLogValue's, or one declared alike)."""
     if value.version not in VALUE_VERSIONS:
         raise ValueError(f"cannot encode value version {value.version}")
     flexible = value.version == 1
-    out = bytearray(
-        _VALUE_HEAD.pack(
-            value.version,
-            value.producer_id,
-            value.producer_epoch,
-            value.transaction_timeout_ms,
-            int(value.state),
-        )
-    )
-    partitions = value.partitions
-    if partitions is PARTITIONS_SKIPPED:  # (len() below raised this TypeError, less plainly)
-        raise TypeError("cannot encode a value decoded without its partitions (PARTITIONS_SKIPPED)")
-    if flexible:
-        out += _encode_uvarint(0 if partitions is None else len(partitions) + 1)
-    else:
-        out += _I32.pack(-1 if partitions is None else len(partitions))
-    for topic, ids in (partitions or {}).items():
-        raw = topic.encode("utf-8")
+    table = _tables.get(type(value)) or _tables.setdefault(type(value), value_fields(type(value)))
+    out = bytearray()
+    for f in table:
+        if f.tag is not None:
+            continue
+        if f.wire != ARRAY:
+            out += struct.pack(">" + f.wire, getattr(value, f.name))
+            continue
+        partitions = getattr(value, f.name)
+        if partitions is PARTITIONS_SKIPPED:  # (len() below raised this TypeError, less plainly)
+            raise TypeError("cannot encode a value decoded without its partitions (PARTITIONS_SKIPPED)")
         if flexible:
-            out += _encode_uvarint(len(raw) + 1) + raw + _encode_uvarint(len(ids) + 1)
+            out += _encode_uvarint(0 if partitions is None else len(partitions) + 1)
         else:
-            out += _I16.pack(len(raw)) + raw + _I32.pack(len(ids))
-        out += struct.pack(f">{len(ids)}i", *ids)
-        if flexible:
-            out += b"\x00"  # no tagged fields in the partitions entry
-    out += _TIMESTAMPS.pack(value.last_update_timestamp_ms, value.start_timestamp_ms)
+            out += _I32.pack(-1 if partitions is None else len(partitions))
+        for topic, ids in (partitions or {}).items():
+            raw = topic.encode("utf-8")
+            if flexible:
+                out += _encode_uvarint(len(raw) + 1) + raw + _encode_uvarint(len(ids) + 1)
+            else:
+                out += _I16.pack(len(raw)) + raw + _I32.pack(len(ids))
+            out += struct.pack(f">{len(ids)}i", *ids)
+            if flexible:
+                out += b"\x00"  # no tagged fields in the partitions entry
     if flexible:
         # Written only when not default, in ascending tag order, as Kafka does.
-        tagged = [
-            (tag, known.pack(field))
-            for tag, known, field, default in (
-                (0, _I64, value.previous_producer_id, -1),
-                (1, _I64, value.next_producer_id, -1),
-                (2, _I16, value.client_transaction_version, 0),
-                (3, _I16, value.next_producer_epoch, -1),
-            )
-            if field != default
+        written = [
+            (f.tag, struct.pack(">" + f.wire, getattr(value, f.name)))
+            for f in table
+            if f.tag is not None and getattr(value, f.name) != f.default
         ]
-        tagged = sorted(tagged + list(value.unknown_tagged_fields), key=lambda t: t[0])
-        out += _encode_uvarint(len(tagged))
-        for tag, raw in tagged:
+        written = sorted(written + list(value.unknown_tagged_fields), key=lambda t: t[0])
+        out += _encode_uvarint(len(written))
+        for tag, raw in written:
             out += _encode_uvarint(tag) + _encode_uvarint(len(raw)) + raw
     return bytes(out)
+
+
+# The table of each value class encode_value met (TransactionLogValue's, or a test's).
+_tables: dict[type, tuple[ValueField, ...]] = {TransactionLogValue: VALUE_FIELDS}
 
 
 def _encode_uvarint(n: int) -> bytes:

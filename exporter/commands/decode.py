@@ -4,8 +4,9 @@ The output is a public contract (field names and order):
   {"offset", "timestamp_ms", "transactional_id", "value"}   value: null for a tombstone, else
   {"version", "producer_id", "producer_epoch", "transaction_timeout_ms", "state", "partitions",
    "last_update_timestamp_ms", "start_timestamp_ms", "previous_producer_id", "next_producer_id",
-   "client_transaction_version", "next_producer_epoch"}, then, only in a value carrying tagged fields
-  this decoder does not name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
+   "client_transaction_version", "next_producer_epoch"} (the codec's VALUE_FIELDS, in order: a tagged
+  field added there comes last), then, only in a value carrying tagged fields this decoder does not
+  name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
   {"offset", "error"} for an undecodable record, {"position", "error"} for an undecodable batch.
 When several files are decoded (a directory, or more than one FILE), every line ends with
 "partition" (the __transaction_state partition, from the directory name; null if none) and "file",
@@ -23,12 +24,19 @@ import signal
 import sys
 from itertools import islice
 from json.encoder import encode_basestring as _json_str
+from operator import attrgetter
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from exporter.codec import PARTITIONS_SKIPPED, TransactionLogRecord, TransactionState
 from exporter.codec.record_batch import BatchError, RecordError, RecordMaker
-from exporter.codec.transaction_log import Partitions, PartitionsMemo, ValueMaker
+from exporter.codec.transaction_log import (
+    TAGGED_FIELDS,
+    VALUE_FIELDS,
+    Partitions,
+    PartitionsMemo,
+    ValueMaker,
+)
 from exporter.sources.segment_files import (
     NotARegularFile,
     SegmentShrank,
@@ -156,8 +164,25 @@ def _error_line(item: RecordError | BatchError, tail: str) -> str:
 
 
 _LINES_PER_WRITE = 4096
+_PREVIOUS_PRODUCER_ID_DEFAULT = TAGGED_FIELDS[0].default  # (the codec checks it is PreviousProducerId's)
 # The state's JSON string, by state.
 _STATE_JSON = {state: f'"{state.name}"' for state in TransactionState}
+# A value's fields in the codec's order (what make_value is called with), unknown tagged fields last.
+_VALUE_FIELDS = attrgetter(*(f.name for f in VALUE_FIELDS), "unknown_tagged_fields")
+
+
+def tagged_json(others: tuple[object, ...]) -> str:
+    """The end of a value's JSON after its first tagged field (PreviousProducerId, which make_value
+    writes itself): the other tagged fields of the codec's table in its order, at their defaults when
+    not in `others` (what the codec passed after the first: a prefix of them, maybe then the unknown
+    ones), then "unknown_tagged_fields" if any, and the closing brace."""
+    rest = TAGGED_FIELDS[1:]
+    known, unknown = others[: len(rest)], others[len(rest)] if len(others) > len(rest) else ()
+    text = "".join(f', "{f.name}": {v}' for f, v in zip(rest, (*known, *(f.default for f in rest[len(known) :]))))
+    if unknown:  # (rare: a newer Kafka's tagged fields)
+        shown = ", ".join(f'{{"tag": {tag}, "bytes": "{raw.hex()}"}}' for tag, raw in unknown)  # type: ignore[attr-defined]
+        text += f', "unknown_tagged_fields": [{shown}]'
+    return text + "}"
 
 
 def format_record(record: TransactionLogRecord, tail: str = "") -> str:
@@ -169,21 +194,7 @@ def format_record(record: TransactionLogRecord, tail: str = "") -> str:
         partitions = v.partitions
         if partitions is PARTITIONS_SKIPPED:  # (it failed on them further on, less plainly)
             raise TypeError("cannot format a record decoded without its partitions (PARTITIONS_SKIPPED)")
-        value = make_value(
-            v.version,
-            v.producer_id,
-            v.producer_epoch,
-            v.transaction_timeout_ms,
-            v.state,
-            partitions,
-            v.last_update_timestamp_ms,
-            v.start_timestamp_ms,
-            v.previous_producer_id,
-            v.next_producer_id,
-            v.client_transaction_version,
-            v.next_producer_epoch,
-            v.unknown_tagged_fields,
-        )
+        value = make_value(*_VALUE_FIELDS(v))
     return make_record(record.offset, record.timestamp_ms, record.transactional_id, value)
 
 
@@ -197,7 +208,7 @@ def _line_makers(
     The text of partitions is made once per distinct array while the codec's memo holds it, and
     once per distinct (topic, ids) entry while `entries` holds it (both bounded)."""
     entries: dict[tuple[str | int, ...], str] = {}  # by (topic, *ids)
-    few_values: dict[tuple[int, int, int, TransactionState, int, int, int], tuple[str, str, str]] = {}
+    few_values: dict[tuple[int, int, int, TransactionState, tuple[Any, ...]], tuple[str, str, str]] = {}
     # The last value's last-update time and its text: the record's own timestamp is usually the
     # same (the coordinator reads its clock for both), and so is the start time of an ONGOING.
     last_update: int | None = None
@@ -221,53 +232,41 @@ def _line_makers(
         version: int,
         producer_id: int,
         producer_epoch: int,
-        timeout_ms: int,
+        transaction_timeout_ms: int,
         state: TransactionState,
         partitions: Partitions | str | None,
-        last_update_ms: int,
-        start_ms: int,
-        previous_producer_id: int = -1,
-        next_producer_id: int = -1,
-        client_transaction_version: int = 0,
-        next_producer_epoch: int = -1,
-        unknown_tagged_fields: tuple[tuple[int, bytes], ...] = (),
+        last_update_timestamp_ms: int,
+        start_timestamp_ms: int,
+        previous_producer_id: int = _PREVIOUS_PRODUCER_ID_DEFAULT,
+        *others: Any,
     ) -> str:
-        # An int's text costs as much as a dict lookup and a half: the fields that take few values
-        # are looked up, as three fragments, by their values.
-        key = (
-            version,
-            producer_epoch,
-            timeout_ms,
-            state,
-            next_producer_id,
-            client_transaction_version,
-            next_producer_epoch,
-        )
+        # (The codec's tagged fields in VALUE_FIELDS' order, a prefix of them, maybe then the
+        # unknown ones: see ValueMaker; the first is PreviousProducerId.) An int's text costs as much
+        # as a dict lookup and a half: the fields that take few values are looked up, as three
+        # fragments, by their values; all the tagged fields but PreviousProducerId (usually the
+        # producer id) are.
+        key = (version, producer_epoch, transaction_timeout_ms, state, others)
         fragments = few_values.get(key)
         if fragments is None:
             if len(few_values) >= _CACHED_FRAGMENTS:
                 few_values.clear()
             fragments = few_values[key] = (
                 f'{{"version": {version}, "producer_id": ',
-                f', "producer_epoch": {producer_epoch}, "transaction_timeout_ms": {timeout_ms}, '
+                f', "producer_epoch": {producer_epoch}, "transaction_timeout_ms": {transaction_timeout_ms}, '
                 f'"state": {_STATE_JSON[state]}, "partitions": ',
-                f'"next_producer_id": {next_producer_id}, "client_transaction_version": {client_transaction_version}, '
-                f'"next_producer_epoch": {next_producer_epoch}}}',
+                tagged_json(others),
             )
         lead, middle, end = fragments
         if type(partitions) is not str:  # else the codec's memo made it
             # (`type() is not str`, cheaper than isinstance here, does not narrow the type for mypy.)
             partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"  # type: ignore[arg-type]
         nonlocal last_update, last_update_text
-        last_update, last_update_text = last_update_ms, f"{last_update_ms}"
+        last_update, last_update_text = last_update_timestamp_ms, f"{last_update_timestamp_ms}"
         pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
-        if unknown_tagged_fields:  # (rare: a newer Kafka's tagged fields)
-            shown = ", ".join(f'{{"tag": {tag}, "bytes": "{raw.hex()}"}}' for tag, raw in unknown_tagged_fields)
-            end = f'{end[:-1]}, "unknown_tagged_fields": [{shown}]}}'
         return (
             f'{lead}{pid}{middle}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
-            f'"start_timestamp_ms": {last_update_text if start_ms == last_update_ms else start_ms}, '
-            f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}, {end}'
+            f'"start_timestamp_ms": {last_update_text if start_timestamp_ms == last_update_timestamp_ms else start_timestamp_ms}, '
+            f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}{end}'
         )
 
     def make_record(offset: int, timestamp_ms: int, transactional_id: str, value: str | None) -> str:

@@ -20,8 +20,8 @@ from exporter.codec.transaction_log import (
     PartitionsField,
     PartitionsMemo,
     TransactionLogRecord,
-    TransactionLogValue,
     ValueMaker,
+    value_from_fields,
 )
 
 _M = TypeVar("_M")
@@ -107,7 +107,7 @@ def read_segment(
     path: Path,
     partitions: bool | PartitionsMemo[Any] = True,
     make_record: RecordMaker[Any, object] = TransactionLogRecord,
-    make_value: ValueMaker[Any, object] = TransactionLogValue,
+    make_value: ValueMaker[Any, object] = value_from_fields,
 ) -> Iterator[object]:
     """Decodes one segment file (the options are decode_batches'), read in pieces, in flat memory.
     Raises NotARegularFile, OSError if it cannot be read, or SegmentShrank if it shrinks meanwhile

@@ -26,7 +26,7 @@ from exporter.codec.record_batch import (
     decode_batches,
     encode_batch,
 )
-from exporter.codec.transaction_log import PartitionsMemo
+from exporter.codec.transaction_log import PartitionsMemo, value_from_fields
 
 int16 = st.integers(-(2**15), 2**15 - 1)
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -47,19 +47,19 @@ def values(draw):
     version = draw(st.sampled_from([0, 1]))
     tagged = version == 1
     return TransactionLogValue(
-        version,
-        draw(int64),
-        draw(int16),
-        draw(int32),
-        draw(st.sampled_from(list(TransactionState))),
-        draw(partitions),
-        draw(int64),
-        draw(int64),
-        draw(int64) if tagged else -1,
-        draw(int64) if tagged else -1,
-        draw(int16) if tagged else 0,
-        draw(int16) if tagged else -1,
-        draw(unknown_tags) if tagged else (),
+        version=version,
+        producer_id=draw(int64),
+        producer_epoch=draw(int16),
+        transaction_timeout_ms=draw(int32),
+        state=draw(st.sampled_from(list(TransactionState))),
+        partitions=draw(partitions),
+        last_update_timestamp_ms=draw(int64),
+        start_timestamp_ms=draw(int64),
+        previous_producer_id=draw(int64) if tagged else -1,
+        next_producer_id=draw(int64) if tagged else -1,
+        client_transaction_version=draw(int16) if tagged else 0,
+        next_producer_epoch=draw(int16) if tagged else -1,
+        unknown_tagged_fields=draw(unknown_tags) if tagged else (),
     )
 
 
@@ -146,7 +146,7 @@ def test_make_and_a_partitions_memo_change_nothing_else(data):
     memo = PartitionsMemo(lambda p: ("text of", p), limit=2)  # small: cleared on the way
 
     def make(*fields):
-        return "made", TransactionLogValue(*fields)
+        return "made", value_from_fields(*fields)
 
     for raw in raws + raws:
         full = _outcome(lambda: decode_value(raw))  # noqa: B023 (called at once)
@@ -304,16 +304,19 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
             else:
                 unknown.append((tag, raw))
     return TransactionLogValue(
-        version,
-        producer_id,
-        epoch,
-        timeout_ms,
-        TransactionState(status),
-        partitions,
-        last_update,
-        start,
-        *fields,
-        tuple(unknown),
+        version=version,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        transaction_timeout_ms=timeout_ms,
+        state=TransactionState(status),
+        partitions=partitions,
+        last_update_timestamp_ms=last_update,
+        start_timestamp_ms=start,
+        previous_producer_id=fields[0],
+        next_producer_id=fields[1],
+        client_transaction_version=fields[2],
+        next_producer_epoch=fields[3],
+        unknown_tagged_fields=tuple(unknown),
     )
 
 
@@ -339,14 +342,14 @@ def usual_values(draw):
     )
     tags = {k: draw(int64) if k == "previous_producer_id" else v for k, v in tags.items()}
     return TransactionLogValue(
-        1,
-        draw(int64),
-        draw(int16),
-        draw(int32),
-        draw(st.sampled_from(list(TransactionState))),
-        partitions,
-        draw(int64),
-        draw(int64),
+        version=1,
+        producer_id=draw(int64),
+        producer_epoch=draw(int16),
+        transaction_timeout_ms=draw(int32),
+        state=draw(st.sampled_from(list(TransactionState))),
+        partitions=partitions,
+        last_update_timestamp_ms=draw(int64),
+        start_timestamp_ms=draw(int64),
         **tags,
     )
 

@@ -5,7 +5,16 @@ from exporter.codec.record_batch import BatchError, RecordError, decode_batches,
 from exporter.codec.transaction_log import TransactionLogValue
 from tests.codec.crafted import fake_headers, good_then_bad
 
-VALUE = TransactionLogValue(0, 7, 0, 1000, TransactionState.ONGOING, {"t": [0]}, 1005, 1000)
+VALUE = TransactionLogValue(
+    version=0,
+    producer_id=7,
+    producer_epoch=0,
+    transaction_timeout_ms=1000,
+    state=TransactionState.ONGOING,
+    partitions={"t": [0]},
+    last_update_timestamp_ms=1005,
+    start_timestamp_ms=1000,
+)
 
 
 def batch(offset, tid="a", value=VALUE, ts=1000):
@@ -142,7 +151,19 @@ def _outcomes(items):
 
 
 # A real batch longer than the pieces below: read whole once its CRC verified.
-LONG = batch(1, value=TransactionLogValue(1, 7, 0, 1000, VALUE.state, {"t" * 200: list(range(2000))}, 5, 4))
+LONG = batch(
+    1,
+    value=TransactionLogValue(
+        version=1,
+        producer_id=7,
+        producer_epoch=0,
+        transaction_timeout_ms=1000,
+        state=VALUE.state,
+        partitions={"t" * 200: list(range(2000))},
+        last_update_timestamp_ms=5,
+        start_timestamp_ms=4,
+    ),
+)
 
 
 @pytest.mark.parametrize("piece_size", [122, 200, 1000, 4096, 1 << 16])

@@ -64,7 +64,14 @@ def test_bad_keys(raw, reason):
 def test_value_v0():
     v = decode_value(v0_bytes())
     assert v == TransactionLogValue(
-        0, 1000, 3, 60000, TransactionState.ONGOING, {"foo": [0, 1]}, 1_700_000_000_123, 1_700_000_000_000
+        version=0,
+        producer_id=1000,
+        producer_epoch=3,
+        transaction_timeout_ms=60000,
+        state=TransactionState.ONGOING,
+        partitions={"foo": [0, 1]},
+        last_update_timestamp_ms=1_700_000_000_123,
+        start_timestamp_ms=1_700_000_000_000,
     )
     assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
         -1,
@@ -126,7 +133,18 @@ def test_value_v1_all_tags_and_unknown_tags_kept_with_their_bytes():
 # (int16, KAFKA-15370 / KIP-939); KAFKA-20357 persists the last producer epoch as a further tagged
 # field, an int16 after tag 3 (4 is the next free tag), which this codec does not name.
 _TRUNK = TransactionLogValue(
-    1, 1000, 0, 60000, TransactionState.ONGOING, {"orders": [3]}, 1_700_000_000_123, 1_700_000_000_000, 999, 1000, 2, 0
+    version=1,
+    producer_id=1000,
+    producer_epoch=0,
+    transaction_timeout_ms=60000,
+    state=TransactionState.ONGOING,
+    partitions={"orders": [3]},
+    last_update_timestamp_ms=1_700_000_000_123,
+    start_timestamp_ms=1_700_000_000_000,
+    previous_producer_id=999,
+    next_producer_id=1000,
+    client_transaction_version=2,
+    next_producer_epoch=0,
 )
 
 
@@ -275,7 +293,15 @@ def test_the_usual_v1_shapes_read_like_any_other(topics, tags):
     PreviousProducerId only or ClientTransactionVersion only) against every neighbour shape, whole,
     cut short and with trailing bytes (ignored, as the broker does)."""
     value = TransactionLogValue(
-        1, 1000, 3, 60000, TransactionState.COMPLETE_COMMIT, topics, 1_700_000_000_123, 1_700_000_000_000, **tags
+        version=1,
+        producer_id=1000,
+        producer_epoch=3,
+        transaction_timeout_ms=60000,
+        state=TransactionState.COMPLETE_COMMIT,
+        partitions=topics,
+        last_update_timestamp_ms=1_700_000_000_123,
+        start_timestamp_ms=1_700_000_000_000,
+        **tags,
     )
     raw = encode_value(value)
     assert decode_value(raw) == value

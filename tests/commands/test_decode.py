@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from exporter.cli import main
 from exporter.codec import (
+    VALUE_FIELDS,
     TransactionLogRecord,
     TransactionLogValue,
     TransactionState,
@@ -20,7 +21,15 @@ from exporter.codec import (
 from exporter.codec.record_batch import encode_batch
 
 ONGOING = TransactionLogValue(
-    1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], 'q"x': [1]}, 1010, 1000, client_transaction_version=2
+    version=1,
+    producer_id=42,
+    producer_epoch=3,
+    transaction_timeout_ms=60000,
+    state=TransactionState.ONGOING,
+    partitions={"orders": [0, 2], 'q"x': [1]},
+    last_update_timestamp_ms=1010,
+    start_timestamp_ms=1000,
+    client_transaction_version=2,
 )
 
 
@@ -279,20 +288,8 @@ def _expected_line(offset, ts, tid, v):
     value = (
         None
         if v is None
-        else {
-            "version": v.version,
-            "producer_id": v.producer_id,
-            "producer_epoch": v.producer_epoch,
-            "transaction_timeout_ms": v.transaction_timeout_ms,
-            "state": v.state.name,
-            "partitions": v.partitions,
-            "last_update_timestamp_ms": v.last_update_timestamp_ms,
-            "start_timestamp_ms": v.start_timestamp_ms,
-            "previous_producer_id": v.previous_producer_id,
-            "next_producer_id": v.next_producer_id,
-            "client_transaction_version": v.client_transaction_version,
-            "next_producer_epoch": v.next_producer_epoch,
-        }
+        # The value's fields in the codec's table order (today's, literally: test_record_and_tombstone_lines).
+        else {f.name: v.state.name if f.name == "state" else getattr(v, f.name) for f in VALUE_FIELDS}
     )
     if v is not None and v.unknown_tagged_fields:
         value["unknown_tagged_fields"] = [{"tag": tag, "bytes": raw.hex()} for tag, raw in v.unknown_tagged_fields]
@@ -313,21 +310,23 @@ def _values(draw):
     tagged = version == 1
     last_update = draw(_int64)
     return TransactionLogValue(
-        version,
-        draw(_int64),
-        draw(st.integers(-(2**15), 2**15 - 1)),
-        draw(st.integers(-(2**31), 2**31 - 1)),
-        draw(st.sampled_from(list(TransactionState))),
-        draw(_partitions),
-        last_update,
-        draw(st.just(last_update) | _int64),  # start: the same when ONGOING
+        version=version,
+        producer_id=draw(_int64),
+        producer_epoch=draw(st.integers(-(2**15), 2**15 - 1)),
+        transaction_timeout_ms=draw(st.integers(-(2**31), 2**31 - 1)),
+        state=draw(st.sampled_from(list(TransactionState))),
+        partitions=draw(_partitions),
+        last_update_timestamp_ms=last_update,
+        start_timestamp_ms=draw(st.just(last_update) | _int64),  # start: the same when ONGOING
         # Each tagged field absent (its default) or not: the shapes coordinators write, and others.
-        draw(st.just(-1) | _int64) if tagged else -1,
-        draw(st.just(-1) | _int64) if tagged else -1,
-        draw(st.sampled_from([0, 2, -5])) if tagged else 0,
-        draw(st.sampled_from([-1, 7])) if tagged else -1,
+        previous_producer_id=draw(st.just(-1) | _int64) if tagged else -1,
+        next_producer_id=draw(st.just(-1) | _int64) if tagged else -1,
+        client_transaction_version=draw(st.sampled_from([0, 2, -5])) if tagged else 0,
+        next_producer_epoch=draw(st.sampled_from([-1, 7])) if tagged else -1,
         # A newer Kafka's tagged fields (KAFKA-20357's last producer epoch as tag 4, say), or none.
-        draw(st.sampled_from([(), ((4, b"\x7f\xfe"),), ((4, b""), (300, b"\x00\xff"))])) if tagged else (),
+        unknown_tagged_fields=draw(st.sampled_from([(), ((4, b"\x7f\xfe"),), ((4, b""), (300, b"\x00\xff"))]))
+        if tagged
+        else (),
     )
 
 
@@ -366,7 +365,16 @@ def test_lines_are_json_dumps_of_the_records(tmp_path_factory, values, picks):
 def test_format_record_refuses_a_record_decoded_without_its_partitions():
     from exporter.commands.decode import format_record
 
-    value = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0]}, 1010, 1000)
+    value = TransactionLogValue(
+        version=1,
+        producer_id=42,
+        producer_epoch=3,
+        transaction_timeout_ms=60000,
+        state=TransactionState.ONGOING,
+        partitions={"orders": [0]},
+        last_update_timestamp_ms=1010,
+        start_timestamp_ms=1000,
+    )
     record = decode_record(encode_key("t"), encode_value(value), 7, 1010, partitions=False)
     with pytest.raises(TypeError, match="PARTITIONS_SKIPPED"):
         format_record(record)
@@ -376,7 +384,15 @@ def test_a_topic_name_that_is_not_utf8_is_an_error_line_wherever_the_array_is_re
     """The memo of partitions arrays decodes each array it has not seen, invalid UTF-8 included:
     the record is an invalid_utf8 line, the same array seen again is one again, the others decode."""
     good = TransactionLogValue(
-        1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0, 2], "xx": [1]}, 1010, 1000, previous_producer_id=42
+        version=1,
+        producer_id=42,
+        producer_epoch=3,
+        transaction_timeout_ms=60000,
+        state=TransactionState.ONGOING,
+        partitions={"orders": [0, 2], "xx": [1]},
+        last_update_timestamp_ms=1010,
+        start_timestamp_ms=1000,
+        previous_producer_id=42,
     )
     raw = encode_value(good)
     bad = raw.replace(b"xx", b"\xff\xfe")
@@ -396,7 +412,16 @@ def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, cap
     """A varint may be written longer than it needs (Kafka's reader takes it): a null or empty
     array so written goes through the codec's general path and its memo, not the fast paths."""
     for partitions, count in ((None, b"\x80\x00"), ({}, b"\x81\x00")):
-        value = TransactionLogValue(1, 42, 3, 60000, TransactionState.EMPTY, partitions, 1010, 1000)
+        value = TransactionLogValue(
+            version=1,
+            producer_id=42,
+            producer_epoch=3,
+            transaction_timeout_ms=60000,
+            state=TransactionState.EMPTY,
+            partitions=partitions,
+            last_update_timestamp_ms=1010,
+            start_timestamp_ms=1000,
+        )
         raw = encode_value(value)
         assert raw[17] == count[0] & 0x7F
         path = segment(
@@ -410,14 +435,14 @@ def test_the_next_kafkas_tagged_fields_are_shown_named_or_by_tag_and_bytes(tmp_p
     """Kafka's trunk writes NextProducerEpoch (tag 3): a named field. A tag this codec does not name
     (KAFKA-20357's last producer epoch, as tag 4 after it) is shown with its bytes, in hex."""
     trunk = TransactionLogValue(
-        1,
-        42,
-        0,
-        60000,
-        TransactionState.ONGOING,
-        {"orders": [0]},
-        1010,
-        1000,
+        version=1,
+        producer_id=42,
+        producer_epoch=0,
+        transaction_timeout_ms=60000,
+        state=TransactionState.ONGOING,
+        partitions={"orders": [0]},
+        last_update_timestamp_ms=1010,
+        start_timestamp_ms=1000,
         previous_producer_id=41,
         next_producer_id=42,
         client_transaction_version=2,

@@ -132,7 +132,16 @@ def test_image_install_gives_a_working_sidecar_without_extras(tmp_path: Path) ->
     assert "run" in txn_exporter("--help").stdout
     run_help = txn_exporter("run", "--help")
     assert run_help.returncode == 0 and "--web-config-file" in run_help.stdout and "--log-format" in run_help.stdout
-    value = TransactionLogValue(1, 42, 3, 60000, TransactionState.ONGOING, {"orders": [0]}, 1010, 1000)
+    value = TransactionLogValue(
+        version=1,
+        producer_id=42,
+        producer_epoch=3,
+        transaction_timeout_ms=60000,
+        state=TransactionState.ONGOING,
+        partitions={"orders": [0]},
+        last_update_timestamp_ms=1010,
+        start_timestamp_ms=1000,
+    )
     segment = tmp_path / "00000000000000000000.log"
     segment.write_bytes(encode_batch(7, [(encode_key("tx-1"), encode_value(value), 1011)]))
     decoded = txn_exporter("decode", str(segment))

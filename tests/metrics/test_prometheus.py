@@ -58,7 +58,15 @@ def _newer_kafkas(tid: str, *, partition: int, offset: int, timestamp_ms: int) -
     """A record of a newer Kafka: a tagged field the codec does not name (tag 4); replayed, so that it
     is observed nowhere else."""
     value = TransactionLogValue(
-        1, 4001, 0, 60_000, S.EMPTY, None, timestamp_ms, timestamp_ms, unknown_tagged_fields=((4, b"\x7f\xfe"),)
+        version=1,
+        producer_id=4001,
+        producer_epoch=0,
+        transaction_timeout_ms=60_000,
+        state=S.EMPTY,
+        partitions=None,
+        last_update_timestamp_ms=timestamp_ms,
+        start_timestamp_ms=timestamp_ms,
+        unknown_tagged_fields=((4, b"\x7f\xfe"),),
     )
     record = decode_record(encode_key(tid), encode_value(value), offset, timestamp_ms, partitions=False)
     return TransactionLogRecords(partition, [record], timestamp_ms + 5, True)

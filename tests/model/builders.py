@@ -26,14 +26,14 @@ def log_event(
     if state is not None:
         value = encode_value(
             TransactionLogValue(
-                version,
-                4000,
-                2,
-                60_000,
-                state,
-                {"orders": [0, 1]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {},
-                timestamp_ms,
-                timestamp_ms - 50,
+                version=version,
+                producer_id=4000,
+                producer_epoch=2,
+                transaction_timeout_ms=60_000,
+                state=state,
+                partitions={"orders": [0, 1]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {},
+                last_update_timestamp_ms=timestamp_ms,
+                start_timestamp_ms=timestamp_ms - 50,
             )
         )
     record = decode_record(encode_key(tid), value, offset, timestamp_ms)

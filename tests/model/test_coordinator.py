@@ -206,14 +206,14 @@ def _with_tags(tid: str, offset: int, unknown: tuple[tuple[int, bytes], ...], re
     from exporter.contracts.events import TransactionLogRecords
 
     value = TransactionLogValue(
-        1,
-        4000,
-        2,
-        60_000,
-        S.ONGOING,
-        {"orders": [0]},
-        1_000_000,
-        1_000_000,
+        version=1,
+        producer_id=4000,
+        producer_epoch=2,
+        transaction_timeout_ms=60_000,
+        state=S.ONGOING,
+        partitions={"orders": [0]},
+        last_update_timestamp_ms=1_000_000,
+        start_timestamp_ms=1_000_000,
         next_producer_epoch=3,
         unknown_tagged_fields=unknown,
     )

@@ -89,7 +89,18 @@ def test_records_decoded_without_partitions_list_them_when_read():
     """The live source decodes without TransactionPartitions (the hot path); the model decodes them
     from the bytes it keeps, only for the rows a reader asks for."""
     model = live_model(0)
-    raw = encode_value(TransactionLogValue(1, 7, 0, 60_000, S.ONGOING, {"orders": [3, 4]}, 5, 5))
+    raw = encode_value(
+        TransactionLogValue(
+            version=1,
+            producer_id=7,
+            producer_epoch=0,
+            transaction_timeout_ms=60_000,
+            state=S.ONGOING,
+            partitions={"orders": [3, 4]},
+            last_update_timestamp_ms=5,
+            start_timestamp_ms=5,
+        )
+    )
     record = decode_record(encode_key("lazy"), raw, 0, 10, partitions=False)
     model.apply(TransactionLogRecords(0, [record], 12, False))
     entry = in_flight(model)["lazy"]

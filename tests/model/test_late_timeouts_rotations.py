@@ -28,14 +28,14 @@ def event(
 ) -> TransactionLogRecords:
     partitions = {"orders": [0]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {}
     value = TransactionLogValue(
-        1,
-        pid,
-        epoch,
-        timeout_ms,
-        state,
-        partitions,
-        at_ms,
-        start_ms if partitions else -1,
+        version=1,
+        producer_id=pid,
+        producer_epoch=epoch,
+        transaction_timeout_ms=timeout_ms,
+        state=state,
+        partitions=partitions,
+        last_update_timestamp_ms=at_ms,
+        start_timestamp_ms=start_ms if partitions else -1,
         client_transaction_version=tv,
     )
     record = decode_record(encode_key(tid), encode_value(value), 0, at_ms)

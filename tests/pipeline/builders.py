@@ -34,14 +34,14 @@ class Log:
             self.records.append((encode_key(tid), None, ts))
             return
         value = TransactionLogValue(
-            version,
-            pid,
-            epoch,
-            timeout,
-            state,
-            partitions if partitions is not None else {},
-            ts,
-            start,
+            version=version,
+            producer_id=pid,
+            producer_epoch=epoch,
+            transaction_timeout_ms=timeout,
+            state=state,
+            partitions=partitions if partitions is not None else {},
+            last_update_timestamp_ms=ts,
+            start_timestamp_ms=start,
             client_transaction_version=ctv,
         )
         self.records.append((encode_key(tid), encode_value(value), ts))

@@ -8,18 +8,27 @@ from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, deco
 from tests.codec.crafted import fake_headers
 
 V = TransactionLogValue(
-    1,
-    42,
-    3,
-    60000,
-    TransactionState.ONGOING,
-    {"orders": [0, 2], "b": [1]},
-    1010,
-    1000,
+    version=1,
+    producer_id=42,
+    producer_epoch=3,
+    transaction_timeout_ms=60000,
+    state=TransactionState.ONGOING,
+    partitions={"orders": [0, 2], "b": [1]},
+    last_update_timestamp_ms=1010,
+    start_timestamp_ms=1000,
     previous_producer_id=41,
     client_transaction_version=2,
 )
-V0 = TransactionLogValue(0, 43, 1, 1000, TransactionState.COMPLETE_ABORT, {}, 1020, 1001)
+V0 = TransactionLogValue(
+    version=0,
+    producer_id=43,
+    producer_epoch=1,
+    transaction_timeout_ms=1000,
+    state=TransactionState.COMPLETE_ABORT,
+    partitions={},
+    last_update_timestamp_ms=1020,
+    start_timestamp_ms=1001,
+)
 RECORDS = [
     (encode_key("tx-1"), encode_value(V), 1011),
     (encode_key("tx-2"), None, 1012),

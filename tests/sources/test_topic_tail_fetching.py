@@ -225,7 +225,18 @@ def _asked(client: Client, count: int, seconds: float = 5) -> list[int]:
 
 
 def _value(state: TransactionState) -> bytes:
-    return encode_value(TransactionLogValue(1, 7, 0, 60_000, state, {} if state > 3 else {"orders": [0]}, 5, 4))
+    return encode_value(
+        TransactionLogValue(
+            version=1,
+            producer_id=7,
+            producer_epoch=0,
+            transaction_timeout_ms=60_000,
+            state=state,
+            partitions={} if state > 3 else {"orders": [0]},
+            last_update_timestamp_ms=5,
+            start_timestamp_ms=4,
+        )
+    )
 
 
 def test_idle_a_prepare_makes_the_other_consumer_ask_the_broker_every_interval_until_its_complete_arrives(fetching):

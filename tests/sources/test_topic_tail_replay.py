@@ -26,7 +26,18 @@ CORRUPT = b"\x00\x09"  # an unknown value version
 
 def value(state: TransactionState, producer_id: int = 7, epoch: int = 0, start_ms: int = 4) -> bytes:
     partitions = {"orders": [0, 1]} if state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT) else {}
-    return encode_value(TransactionLogValue(1, producer_id, epoch, 60_000, state, partitions, start_ms + 1, start_ms))
+    return encode_value(
+        TransactionLogValue(
+            version=1,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            transaction_timeout_ms=60_000,
+            state=state,
+            partitions=partitions,
+            last_update_timestamp_ms=start_ms + 1,
+            start_timestamp_ms=start_ms,
+        )
+    )
 
 
 def tail_replaying(records: int):

@@ -23,7 +23,18 @@ class Message:
         self._value = (
             value
             if value is not None
-            else encode_value(TransactionLogValue(1, 7, 0, 60_000, TransactionState.ONGOING, {"orders": [0, 1]}, 5, 4))
+            else encode_value(
+                TransactionLogValue(
+                    version=1,
+                    producer_id=7,
+                    producer_epoch=0,
+                    transaction_timeout_ms=60_000,
+                    state=TransactionState.ONGOING,
+                    partitions={"orders": [0, 1]},
+                    last_update_timestamp_ms=5,
+                    start_timestamp_ms=4,
+                )
+            )
         )
 
     def error(self):

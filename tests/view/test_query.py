@@ -29,7 +29,16 @@ def model_with(*transactions: tuple[str, S, int, int]) -> CoordinatorModel:
         model.apply(PartitionAssigned(p))
         model.apply(PartitionReplayed(p))
     for n, (tid, state, ts, timeout) in enumerate(transactions):
-        value = TransactionLogValue(1, 100 + n, 5, timeout, state, {"orders": [n % 3], "ledger": [0]}, ts, ts)
+        value = TransactionLogValue(
+            version=1,
+            producer_id=100 + n,
+            producer_epoch=5,
+            transaction_timeout_ms=timeout,
+            state=state,
+            partitions={"orders": [n % 3], "ledger": [0]},
+            last_update_timestamp_ms=ts,
+            start_timestamp_ms=ts,
+        )
         record = decode_record(encode_key(tid), encode_value(value), n, ts, partitions=False)
         model.apply(TransactionLogRecords(n % 3, [record], ts + 1, False))
     return model
