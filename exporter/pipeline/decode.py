@@ -27,8 +27,38 @@ import pyarrow.compute as pc
 from exporter.codec import DecodeError, TransactionLogRecord, decode_key, decode_value
 from exporter.codec.record_batch import BatchError, Decoded, RecordError, decode_batches
 from exporter.codec.states import TransactionState
+from exporter.codec.transaction_log import ARRAY, INT8, INT16, INT32, INT64, VALUE_FIELDS, ValueField
 from exporter.sources.segment_files import read_segment
 
+# Arrow types of the value's ints, by their struct format: Spark's int for Kafka's int8 to int32.
+_INT_TYPES = {INT8: pa.int32(), INT16: pa.int32(), INT32: pa.int32(), INT64: pa.int64()}
+# Spark's DDL type of each Arrow type the tables use.
+SPARK_TYPES = {
+    pa.string(): "string",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.bool_(): "boolean",
+    pa.list_(pa.string()): "array<string>",
+}
+
+
+def value_columns(table: tuple[ValueField, ...] = VALUE_FIELDS) -> list[tuple[str, str, pa.DataType]]:
+    """The transition row's columns of a value, from the codec's table, as (column, the value's
+    attribute, Arrow type): the state first (its name), the other fields of every version in order
+    (TransactionPartitions as "topic-N" strings), the value's version (as value_version), then the
+    tagged fields in order: a tagged field added to the table is a column at the end."""
+    columns: list[tuple[str, str, pa.DataType]] = [("state", "state", pa.string())]
+    columns.extend(
+        (f.name, f.name, pa.list_(pa.string()) if f.wire == ARRAY else _INT_TYPES[f.wire])
+        for f in table
+        if f.tag is None and f.name not in ("version", "state")
+    )
+    columns.append(("value_version", "version", pa.int32()))
+    columns.extend((f.name, f.name, _INT_TYPES[f.wire]) for f in table if f.tag is not None)
+    return columns
+
+
+_VALUE_COLUMNS = value_columns()
 # One row per record. Tombstones have state null; undecodable records (or batches) have `error`.
 _TRANSITIONS_FIELDS: list[tuple[str, pa.DataType]] = [
     ("cluster", pa.string()),
@@ -36,64 +66,19 @@ _TRANSITIONS_FIELDS: list[tuple[str, pa.DataType]] = [
     ("offset", pa.int64()),  # null for an undecodable batch
     ("timestamp_ms", pa.int64()),
     ("transactional_id", pa.string()),
-    ("state", pa.string()),
-    ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int32()),
-    ("transaction_timeout_ms", pa.int32()),
-    ("partitions", pa.list_(pa.string())),  # "topic-N", in the order the coordinator wrote them
-    ("last_update_timestamp_ms", pa.int64()),
-    ("start_timestamp_ms", pa.int64()),
-    ("value_version", pa.int32()),
-    ("previous_producer_id", pa.int64()),
-    ("next_producer_id", pa.int64()),
-    ("client_transaction_version", pa.int32()),
-    ("next_producer_epoch", pa.int32()),
+    *((column, kind) for column, _, kind in _VALUE_COLUMNS),  # partitions: in the order the coordinator wrote them
     ("error", pa.string()),
 ]
 TRANSITIONS_SCHEMA = pa.schema(_TRANSITIONS_FIELDS)
 # The same as Spark DDL (mapInArrow's output schema).
-TRANSITIONS_DDL = ", ".join(
-    f"`{f.name}` {_t}"
-    for f, _t in zip(
-        TRANSITIONS_SCHEMA,
-        [
-            "string",
-            "int",
-            "bigint",
-            "bigint",
-            "string",
-            "string",
-            "bigint",
-            "int",
-            "int",
-            "array<string>",
-            "bigint",
-            "bigint",
-            "int",
-            "bigint",
-            "bigint",
-            "int",
-            "int",
-            "string",
-        ],
-    )
-)
+TRANSITIONS_DDL = ", ".join(f"`{f.name}` {SPARK_TYPES[f.type]}" for f in TRANSITIONS_SCHEMA)
 SEGMENTS_INPUT_DDL = "cluster string, path string, partition int"
 
-_VALUE_FIELDS = attrgetter(
-    "state",
-    "producer_id",
-    "producer_epoch",
-    "transaction_timeout_ms",
-    "partitions",
-    "last_update_timestamp_ms",
-    "start_timestamp_ms",
-    "version",
-    "previous_producer_id",
-    "next_producer_id",
-    "client_transaction_version",
-    "next_producer_epoch",
-)
+# A value's fields in _VALUE_COLUMNS' order, and the columns they go to.
+_VALUE_FIELDS = attrgetter(*(attribute for _, attribute, _ in _VALUE_COLUMNS))
+_VALUE_COLUMN_NAMES = tuple(column for column, _, _ in _VALUE_COLUMNS)
+# The columns of a value's fields that are null in an error row (all but the state's).
+_NULL_IN_ERROR_ROWS = ("timestamp_ms", "transactional_id", *(c for c in _VALUE_COLUMN_NAMES if c != "state"))
 _RECORD_FIELDS = attrgetter("offset", "timestamp_ms", "transactional_id")
 _STATE_NAMES = tuple(s.name for s in TransactionState)
 _STATE_DICTIONARY = pa.array(_STATE_NAMES, pa.string())
@@ -148,20 +133,9 @@ def records_to_batch(
     if not any(v is None for v in values):  # (`None in values` would call the dataclass __eq__)
         # One C-level attrgetter call per record, then a transpose: cheaper than a comprehension
         # per field.
-        (
-            cols["state"],
-            cols["producer_id"],
-            cols["producer_epoch"],
-            cols["transaction_timeout_ms"],
-            parts,
-            cols["last_update_timestamp_ms"],
-            cols["start_timestamp_ms"],
-            cols["value_version"],
-            cols["previous_producer_id"],
-            cols["next_producer_id"],
-            cols["client_transaction_version"],
-            cols["next_producer_epoch"],
-        ) = zip(*map(_VALUE_FIELDS, values)) if values else ([],) * 12
+        by_field = zip(*map(_VALUE_FIELDS, values)) if values else ([],) * len(_VALUE_COLUMN_NAMES)
+        cols.update(zip(_VALUE_COLUMN_NAMES, by_field))
+        parts = cols.pop("partitions")
         cols = {name: list(col) if type(col) is tuple else col for name, col in cols.items()}
         cols["state"] = _state_names(cols["state"])
         cols["partitions"] = [_partitions_text(p, cache) for p in parts]
@@ -169,39 +143,15 @@ def records_to_batch(
         cols["state"] = _state_names([None if v is None else v.state for v in values])
         # (Values decoded with their partitions: never PARTITIONS_SKIPPED.)
         cols["partitions"] = [None if v is None else _partitions_text(v.partitions, cache) for v in values]  # type: ignore[arg-type]
-        for name, attr in (
-            ("producer_id", "producer_id"),
-            ("producer_epoch", "producer_epoch"),
-            ("transaction_timeout_ms", "transaction_timeout_ms"),
-            ("last_update_timestamp_ms", "last_update_timestamp_ms"),
-            ("start_timestamp_ms", "start_timestamp_ms"),
-            ("value_version", "version"),
-            ("previous_producer_id", "previous_producer_id"),
-            ("next_producer_id", "next_producer_id"),
-            ("client_transaction_version", "client_transaction_version"),
-            ("next_producer_epoch", "next_producer_epoch"),
-        ):
-            cols[name] = [None if v is None else getattr(v, attr) for v in values]
+        for name, attr, _ in _VALUE_COLUMNS:
+            if name not in ("state", "partitions"):
+                cols[name] = [None if v is None else getattr(v, attr) for v in values]
     error_col = None
     if errors:
         cols = {name: col if name == "state" else list(col) for name, col in cols.items()}
         for offset, _message in errors:
             cols["offset"].append(offset)
-            for name in (
-                "timestamp_ms",
-                "transactional_id",
-                "producer_id",
-                "producer_epoch",
-                "transaction_timeout_ms",
-                "partitions",
-                "last_update_timestamp_ms",
-                "start_timestamp_ms",
-                "value_version",
-                "previous_producer_id",
-                "next_producer_id",
-                "client_transaction_version",
-                "next_producer_epoch",
-            ):
+            for name in _NULL_IN_ERROR_ROWS:
                 cols[name].append(None)
         error_col = pa.array([None] * n + [m for _, m in errors], pa.string())
     total = n + len(errors)

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from exporter.pipeline.decode import (
     SEGMENTS_INPUT_DDL,
+    SPARK_TYPES,
     TRANSITIONS_DDL,
     TRANSITIONS_SCHEMA,
     decode_kafka_rows,
@@ -47,17 +48,9 @@ TOPIC = "__transaction_state"
 DEFAULT_RESOLUTION_S = 60
 DEFAULT_LATE_MARKERS_MS = 60_000
 
-_SPARK_TYPES = {
-    pa.string(): "string",
-    pa.int32(): "int",
-    pa.int64(): "bigint",
-    pa.bool_(): "boolean",
-    pa.list_(pa.string()): "array<string>",
-}
-
 
 def _arrow_columns(arrow_schema: pa.Schema) -> list[tuple[str, str]]:
-    return [(f.name, _SPARK_TYPES[f.type]) for f in arrow_schema if f.name != "cluster"]
+    return [(f.name, SPARK_TYPES[f.type]) for f in arrow_schema if f.name != "cluster"]
 
 
 # Each table's data columns, in the order written; its partition columns follow (PARTITIONS).
