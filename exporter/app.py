@@ -35,7 +35,12 @@ from exporter.sources.topic_tail import TransactionLogTail
 from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
+# The broker log is read every BROKER_LOG_POLL_SECONDS while it grows; while it does not, the wait
+# doubles up to BROKER_LOG_QUIET_POLL_SECONDS: each read is a few system calls (the file's identity,
+# size and rotations), which cost an idle exporter 0.002 cores at 10 a second (bench/cluster_cost.py,
+# the idle cluster). A busy broker's log always grows.
 BROKER_LOG_POLL_SECONDS = 0.1
+BROKER_LOG_QUIET_POLL_SECONDS = 1.0
 # On Ctrl-C or SIGTERM, how long a thread still inside a Kafka request (a metadata request, the
 # hanging scan's client connecting) is waited for before the process exits without it.
 STOP_GRACE_SECONDS = 1.0
@@ -206,8 +211,10 @@ class Exporter:
             scanner.close()
 
     def follow_broker_logs(self, stop: threading.Event) -> None:
-        """Polls the broker log files every BROKER_LOG_POLL_SECONDS until `stop` is set."""
+        """Polls the broker log files every BROKER_LOG_POLL_SECONDS, less often while they do not grow
+        (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set."""
         failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
+        wait = BROKER_LOG_POLL_SECONDS
         while True:
             events = []
             for n, broker_log in enumerate(self.broker_logs):
@@ -219,11 +226,14 @@ class Exporter:
                     failing.add(n)
                 else:
                     failing.discard(n)
-            if events:
+            if events:  # (any line read makes one: the lines' count)
                 self.model.apply_batch(events)
                 if any(type(event) is CoordinatorChanged for event in events):
                     self.tail.refresh_ownership_soon()
-            if stop.wait(BROKER_LOG_POLL_SECONDS):
+                wait = BROKER_LOG_POLL_SECONDS
+            else:
+                wait = min(wait * 2, BROKER_LOG_QUIET_POLL_SECONDS)
+            if stop.wait(wait):
                 return
 
     def stop(self) -> bool:
