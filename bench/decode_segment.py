@@ -49,8 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.synthetic import SHAPES, transaction_cycles
 from exporter.codec import TransactionLogRecord
-from exporter.codec.record_batch import decode_batches, encode_batch
+from exporter.codec.record_batch import decode_batches
 from exporter.sources.segment_files import read_segment
+from txn_workshop.record_batches import encode_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"

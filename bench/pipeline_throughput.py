@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
-from exporter.codec.record_batch import decode_batches, encode_batch
+from exporter.codec.record_batch import decode_batches
+from txn_workshop.record_batches import encode_batch
 
 S = TransactionState
 T0 = 1_795_000_000_000

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.decode_segment import DATA
 from bench.sidecar_cost import VENV_BIN, Exporter, Load, add_load_arguments, rss_mib
 from bench.synthetic import PARTITIONS, transaction_cycles
-from exporter.codec.record_batch import encode_batch
+from txn_workshop.record_batches import encode_batch
 
 TOPIC = "__transaction_state"
 KAFKA = "4.4.0"

@@ -47,6 +47,7 @@ from exporter.codec.transaction_log import (
     decode_value,
     value_from_fields,
 )
+from exporter.codec.varint import ZIGZAG, encode_varint, read_varint
 
 _LENGTH = struct.Struct(">qi")
 # baseOffset, batchLength, (partitionLeaderEpoch), magic, crc, attributes, (lastOffsetDelta),
@@ -59,7 +60,6 @@ _CRC_START = 21  # first byte covered by the CRC: attributes
 _MAGIC_POSITION = 16
 
 # One-byte zigzag varints (below 0x80), decoded.
-_ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
 
 _COMPRESSION_MASK = 0x07
 _LOG_APPEND_TIME = 0x08
@@ -395,48 +395,48 @@ def _decode_record(
         # that before calling the general reader.
         b = buf[p]
         if b < 0x80:
-            length = _ZIGZAG[b]
+            length = ZIGZAG[b]
             p += 1
         elif buf[p + 1] < 0x80:  # records of 64 bytes to 8 KiB: two bytes
             z = (b & 0x7F) | (buf[p + 1] << 7)
             length = (z >> 1) ^ -(z & 1)
             p += 2
         else:
-            length, p = _varint(buf, p)
+            length, p = read_varint(buf, p)
         record_end = p + length
         if length < 0 or record_end > end:
             return RecordError(offset, DecodeError("bad_length", f"record length {length}")), -1
         b = buf[p + 1]  # after the attributes byte
         if b < 0x80:
-            ts_delta = _ZIGZAG[b]
+            ts_delta = ZIGZAG[b]
             p += 2
         else:
-            ts_delta, p = _varint(buf, p + 1)
+            ts_delta, p = read_varint(buf, p + 1)
         b = buf[p]
         if b < 0x80:
-            offset = base_offset + _ZIGZAG[b]
+            offset = base_offset + ZIGZAG[b]
             p += 1
         else:
-            offset_delta, p = _varint(buf, p)
+            offset_delta, p = read_varint(buf, p)
             offset = base_offset + offset_delta
         b = buf[p]
         if b < 0x80:
-            key_length = _ZIGZAG[b]
+            key_length = ZIGZAG[b]
             p += 1
         else:
-            key_length, p = _varint(buf, p)
+            key_length, p = read_varint(buf, p)
         key_start = p
         p += key_length
         b = buf[p]
         if b < 0x80:
-            value_length = _ZIGZAG[b]
+            value_length = ZIGZAG[b]
             p += 1
         elif buf[p + 1] < 0x80:  # values of 64 bytes to 8 KiB: two bytes
             z = (b & 0x7F) | (buf[p + 1] << 7)
             value_length = (z >> 1) ^ -(z & 1)
             p += 2
         else:
-            value_length, p = _varint(buf, p)
+            value_length, p = read_varint(buf, p)
         if key_length < 0 or (p + value_length if value_length > 0 else p) > record_end:
             return RecordError(offset, DecodeError("bad_length", f"key or value overruns a {length}-byte record")), -1
     except IndexError:
@@ -463,24 +463,6 @@ def _decode_record(
         return RecordError(offset, e), record_end
     except IndexError:
         return RecordError(offset, DecodeError("truncated", f"key of {key_length} bytes")), record_end
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint (also varlong: Python ints do not overflow)."""
-    b = buf[pos]
-    if b < 0x80:
-        return _ZIGZAG[b], pos + 1
-    result = b & 0x7F
-    shift = 7
-    while True:
-        pos += 1
-        b = buf[pos]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos + 1
-        shift += 7
-        if shift > 63:
-            raise DecodeError("bad_length", "varint longer than 10 bytes")
 
 
 def _resync(buf: bytes, pos: int, window: Window) -> Generator[BatchError, None, int]:
@@ -573,36 +555,6 @@ _MAX_COMPRESSION = 4  # zstd
 _MIN_RECORD_SIZE = 7
 
 
-# --- Encoding: the inverse, used to build test vectors and benchmark data. ---
-
-
-def encode_batch(base_offset: int, records: list[tuple[bytes, bytes | None, int]]) -> bytes:
-    """A CREATE_TIME, uncompressed, non-transactional v2 batch of (key, value, timestamp_ms)."""
-    base_ts = records[0][2]
-    max_ts = max(ts for _, _, ts in records)
-    body = bytearray()
-    for delta, (key, value, ts) in enumerate(records):
-        record = bytearray(b"\x00")  # attributes
-        record += _encode_varint(ts - base_ts) + _encode_varint(delta)
-        record += _encode_varint(len(key)) + key
-        record += _encode_varint(-1) if value is None else _encode_varint(len(value)) + value
-        record += _encode_varint(0)  # no headers
-        body += _encode_varint(len(record)) + record
-    after_crc = struct.pack(">hiqqqhii", 0, len(records) - 1, base_ts, max_ts, -1, -1, -1, len(records)) + body
-    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(body)
-    return _LENGTH.pack(base_offset, batch_length) + struct.pack(">ibI", 0, 2, crc32c(after_crc)) + after_crc
-
-
-def _encode_varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 # For a record that fills its batch (_decode_single_record), by the bytes from a position to the
 # batch's end: what the record must start with there. _RECORD_HEADS: its length varint, then
 # attributes, timestamp delta and offset delta, all 0. _VALUE_HEADS (from the end of the key): the
@@ -613,7 +565,7 @@ _IMPLIED = 8192
 def _implied_heads(overhead: int, suffix: bytes) -> list[bytes | None]:
     heads: list[bytes | None] = [None] * _IMPLIED
     for length in range(1, _IMPLIED):
-        varint = _encode_varint(length)
+        varint = encode_varint(length)
         if len(varint) + length + overhead < _IMPLIED:
             heads[len(varint) + length + overhead] = varint + suffix
     return heads

@@ -3,7 +3,8 @@
 import struct
 
 from exporter.codec import encode_key
-from exporter.codec.record_batch import HEADER_SIZE, LOG_OVERHEAD, encode_batch
+from exporter.codec.record_batch import HEADER_SIZE, LOG_OVERHEAD
+from txn_workshop.record_batches import encode_batch
 
 
 def fake_headers(size: int) -> bytes:

@@ -24,9 +24,9 @@ from exporter.codec.record_batch import (
     _decode_record,
     _decode_single_record,
     decode_batches,
-    encode_batch,
 )
 from exporter.codec.transaction_log import PartitionsMemo, value_from_fields
+from txn_workshop.record_batches import encode_batch
 
 int16 = st.integers(-(2**15), 2**15 - 1)
 int32 = st.integers(-(2**31), 2**31 - 1)

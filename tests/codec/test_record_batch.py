@@ -1,9 +1,10 @@
 import pytest
 
 from exporter.codec import TransactionState, encode_key, encode_value
-from exporter.codec.record_batch import BatchError, RecordError, decode_batches, encode_batch
+from exporter.codec.record_batch import BatchError, RecordError, decode_batches
 from exporter.codec.transaction_log import TransactionLogValue
 from tests.codec.crafted import fake_headers, good_then_bad
+from txn_workshop.record_batches import encode_batch
 
 VALUE = TransactionLogValue(
     version=0,

@@ -18,7 +18,7 @@ from exporter.codec import (
     encode_key,
     encode_value,
 )
-from exporter.codec.record_batch import encode_batch
+from txn_workshop.record_batches import encode_batch
 
 ONGOING = TransactionLogValue(
     version=1,

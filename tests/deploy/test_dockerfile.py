@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
-from exporter.codec.record_batch import encode_batch
+from txn_workshop.record_batches import encode_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"

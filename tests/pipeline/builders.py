@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
-from exporter.codec.record_batch import encode_batch
+from txn_workshop.record_batches import encode_batch
 
 S = TransactionState
 

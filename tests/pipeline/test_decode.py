@@ -3,9 +3,9 @@
 import pyarrow as pa
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
-from exporter.codec.record_batch import encode_batch
 from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, decode_segment, decode_segment_files
 from tests.codec.crafted import fake_headers
+from txn_workshop.record_batches import encode_batch
 
 V = TransactionLogValue(
     version=1,
