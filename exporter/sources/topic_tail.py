@@ -40,6 +40,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Protocol
 
@@ -268,7 +269,7 @@ class TransactionLogTail:
         self._epochs: dict[int, int] = {}
         self._fenced: dict[int, int] = {}
         self._up: bool | None = None
-        self._outage_log = _OutageLog()  # Kafka's connection failures, logged at a slowing rate
+        self._outage_log = _OutageLog(clock)  # Kafka's connection failures, logged at a slowing rate
         self._client_down = False
         self._next_refresh = 0.0
         self._next_progress = 0.0
@@ -609,7 +610,9 @@ class TransactionLogTail:
             if e.args[0].code() in _ACCESS_ERRORS:
                 self._denied(e.args[0])
             else:
-                self._outage_log.warning(f"cannot read metadata of {TOPIC} from {self._bootstrap_servers}: {e}")
+                self._outage_log.warning(
+                    "metadata", f"cannot read metadata of {TOPIC} from {self._bootstrap_servers}: {e}"
+                )
             self._set_up(False, events)
             return
         self._set_up(True, events)
@@ -776,41 +779,51 @@ class TransactionLogTail:
             self._denied(error)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._client_down = True
-            self._outage_log.warning(message)
+            self._outage_log.warning(error.name(), message)
             return
         elif error.code() in _CONNECTION_ERRORS:
             self._next_refresh = 0.0
-            self._outage_log.warning(message)
+            self._outage_log.warning(error.name(), message)
             return
         log.warning("%s", message)
 
 
 class _OutageLog:
-    """While Kafka does not answer, its connection failures are logged once, then at a slowing rate:
-    after _OUTAGE_FIRST_REPORT_SECONDS, twice that, and so on up to _OUTAGE_MAX_REPORT_SECONDS, each
-    line counting the failures it stands for; over() (the source up again) starts afresh."""
+    """While Kafka does not answer, each kind of connection failure (a metadata read, a client error
+    by name) is logged once, then at a slowing rate: after _OUTAGE_FIRST_REPORT_SECONDS, twice that,
+    and so on up to _OUTAGE_MAX_REPORT_SECONDS, each line counting the failures it stands for; over()
+    (the source up again) starts afresh."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._next = 0.0  # when the next failure is logged (0: the first is)
-        self._interval = _OUTAGE_FIRST_REPORT_SECONDS
-        self._since = 0.0
-        self._unlogged = 0
+        self._kinds: dict[str, _Reported] = {}
 
-    def warning(self, message: str) -> None:
+    def warning(self, kind: str, message: str) -> None:
         now = self._clock()
-        if now < self._next:
-            self._unlogged += 1
+        reported = self._kinds.get(kind)
+        if reported is None:
+            reported = self._kinds[kind] = _Reported(now)
+        elif now < reported.at + reported.interval:
+            reported.unlogged += 1
             return
-        if self._next:
-            message += f" ({self._unlogged} more failures in the last {now - self._since:.0f} s)"
-            self._interval = min(self._interval * 2, _OUTAGE_MAX_REPORT_SECONDS)
-        log.warning("%s (while it lasts, the next report in %.0f s)", message, self._interval)
-        self._since, self._next, self._unlogged = now, now + self._interval, 0
+        else:
+            message += f" ({reported.unlogged} more failures in the last {now - reported.at:.0f} s)"
+            reported.at, reported.unlogged = now, 0
+            reported.interval = min(reported.interval * 2, _OUTAGE_MAX_REPORT_SECONDS)
+        log.warning("%s (while it lasts, the next report in %.0f s)", message, reported.interval)
 
     def over(self) -> None:
-        self._next, self._interval, self._unlogged = 0.0, _OUTAGE_FIRST_REPORT_SECONDS, 0
+        self._kinds.clear()
 
 
 _OUTAGE_FIRST_REPORT_SECONDS = 10.0
 _OUTAGE_MAX_REPORT_SECONDS = 600.0
+
+
+@dataclass(slots=True)
+class _Reported:
+    """One kind of failure: when it was last logged, the wait before the next line, failures since."""
+
+    at: float
+    interval: float = _OUTAGE_FIRST_REPORT_SECONDS
+    unlogged: int = 0

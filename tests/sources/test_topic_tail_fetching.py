@@ -321,3 +321,23 @@ def test_close_closes_both_clients_once_the_errands_thread_has_left(fetching):
     _metadata_reads(busy, 2)
     assert tail.close() is True
     assert idle.closed and busy.closed
+
+
+def test_each_kind_of_connection_failure_is_logged_once_then_at_a_slowing_rate(fetching, caplog):
+    """A broker that is down: librdkafka reports each failed connection; the log says so once per kind,
+    then after 10 s, 20 s, ... each line counting the failures it stands for."""
+    tail, (idle, _), clock = fetching.tail, fetching.made, fetching.clock
+    refused = KafkaError(
+        KafkaError._TRANSPORT, "127.0.0.1:9092/1: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
+    )
+    caplog.set_level("WARNING", logger=topic_tail.__name__)
+    for _ in range(35):  # one a second
+        idle.settings["error_cb"](refused)
+        idle.settings["error_cb"](KafkaError(KafkaError._ALL_BROKERS_DOWN))
+        clock.now += 1
+    lines = [r.getMessage() for r in caplog.records]
+    transport = [line for line in lines if "_TRANSPORT" in line]
+    assert len(transport) == 3 and "Connection refused" in transport[0]  # at 0, 10 and 30 s
+    assert "(9 more failures in the last 10 s)" in transport[1] and "next report in 40 s" in transport[2]
+    assert len([line for line in lines if "_ALL_BROKERS_DOWN" in line]) == 3
+    tail.close()
