@@ -45,6 +45,7 @@ from typing import Any, Final, Generic, Protocol, TypeVar, overload
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
+from exporter.codec.varint import read_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -560,7 +561,7 @@ def _v1_partitions(buf: bytes) -> tuple[Partitions | None, int]:
     if count < 0x80:  # lengths below 127 (one-byte varints) are the rule: read them inline
         pos = 18
     else:
-        count, pos = _uvarint(buf, 17)
+        count, pos = read_uvarint(buf, 17)
     if count == 0:
         return None, pos
     count -= 1
@@ -573,7 +574,7 @@ def _v1_partitions(buf: bytes) -> tuple[Partitions | None, int]:
         if n < 0x80:
             pos += 1
         else:
-            n, pos = _uvarint(buf, pos)
+            n, pos = read_uvarint(buf, pos)
         if n == 0:
             raise DecodeError("bad_length", "null topic name")
         end = pos + n - 1
@@ -584,7 +585,7 @@ def _v1_partitions(buf: bytes) -> tuple[Partitions | None, int]:
         if n < 0x80:
             pos = end + 1
         else:
-            n, pos = _uvarint(buf, end)
+            n, pos = read_uvarint(buf, end)
         if n == 0:
             raise DecodeError("bad_length", "null partition ids array")
         end = pos + 4 * (n - 1)
@@ -603,7 +604,7 @@ def _v1_partitions_end(buf: bytes) -> int:
     if count < 0x80:
         pos = 18
     else:
-        count, pos = _uvarint(buf, 17)
+        count, pos = read_uvarint(buf, 17)
     if count == 0:
         return pos
     count -= 1
@@ -614,7 +615,7 @@ def _v1_partitions_end(buf: bytes) -> int:
         if n < 0x80:
             pos += 1
         else:
-            n, pos = _uvarint(buf, pos)
+            n, pos = read_uvarint(buf, pos)
         if n == 0:
             raise DecodeError("bad_length", "null topic name")
         pos += n - 1
@@ -622,7 +623,7 @@ def _v1_partitions_end(buf: bytes) -> int:
         if n < 0x80:
             pos += 1
         else:
-            n, pos = _uvarint(buf, pos)
+            n, pos = read_uvarint(buf, pos)
         if n == 0:
             raise DecodeError("bad_length", "null partition ids array")
         pos += 4 * (n - 1)
@@ -642,7 +643,7 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> list[Any]:
     fields: list[Any] = layout.defaults.copy()
     known_tags = layout.known
     unknown: list[tuple[int, bytes]] | None = None
-    tags, pos = _uvarint(buf, pos)
+    tags, pos = read_uvarint(buf, pos)
     size = len(buf)
     for _ in range(tags):
         tag = buf[pos]
@@ -650,8 +651,8 @@ def _v1_tagged_fields(buf: bytes, pos: int) -> list[Any]:
         if tag < 0x80 and length < 0x80:  # one-byte tag and size: always, for the known tags
             pos += 2
         else:
-            tag, pos = _uvarint(buf, pos)
-            length, pos = _uvarint(buf, pos)
+            tag, pos = read_uvarint(buf, pos)
+            length, pos = read_uvarint(buf, pos)
         end = pos + length
         if end > size:
             raise IndexError
@@ -714,28 +715,11 @@ def _utf8(raw: bytes) -> str:
         raise DecodeError("invalid_utf8", str(e)) from None
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    result = b & 0x7F
-    shift = 7
-    while True:
-        pos += 1
-        b = buf[pos]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos + 1
-        shift += 7
-        if shift > 28:
-            raise DecodeError("bad_length", "unsigned varint longer than 5 bytes")
-
-
 def _skip_tagged_fields(buf: bytes, pos: int) -> int:
-    tags, pos = _uvarint(buf, pos)
+    tags, pos = read_uvarint(buf, pos)
     for _ in range(tags):
-        _, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
+        _, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
         pos += size
         if pos > len(buf):
             raise IndexError
@@ -767,13 +751,13 @@ def encode_value(value: TransactionLogValue) -> bytes:
         if partitions is PARTITIONS_SKIPPED:  # (len() below raised this TypeError, less plainly)
             raise TypeError("cannot encode a value decoded without its partitions (PARTITIONS_SKIPPED)")
         if flexible:
-            out += _encode_uvarint(0 if partitions is None else len(partitions) + 1)
+            out += _encoderead_uvarint(0 if partitions is None else len(partitions) + 1)
         else:
             out += _I32.pack(-1 if partitions is None else len(partitions))
         for topic, ids in (partitions or {}).items():
             raw = topic.encode("utf-8")
             if flexible:
-                out += _encode_uvarint(len(raw) + 1) + raw + _encode_uvarint(len(ids) + 1)
+                out += _encoderead_uvarint(len(raw) + 1) + raw + _encoderead_uvarint(len(ids) + 1)
             else:
                 out += _I16.pack(len(raw)) + raw + _I32.pack(len(ids))
             out += struct.pack(f">{len(ids)}i", *ids)
@@ -787,9 +771,9 @@ def encode_value(value: TransactionLogValue) -> bytes:
             if f.tag is not None and getattr(value, f.name) != f.default
         ]
         written = sorted(written + list(value.unknown_tagged_fields), key=lambda t: t[0])
-        out += _encode_uvarint(len(written))
+        out += _encoderead_uvarint(len(written))
         for tag, raw in written:
-            out += _encode_uvarint(tag) + _encode_uvarint(len(raw)) + raw
+            out += _encoderead_uvarint(tag) + _encoderead_uvarint(len(raw)) + raw
     return bytes(out)
 
 
@@ -797,7 +781,7 @@ def encode_value(value: TransactionLogValue) -> bytes:
 _tables: dict[type, tuple[ValueField, ...]] = {TransactionLogValue: VALUE_FIELDS}
 
 
-def _encode_uvarint(n: int) -> bytes:
+def _encoderead_uvarint(n: int) -> bytes:
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)

@@ -1,4 +1,5 @@
-"""Kafka's zigzag varints (and varlongs: Python ints do not overflow), as record batches v2 hold them."""
+"""Kafka's varints: zigzag varints (and varlongs: Python ints do not overflow), as record batches v2 hold
+them, and the unsigned ones of the flexible message versions (tagged fields, compact arrays)."""
 
 from exporter.codec.errors import DecodeError
 
@@ -33,3 +34,21 @@ def encode_varint(n: int) -> bytes:
         z >>= 7
     out.append(z)
     return bytes(out)
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint (a compact length or a tag: 5 bytes at most)."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos + 1
+        shift += 7
+        if shift > 28:
+            raise DecodeError("bad_length", "unsigned varint longer than 5 bytes")
