@@ -91,7 +91,7 @@ def runs(*checks: str) -> list[object]:
 def table(outcomes: Outcomes) -> str:
     """The markdown table of ``outcomes`` (a cell missing from them is a failure too)."""
     lines = [
-        "| Kafka | " + " | ".join(CHECKS) + " | whole suite |",
+        "| Kafka | " + " | ".join(CHECKS) + " | whole suite, applications |",
         "|---" * (len(CHECKS) + 2) + "|",
     ]
     for version, mode in rows():
@@ -110,7 +110,10 @@ def table(outcomes: Outcomes) -> str:
         "on a ZooKeeper-mode cluster of that version (`broker.id`, `zookeeper.connect`, a ZooKeeper from "
         "the distribution's own jars): the newest and the oldest 3.x, as 4.0 removed ZooKeeper mode. "
         f"{NOT_RUN}: not run in that mode (append latency runs in KRaft mode only). The whole suite runs "
-        "in KRaft mode."
+        "in KRaft mode; on its rows it runs the applications too: a Kafka Streams exactly_once_v2 application "
+        "(kafka-streams of the broker's version, through a rebalance and a kill) and consume-transform-produce "
+        "from librdkafka and Kafka's Java client, each against DumpLogSegments "
+        "(tests/integration/test_streams_eos.py, tests/integration/test_consume_transform_produce.py)."
     )
     return "\n".join(lines) + "\n\n" + legend + "\n\n" + modes + "\n"
 
