@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -59,6 +58,7 @@ from exporter.contracts.cluster import (
     ProducerState,
     TopicMetadata,
 )
+from exporter.sources.lookups import CachedEntry, Workers, whole
 
 log = logging.getLogger("txn_exporter.cluster_state")
 
@@ -83,33 +83,6 @@ _SOURCES = {
     "STATIC_BROKER_CONFIG": BROKER,
     "DEFAULT_CONFIG": DEFAULT,
 }
-
-
-class _Entry:
-    """A cached value: the last answer (value or problem, and when) and the refresh under way."""
-
-    __slots__ = ("as_of_ms", "asked", "fetched", "pending", "pick", "problem", "value")
-
-    def __init__(self) -> None:
-        self.value: Any = None
-        self.problem: str | None = None
-        self.as_of_ms: int | None = None
-        self.fetched: float | None = None  # monotonic time of the last answer
-        self.pending: Future | None = None
-        # From the pending future's result to (value, problem): a request may answer for several.
-        self.pick: Callable[[Any], tuple[Any, str | None]] = _whole
-        self.asked = 0.0  # monotonic time a view last asked for it (entries long unasked are dropped)
-
-    def fact(self, waited: float) -> Fact:
-        if self.fetched is not None:
-            return Fact(self.value, self.as_of_ms, self.problem)
-        if self.pending is not None:
-            return Fact(None, problem=f"no answer within {waited:g} s")
-        return Fact(None, problem=self.problem or "not looked up")
-
-
-def _whole(result: Any) -> tuple[Any, str | None]:
-    return result, None
 
 
 # What one answer says of one key: requests answer for several topics or partitions at once.
@@ -143,36 +116,6 @@ def _error_name(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-class _Workers:
-    """Daemon threads running blocking calls (kafka-python) as futures: a call that hangs never
-    holds up a view or the process's exit."""
-
-    def __init__(self, count: int, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future] | None] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._run, name=f"{name}-{n}", daemon=True) for n in range(count)]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, call: Callable[[], Any]) -> Future:
-        future: Future = Future()
-        self._queue.put((call, future))
-        return future
-
-    def _run(self) -> None:
-        while (work := self._queue.get()) is not None:
-            call, future = work
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(call())
-            except BaseException as e:  # handed to the waiting side
-                future.set_exception(e)
-
-    def stop(self) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-
-
 class ClusterStateSource:
     """Looks up the cluster's state for the view (see the module docstring); thread-safe."""
 
@@ -203,14 +146,14 @@ class ClusterStateSource:
         self._admin: Any = None
         self._admin_lock = threading.Lock()
         self._creating = threading.Lock()
-        self._workers: _Workers | None = None
+        self._workers: Workers | None = None
         # The cache's own lock, held for dict work only; reentrant: a future that is already done runs
         # its callback at once, in the thread that adds it.
         self._lock = threading.RLock()
-        self._brokers = _Entry()
-        self._topics: dict[str, _Entry] = {}
-        self._configs: dict[str, _Entry] = {}
-        self._producers: dict[tuple[str, int], _Entry] = {}
+        self._brokers = CachedEntry()
+        self._topics: dict[str, CachedEntry] = {}
+        self._configs: dict[str, CachedEntry] = {}
+        self._producers: dict[tuple[str, int], CachedEntry] = {}
         self._forgot = 0.0
         self._closed = False
 
@@ -306,23 +249,23 @@ class ClusterStateSource:
         if now - self._forgot < 60.0:
             return
         self._forgot = now
-        caches: tuple[dict[Any, _Entry], ...] = (self._topics, self._configs, self._producers)
+        caches: tuple[dict[Any, CachedEntry], ...] = (self._topics, self._configs, self._producers)
         for cache in caches:
             for key in [k for k, e in cache.items() if e.pending is None and now - e.asked > FORGET_SECONDS]:
                 del cache[key]
 
-    def _fact(self, entry: _Entry) -> Fact:
+    def _fact(self, entry: CachedEntry) -> Fact:
         # A future that completed while its callback has not run yet (waiters wake first) counts.
         if entry.pending is not None and entry.pending.done():
             self._settle(entry, entry.pending)
         return entry.fact(self.wait_seconds)
 
     @staticmethod
-    def _first_looks(entries: Iterable[_Entry]) -> list[Future]:
+    def _first_looks(entries: Iterable[CachedEntry]) -> list[Future]:
         """The refreshes of entries that never had an answer: a view waits for those only."""
         return [e.pending for e in entries if e.fetched is None and e.pending is not None]
 
-    def _due(self, entry: _Entry) -> bool:
+    def _due(self, entry: CachedEntry) -> bool:
         if self._closed or entry.pending is not None:
             return False
         if entry.fetched is None:
@@ -333,14 +276,14 @@ class ClusterStateSource:
     def _refresh_topics(self, topics: list[str]) -> None:
         """Holding self._lock: one Metadata and one DescribeConfigs request for the topics that are
         due; every Metadata answer also brings the live brokers."""
-        due = [t for t in topics if self._due(self._topics.setdefault(t, _Entry()))]
+        due = [t for t in topics if self._due(self._topics.setdefault(t, CachedEntry()))]
         if due:
             future = self._submit(functools.partial(self._metadata, due))
             if self._brokers.pending is None:
                 self._watch(self._brokers, future, _brokers_of)
             for topic in due:
                 self._watch(self._topics[topic], future, functools.partial(_topic_of, topic))
-        due = [t for t in topics if self._due(self._configs.setdefault(t, _Entry()))]
+        due = [t for t in topics if self._due(self._configs.setdefault(t, CachedEntry()))]
         if due:
             future = self._submit(functools.partial(self._min_isr, due))
             for topic in due:
@@ -352,10 +295,10 @@ class ClusterStateSource:
             import kafka.admin
             import kafka.errors  # noqa: F401
 
-            self._workers = _Workers(WORKER_THREADS, "cluster-state")
+            self._workers = Workers(WORKER_THREADS, "cluster-state")
         return self._workers.submit(call)
 
-    def _watch(self, entry: _Entry, future: Future, pick: Callable[[Any], tuple[Any, str | None]] = _whole) -> None:
+    def _watch(self, entry: CachedEntry, future: Future, pick: Callable[[Any], tuple[Any, str | None]] = whole) -> None:
         """Holding self._lock."""
         entry.pending, entry.pick = future, pick
 
@@ -365,7 +308,7 @@ class ClusterStateSource:
 
         future.add_done_callback(done)
 
-    def _settle(self, entry: _Entry, future: Future) -> None:
+    def _settle(self, entry: CachedEntry, future: Future) -> None:
         """Holding self._lock: the answer of `future`, once, if it is still the entry's refresh."""
         if entry.pending is not future:
             return
@@ -376,7 +319,7 @@ class ClusterStateSource:
             value, problem = None, _error_name(e)
         self._answered(entry, value, problem)
 
-    def _answered(self, entry: _Entry, value: Any, problem: str | None) -> None:
+    def _answered(self, entry: CachedEntry, value: Any, problem: str | None) -> None:
         entry.fetched = self._monotonic()
         if problem is not None:
             log.debug("cluster state: %s", problem)
@@ -455,7 +398,7 @@ class ClusterStateSource:
         """Holding self._lock: one request per leader for the partitions that are due."""
         by_leader: dict[int | None, list[tuple[str, int]]] = {}
         for tp in partitions:
-            if self._due(self._producers.setdefault(tp, _Entry())):
+            if self._due(self._producers.setdefault(tp, CachedEntry())):
                 by_leader.setdefault(self._leader(tp), []).append(tp)
         for leader, tps in by_leader.items():
             future = self._submit(functools.partial(self._describe_producers, tps, leader))

@@ -29,8 +29,8 @@ offsets they are, when two transactions hold the same partition (OffsetFetch nam
 
 from __future__ import annotations
 
+import functools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -46,6 +46,7 @@ from exporter.contracts.groups import (
     PendingGroup,
     offsets_partition,
 )
+from exporter.sources.lookups import CachedEntry, Workers
 
 log = logging.getLogger("txn_exporter.consumer_groups")
 
@@ -139,18 +140,6 @@ def assigned_partitions(description: Mapping[str, Any]) -> set[tuple[str, int]]:
 # --- the source -----------------------------------------------------------------------------------
 
 
-class _Entry:
-    __slots__ = ("as_of_ms", "asked", "fetched", "pending", "problem", "value")
-
-    def __init__(self) -> None:
-        self.value: OffsetsPartitionGroups | None = None
-        self.problem: str | None = None
-        self.as_of_ms: int | None = None
-        self.fetched: float | None = None
-        self.pending: Future | None = None
-        self.asked = 0.0
-
-
 class ConsumerGroupsSource:
     """Looks up the groups pending on `__consumer_offsets` partitions (see the module docstring);
     thread-safe."""
@@ -186,9 +175,8 @@ class ConsumerGroupsSource:
         self._admin_lock = threading.Lock()
         self._creating = threading.Lock()
         self._lock = threading.Lock()
-        self._entries: dict[int, _Entry] = {}
-        self._queue: queue.SimpleQueue[tuple[int, Future] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._entries: dict[int, CachedEntry] = {}
+        self._workers: Workers | None = None
         self._forgot = 0.0
         self._closed = False
 
@@ -203,7 +191,7 @@ class ConsumerGroupsSource:
             self._forget(now)
             waiting = []
             for n in wanted:
-                entry = self._entries.setdefault(n, _Entry())
+                entry = self._entries.setdefault(n, CachedEntry())
                 entry.asked = now
                 if self._due(entry, now):
                     entry.pending = self._submit(n)
@@ -214,7 +202,7 @@ class ConsumerGroupsSource:
         with self._lock:
             return {n: self._fact(self._entries[n]) for n in wanted}
 
-    def _due(self, entry: _Entry, now: float) -> bool:
+    def _due(self, entry: CachedEntry, now: float) -> bool:
         if self._closed or entry.pending is not None:
             return False
         if entry.fetched is None:
@@ -229,7 +217,7 @@ class ConsumerGroupsSource:
         for n in [n for n, e in self._entries.items() if e.pending is None and now - e.asked > FORGET_SECONDS]:
             del self._entries[n]
 
-    def _fact(self, entry: _Entry) -> Fact[OffsetsPartitionGroups]:
+    def _fact(self, entry: CachedEntry) -> Fact[OffsetsPartitionGroups]:
         """Holding self._lock."""
         future = entry.pending
         if future is not None and future.done():
@@ -244,36 +232,15 @@ class ConsumerGroupsSource:
             if problem is None or entry.value is None:
                 entry.value, entry.as_of_ms = value, int(self._clock() * 1000)
             entry.problem = problem
-        if entry.fetched is not None:
-            return Fact(entry.value, entry.as_of_ms, entry.problem)
-        if entry.pending is not None:
-            return Fact(None, problem=f"no answer within {self.wait_seconds:g} s")
-        return Fact(None, problem=entry.problem or "not looked up")
+        return entry.fact(self.wait_seconds)
 
     # --- the threads ---
 
     def _submit(self, partition: int) -> Future:
         """Holding self._lock: the partition's refresh, on a worker."""
-        if not self._threads:
-            self._threads = [
-                threading.Thread(target=self._run, name=f"consumer-groups-{n}", daemon=True)
-                for n in range(WORKER_THREADS)
-            ]
-            for thread in self._threads:
-                thread.start()
-        future: Future = Future()
-        self._queue.put((partition, future))
-        return future
-
-    def _run(self) -> None:
-        while (work := self._queue.get()) is not None:
-            partition, future = work
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(self._ask(partition))
-            except BaseException as e:  # handed to the view
-                future.set_exception(e)
+        if self._workers is None:
+            self._workers = Workers(WORKER_THREADS, "consumer-groups")
+        return self._workers.submit(functools.partial(self._ask, partition))
 
     def close(self) -> None:
         """Never waits for a request or a client still connecting (the workers are daemons)."""
@@ -282,8 +249,8 @@ class ConsumerGroupsSource:
             admin, self._admin = self._admin, None
         with self._lock:
             self._closed = True
-            for _ in self._threads:
-                self._queue.put(None)
+            if self._workers is not None:
+                self._workers.stop()
         if admin is not None:
             try:
                 admin.close()
