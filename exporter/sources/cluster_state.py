@@ -58,7 +58,7 @@ from exporter.contracts.cluster import (
     ProducerState,
     TopicMetadata,
 )
-from exporter.sources.lookups import CachedEntry, Workers, whole
+from exporter.sources.lookups import CachedEntry, Workers, known_error_name, whole
 
 log = logging.getLogger("txn_exporter.cluster_state")
 
@@ -104,12 +104,9 @@ def _brokers_of(answer: tuple[Brokers, Mapping[str, Answer]]) -> Answer:
 def _error_name(exc: BaseException) -> str:
     """A Kafka error's name as Kafka 4.x spells it (kafka-python's errors carry the code, and some
     older names: NOT_LEADER_FOR_PARTITION), else the exception's class and text."""
-    from exporter.broker_log.errors import ERRORS
-
     code = getattr(exc, "errno", None)
-    for number, name, _ in ERRORS:
-        if code == number:
-            return name
+    if isinstance(code, int) and (name := known_error_name(code)) is not None:
+        return name
     message = getattr(exc, "message", None)
     if isinstance(message, str) and message.isupper():
         return message

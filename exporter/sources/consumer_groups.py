@@ -46,7 +46,7 @@ from exporter.contracts.groups import (
     PendingGroup,
     offsets_partition,
 )
-from exporter.sources.lookups import CachedEntry, Workers
+from exporter.sources.lookups import CachedEntry, Workers, error_name
 
 log = logging.getLogger("txn_exporter.consumer_groups")
 
@@ -60,15 +60,6 @@ MAX_PARTITIONS = 50  # offsets partitions looked up per view
 WORKER_THREADS = 2
 # OffsetFetch v8 and v9 name topics (v10 gives topic ids); v8 is Kafka 3.0+.
 OFFSET_FETCH_VERSIONS = (8, 9)
-
-
-def error_name(code: int) -> str:
-    from exporter.broker_log.errors import ERRORS
-
-    for number, name, _ in ERRORS:
-        if code == number:
-            return name
-    return f"error {code}"
 
 
 def _exception_name(exc: BaseException) -> str:

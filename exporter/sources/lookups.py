@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from exporter.broker_log.errors import ERRORS
 from exporter.contracts.cluster import Fact
 
 
@@ -69,3 +70,16 @@ class Workers:
     def stop(self) -> None:
         for _ in self._threads:
             self._queue.put(None)
+
+
+def known_error_name(code: int) -> str | None:
+    """A Kafka error code's name as Kafka 4.x spells it, None for a code it does not name."""
+    for number, name, _ in ERRORS:
+        if code == number:
+            return name
+    return None
+
+
+def error_name(code: int) -> str:
+    """A Kafka error code's name ("error N" for one Kafka does not name)."""
+    return known_error_name(code) or f"error {code}"
