@@ -30,10 +30,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
+from exporter.codec.states import PREPARE_STATES
 from exporter.contracts.peers import Answer
 from exporter.view.document import Document, ExporterRef, HangingRow, QueryEcho, SourceEntry, TransactionRow
 
-_PREPARES = ("PREPARE_COMMIT", "PREPARE_ABORT")
+_PREPARES = tuple(state.name for state in PREPARE_STATES)  # the rows' states, by name
 
 
 def _order(row: TransactionRow) -> tuple[int, str, int]:
