@@ -19,6 +19,8 @@ from exporter.http_server import ListenError
 from exporter.sources.topic_tail import OwnershipError
 
 log = logging.getLogger("txn_exporter")
+# How soon a signal taken by another thread than the main one stops the exporter (see run()).
+SIGNAL_CHECK_SECONDS = 0.5
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
     failed: list[Exception] = []
     serving = threading.Thread(target=_serve, args=(exporter, stop, failed), name="sources", daemon=True)
     serving.start()
-    stop.wait()
+    # Python runs a signal's handler in the main thread, but the kernel hands SIGTERM to any thread
+    # that does not block it; an untimed wait here is woken only by a signal taken by this thread,
+    # so one taken by another left the exporter running until killed. A timed wait returns, and the
+    # handler runs, within SIGNAL_CHECK_SECONDS whichever thread took it.
+    while not stop.wait(SIGNAL_CHECK_SECONDS):
+        pass
     if signalled:
         log.info("stopping (%s)", signal.Signals(signalled[0]).name)
     serving.join(STOP_GRACE_SECONDS)
