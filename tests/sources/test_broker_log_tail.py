@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import shutil
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -167,14 +168,24 @@ def test_copytruncate_without_a_copy_goes_on_from_the_start(log):
 
 
 def test_long_lines_keep_head_and_tail_within_bounded_memory(log):
-    limit = 4096
+    """The memory the follower holds between polls (tracemalloc: what is allocated since before the
+    line began and still is) stays within about twice the limit while an over-long line arrives."""
+    limit = 16384
     follower = BrokerLogFollower(log, from_start=True, max_line_bytes=limit)
-    text = line("big").replace("topicPartitions=[]", "topicPartitions=[" + "orders-1, " * 2000 + "orders-2]")
-    assert len(text) > 10 * limit
-    for start in range(0, len(text), 1000):  # arriving in pieces, as a writer flushes it
-        append(log, text[start : start + 1000])
-        events = follower.poll()
-        assert len(follower._partial) <= limit and len(follower._cut_tail or b"") <= limit
+    text = line("big").replace("topicPartitions=[]", "topicPartitions=[" + "orders-1, " * 40000 + "orders-2]")
+    assert len(text) > 20 * limit
+    held = 0  # the most, after a poll (a running maximum: a list of every value would count itself)
+    tracemalloc.start()
+    try:
+        events = follower.poll()  # the follower's own first allocations, before the line
+        before = tracemalloc.get_traced_memory()[0]
+        for start in range(0, len(text), 1000):  # arriving in pieces, as a writer flushes it
+            append(log, text[start : start + 1000])
+            events = follower.poll()
+            held = max(held, tracemalloc.get_traced_memory()[0] - before)
+    finally:
+        tracemalloc.stop()
+    assert held <= 3 * limit, held
     assert ids(events) == ["big"]  # the transactional id is in the head, the logger in the tail
     assert stats(events).truncated == 1
     append(log, "x" * (3 * limit) + "\n" + lines("after"))
