@@ -3,7 +3,8 @@
 One definition for the alert rules (alerts/generate.py names its alerts with these), the mixin's
 default runbook URL (generators/placeholders.py) and the `/transactions` diagnosis, which links a
 stuck transaction to the section of the alert that fires for it. Each section's anchor is its
-alert's name in lower case (alerts/runbooks.md's headings; tests/view/test_diagnosis.py checks both).
+alert's name in lower case (alerts/runbooks.md's headings; tests/view/diagnosis/test_commands.py
+checks both).
 """
 
 RUNBOOK_URL = "https://github.com/kafka-txn-exporter/kafka-txn-exporter/blob/main/alerts/runbooks.md"

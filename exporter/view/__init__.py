@@ -18,6 +18,7 @@ URL contract (alerts and runbooks link to it):
 
 Modules: `query` (filters, selection from the model's snapshot, the JSON document), `page` (HTML),
 `table` (terminal), `endpoint` (the HTTP route), `cluster` (several exporters' views merged:
-`txn-exporter transactions` with several exporters, and scope=cluster). Nothing here does I/O: the
-other exporters' views are fetched by exporter.sources.peer_exporters.
+`txn-exporter transactions` with several exporters, and scope=cluster), `diagnosis` (why a row is
+stuck and what to do: a package, one module per part). Nothing here does I/O: the other
+exporters' views are fetched by exporter.sources.peer_exporters.
 """

@@ -206,7 +206,7 @@ class TransactionRow(TypedDict):
     diagnosis: Diagnosis | None
     partitions_error: NotRequired[str]
     exporter: NotRequired[ExporterRef]  # a merged view's
-    # One per __consumer_offsets-N of the row (exporter.view.diagnosis.attach_groups), when looked up.
+    # One per __consumer_offsets-N of the row, when looked up (exporter.view.diagnosis.consumer_groups).
     consumer_groups: NotRequired[list[OffsetsGroups]]
 
 

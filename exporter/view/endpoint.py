@@ -17,7 +17,8 @@ from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot, Fact
 from exporter.contracts.groups import GroupsLookup, OffsetsPartitionGroups
 from exporter.contracts.peers import Answer, PeersBusy, PeerViews, Source
 from exporter.model import CoordinatorModel
-from exporter.view import cluster, diagnosis, page
+from exporter.view import cluster, page
+from exporter.view.diagnosis import assembly, consumer_groups, selection
 from exporter.view.query import QueryError, document, parse_query
 
 PATH = "/transactions"
@@ -77,12 +78,12 @@ class TransactionsEndpoint:
         # exporter diagnoses its own rows (a merged view shows the diagnoses its peers sent).
         snapshot = EMPTY_SNAPSHOT
         if doc["transactions"] and self._cluster_state is not None:
-            snapshot = self._cluster_state(*diagnosis.wanted(doc["transactions"]))
+            snapshot = self._cluster_state(*selection.wanted(doc["transactions"]))
         # The consumer groups whose offsets the rows shown hold (bounded and cached like the cluster state).
         groups: dict[int, Fact[OffsetsPartitionGroups]] | None = None
-        if self._consumer_groups is not None and (offsets := diagnosis.offsets_partitions(doc["transactions"])):
+        if self._consumer_groups is not None and (offsets := consumer_groups.offsets_partitions(doc["transactions"])):
             groups = dict(self._consumer_groups(offsets))
-        diagnosis.attach(doc, snapshot, self._bootstrap_servers, self._coordinator(), groups)
+        assembly.attach(doc, snapshot, self._bootstrap_servers, self._coordinator(), groups)
         # Which exporter answers (a merged view names each row's broker by it): the broker it sits
         # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
         doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}

@@ -17,7 +17,7 @@ from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
 from exporter.contracts.lifecycle import is_stuck_prepare
 from exporter.model import CoordinatorModel, InFlightTransaction
-from exporter.view.diagnosis import hanging_advice
+from exporter.view.diagnosis.commands import hanging_advice
 from exporter.view.document import Document, HangingRow, TransactionRow
 
 DEFAULT_LIMIT = 100

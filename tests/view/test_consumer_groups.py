@@ -10,10 +10,11 @@ import json
 
 from exporter.contracts.cluster import Fact
 from exporter.contracts.groups import OffsetsPartitionGroups, PendingGroup
-from exporter.view import diagnosis as d
 from exporter.view import page, table
+from exporter.view.diagnosis.assembly import attach
+from exporter.view.diagnosis.consumer_groups import MAX_OFFSETS_PARTITIONS, offsets_partitions
 from exporter.view.query import parse_query
-from tests.view.test_diagnosis import BOOTSTRAP, NOW, row, snapshot
+from tests.view.diagnosis.builders import BOOTSTRAP, NOW, row, snapshot
 
 EVIL = "<b>g</b>\x1b[31m"
 
@@ -52,9 +53,9 @@ def test_the_offsets_partitions_of_the_rows_shown_are_looked_up_once_each():
         full_row("b", "ONGOING", ["__consumer_offsets-7", "__consumer_offsets-9", "x__consumer_offsets-3"]),
         full_row("c", "ONGOING", ["orders-1"]),
     ]
-    assert d.offsets_partitions(rows) == [7, 9]
+    assert offsets_partitions(rows) == [7, 9]
     many = [full_row(f"t{n}", "ONGOING", [f"__consumer_offsets-{n}"]) for n in range(80)]
-    assert d.offsets_partitions(many) == list(range(d.MAX_OFFSETS_PARTITIONS))
+    assert offsets_partitions(many) == list(range(MAX_OFFSETS_PARTITIONS))
 
 
 def test_each_row_names_the_groups_pending_on_its_offsets_partitions():
@@ -63,7 +64,7 @@ def test_each_row_names_the_groups_pending_on_its_offsets_partitions():
         full_row("b", "ONGOING", ["orders-1"], stuck=None),
         full_row("c", "ONGOING", ["__consumer_offsets-11"], stuck=None),
     )
-    d.attach(document, snapshot(), BOOTSTRAP, 1, GROUPS)
+    attach(document, snapshot(), BOOTSTRAP, 1, GROUPS)
     a, b, c = json.loads(json.dumps(document))["transactions"]
     assert a["consumer_groups"] == [
         {
@@ -92,7 +93,7 @@ def test_each_row_names_the_groups_pending_on_its_offsets_partitions():
 
 def test_a_stuck_rows_diagnosis_says_whose_committed_offsets_wait_and_who_coordinates_them():
     document = doc(full_row("held", "PREPARE_COMMIT", ["orders-0", "__consumer_offsets-7"]))
-    d.attach(document, snapshot(), BOOTSTRAP, 1, GROUPS)
+    attach(document, snapshot(), BOOTSTRAP, 1, GROUPS)
     (held,) = document["transactions"]
     diagnosis = held["diagnosis"]
     assert diagnosis["summary"].endswith(
@@ -109,9 +110,9 @@ def test_a_stuck_rows_diagnosis_says_whose_committed_offsets_wait_and_who_coordi
     } in diagnosis["commands"]
     # Without pending groups (or without the lookup) the diagnosis is as before.
     plain = doc(full_row("held", "PREPARE_COMMIT", ["orders-0", "__consumer_offsets-11"]))
-    d.attach(plain, snapshot(), BOOTSTRAP, 1, GROUPS)
+    attach(plain, snapshot(), BOOTSTRAP, 1, GROUPS)
     before = doc(full_row("held", "PREPARE_COMMIT", ["orders-0", "__consumer_offsets-11"]))
-    d.attach(before, snapshot(), BOOTSTRAP, 1)
+    attach(before, snapshot(), BOOTSTRAP, 1)
     assert plain["transactions"][0]["diagnosis"] == before["transactions"][0]["diagnosis"]
     assert "consumer_groups" not in before["transactions"][0]
 
@@ -119,7 +120,7 @@ def test_a_stuck_rows_diagnosis_says_whose_committed_offsets_wait_and_who_coordi
 def test_the_table_and_the_page_say_the_same_and_keep_ids_as_text():
     groups = {7: Fact(OffsetsPartitionGroups((PendingGroup("etl", 2), PendingGroup(EVIL, None)), 2), NOW)}
     document = doc(full_row("held", "PREPARE_COMMIT", ["orders-0", "__consumer_offsets-7"]))
-    d.attach(document, snapshot(), BOOTSTRAP, 1, groups)
+    attach(document, snapshot(), BOOTSTRAP, 1, groups)
     said = "offsets pending for consumer groups etl (coordinator: broker 2), <b>g</b>\\x1b[31m (coordinator: ?)"
     text = table.render(document)
     assert f"  held: __consumer_offsets-7: {said}" in text.splitlines()
@@ -135,7 +136,7 @@ def test_unknown_and_none_pending_in_words():
     from exporter.view.wording import offsets_groups
 
     document = doc(full_row("a", "ONGOING", ["__consumer_offsets-9", "__consumer_offsets-11"], stuck=None))
-    d.attach(document, snapshot(), BOOTSTRAP, 1, GROUPS)
+    attach(document, snapshot(), BOOTSTRAP, 1, GROUPS)
     unknown, none = document["transactions"][0]["consumer_groups"]
     assert offsets_groups(unknown) == "consumer groups unknown (no answer within 0.5 s)"
     assert offsets_groups(none) == "no consumer group's offsets pending (4 groups checked); 250 more groups not checked"
