@@ -7,21 +7,143 @@ connections stay open and nothing it is asked answers.
 Both a source that had answers before the stop (it must get fresh ones, not show its cache) and one
 made after it (no state cached, its client bootstrapping from a list that names broker 3 first) name
 the coordinator (the leader of the `__transaction_state` partition) and find min.insync.replicas.
+
+Which broker the source asks is seen on the wire: each broker advertises a TCP proxy of this test
+as its address, which notes the broker every request of the source's client id goes to as it passes
+(a request to the stalled broker too, which it never answers).
 """
 
 from __future__ import annotations
 
+import socket
+import struct
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from exporter.sources.cluster_state import ClusterStateSource
-from tests.integration.test_diagnosis import CLIENT, three_brokers
+from tests.integration.test_diagnosis import CLIENT, PROPERTIES
+from txn_workshop.harness.broker import KafkaBroker
 
 TOPIC = "stall-held"
 TRANSACTION_STATE = "__transaction_state"
+# The requests the cluster state sends to a broker of its choice (Metadata, too, but kafka-python's own
+# metadata refreshes, which go where kafka-python likes, look the same): DescribeConfigs, DescribeCluster.
+ROUTED_API_KEYS = {32, 60}
+SOURCE_CLIENT_ID = b"txn-exporter-cluster-state"
+
+
+class Proxy:
+    """A TCP proxy in front of one broker's PLAINTEXT listener, advertised as the broker's address:
+    every client's and broker's connection to it passes through here. Notes in `asked` the node id
+    of each request of the source's client id sent to it that ROUTED_API_KEYS names, as it is sent."""
+
+    def __init__(self, node_id: int, asked: list[int], lock: threading.Lock) -> None:
+        self.node_id = node_id
+        self.broker: KafkaBroker | None = None
+        self._asked, self._lock = asked, lock
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            assert self.broker is not None  # it advertises this address once started
+            host, _, port = self.broker.bootstrap_servers.rpartition(":")
+            try:
+                upstream = socket.create_connection((host, int(port)))
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=self._requests, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    def _requests(self, client: socket.socket, upstream: socket.socket) -> None:
+        """Client to broker: forwarded as it comes, its request headers (size, api key, version,
+        correlation id, client id) read on the side."""
+        pending = b""
+        try:
+            while data := client.recv(65536):
+                upstream.sendall(data)
+                pending += data
+                while len(pending) >= 4 and len(pending) >= 4 + (size := struct.unpack(">i", pending[:4])[0]):
+                    request, pending = pending[4 : 4 + size], pending[4 + size :]
+                    if len(request) < 10:
+                        continue
+                    api_key, _, _, length = struct.unpack(">hhih", request[:10])
+                    if api_key in ROUTED_API_KEYS and request[10 : 10 + length] == SOURCE_CLIENT_ID:
+                        with self._lock:
+                            self._asked.append(self.node_id)
+        except OSError:
+            pass
+        finally:
+            _close(client, upstream)
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _close(source, target)
+
+
+def _close(*sockets: socket.socket) -> None:
+    for s in sockets:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
+
+
+@contextmanager
+def three_brokers_behind_proxies(
+    pool, root: Path, version: str
+) -> Iterator[tuple[tuple[KafkaBroker, KafkaBroker, KafkaBroker], list[int], threading.Lock]]:
+    """tests.integration.test_diagnosis.three_brokers, each broker advertising its Proxy; with the node
+    ids the source's requests went to, in order, and the lock that guards them."""
+    asked: list[int] = []
+    lock = threading.Lock()
+    proxies = {n: Proxy(n, asked, lock) for n in (1, 2, 3)}
+
+    def properties(n: int) -> dict[str, str]:
+        return {**PROPERTIES, "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxies[n].port}"}
+
+    first = KafkaBroker(version, workdir=root / "1", transaction_state_partitions=4, broker_properties=properties(1))
+    brokers = (
+        first,
+        KafkaBroker(version, workdir=root / "2", join=first, node_id=2, broker_properties=properties(2)),
+        KafkaBroker(version, workdir=root / "3", join=first, node_id=3, broker_properties=properties(3)),
+    )
+    try:
+        for broker in brokers:
+            proxies[broker.node_id].broker = broker
+            pool.make_room()
+            pool.own.append(broker)
+            broker.start()
+        yield brokers, asked, lock
+    finally:
+        for broker in reversed(brokers):  # joined brokers first: they need the controller to stop
+            broker.stop()
+            if broker in pool.own:
+                pool.own.remove(broker)
+        for proxy in proxies.values():
+            proxy.close()
 
 
 def known(source: ClusterStateSource, since_ms: int) -> bool:
@@ -52,7 +174,12 @@ def wait(condition, timeout: float, what: str) -> float:
 
 @pytest.mark.timeout(300)
 def test_the_own_broker_stalled_the_others_answer(kafka_broker_factory, tmp_path):
-    with three_brokers(kafka_broker_factory, tmp_path, "4.4.0") as (first, second, third):
+    with three_brokers_behind_proxies(kafka_broker_factory, tmp_path, "4.4.0") as ((first, second, third), asked, lock):
+
+        def asked_since(mark: int) -> list[int]:
+            with lock:
+                return asked[mark:]
+
         admin = AdminClient({"bootstrap.servers": first.bootstrap_servers, **CLIENT})
         topic = NewTopic(TOPIC, 1, -1, replica_assignment=[[2, 3]], config={"min.insync.replicas": "2"})
         admin.create_topics([topic], operation_timeout=30)[TOPIC].result(60)
@@ -64,21 +191,33 @@ def test_the_own_broker_stalled_the_others_answer(kafka_broker_factory, tmp_path
             # wait_seconds 0: lookups never wait, the test polls (each first look is answered in the background).
             return ClusterStateSource(bootstrap, own_broker=lambda: 3, wait_seconds=0.0, cache_seconds=1.0)
 
+        assert asked_since(0) == []
         before = source()
         after = None
         try:
             wait(lambda: known(before, 0), 60, "the first answers")
-            assert before._admin._manager.asked[0] == 3  # the own broker is the one asked first
+            assert asked_since(0)[:1] == [3]  # the own broker is the one asked first
             third.pause()
             stopped_ms = int(time.time() * 1000)
             after = source()  # made after the stop: nothing cached
             took_after = wait(lambda: known(after, stopped_ms), 60, "a source made after the stop to know")
+            after.close()  # from here what is asked is before's
+            mark = len(asked_since(0))
             took_before = wait(lambda: known(before, stopped_ms), 60, "the source from before to answer afresh")
+            stalled = asked_since(mark)
             print(f"known {took_after:.1f} s after (new source), {took_before:.1f} s more (old source)")
+            print(f"the source from before asked, in order: {stalled}")
             # The stalled broker was asked and skipped: it is asked last now (or not at all, once the
             # controller fenced it and the metadata no longer lists it).
-            assert 3 in before._admin._manager.asked
-            assert before._admin._manager.candidates()[0] != 3
+            assert 3 in stalled
+            mark, again_ms = len(asked_since(0)), int(time.time() * 1000)
+            wait(
+                lambda: known(before, again_ms) and asked_since(mark) != [],
+                60,
+                "the source from before to ask and answer once more",
+            )
+            print(f"then: {asked_since(mark)}")
+            assert asked_since(mark)[0] != 3
         finally:
             third.resume()
             before.close()
