@@ -42,7 +42,6 @@ class _RoutedManager:
         self._timeout_ms = timeout_ms
         self._monotonic = monotonic
         self._stalled: dict[int, float] = {}  # node id -> until when it is asked last
-        self.asked: list[int] = []  # the nodes asked, in order (the last 100; for tests and logs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._manager, name)
@@ -72,7 +71,6 @@ class _RoutedManager:
             return await self._manager.wait_for(self._manager.send(request), timeout_ms)
         failure: Exception | None = None
         for node in nodes:
-            self.asked = [*self.asked[-99:], node]
             try:
                 return await self._manager.wait_for(
                     self._manager.send(request, node_id=node, request_timeout_ms=timeout_ms), timeout_ms
