@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from exporter.codec import TransactionState, decode_record
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
-from exporter.sources.topic_tail import _DEFAULT_SETTINGS, TransactionLogTail
+from exporter.sources.topic_tail import TransactionLogTail
+from exporter.sources.topic_tail.fetch_pattern import DEFAULT_SETTINGS
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.workload import _producer
@@ -67,7 +68,7 @@ def broker_with_segment(workdir: Path, segment: Path = SEGMENT, **options) -> Ka
 def raw_consume_rate(bootstrap: str, total: int) -> float:
     # The fetch settings the exporter's source uses, so both read the same way.
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False, **_DEFAULT_SETTINGS}
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False, **DEFAULT_SETTINGS}
     )
     consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
     n, start = 0, time.perf_counter()

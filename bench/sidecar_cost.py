@@ -218,7 +218,7 @@ def bare_main(args: argparse.Namespace) -> None:
     timestamp (ms); on SIGUSR1 prints a JSON snapshot."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
-    from exporter.sources import topic_tail
+    from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, IDLE_BELOW
 
     fetches = {"idle": 0, "busy": 0}
     stats = {"t": 0.0}
@@ -250,9 +250,9 @@ def bare_main(args: argparse.Namespace) -> None:
     partitions = sorted(p for p, m in metadata.items() if args.broker_id is None or m.leader == args.broker_id)
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
-    interval = args.interval or topic_tail.DEFAULT_LATENCY_RESOLUTION_MS
+    interval = args.interval or DEFAULT_LATENCY_RESOLUTION_MS
     busy_from = 1000 / interval
-    idle_below = topic_tail._IDLE_BELOW * busy_from
+    idle_below = IDLE_BELOW * busy_from
     snapshot = threading.Event()
     stop = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: snapshot.set())
@@ -485,17 +485,17 @@ BEFORE = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "fetch.queue.backoff.m
 
 def fetch_pattern(args: argparse.Namespace) -> dict:
     """The bare consumer's settings: the exporter's own (idle and busy), or those before issue 22."""
-    from exporter.sources import topic_tail
+    from exporter.sources.topic_tail.fetch_pattern import BUSY_MIN_BYTES, DEFAULT_SETTINGS, IDLE_SETTINGS
 
     kafka_config = dict(kv.split("=", 1) for kv in args.kafka_config)
     if args.before:
         return {"idle": {**BEFORE, **kafka_config}, "busy": None, "interval_ms": None, "kafka_config": kafka_config}
-    common = {**topic_tail._DEFAULT_SETTINGS, **kafka_config}
+    common = {**DEFAULT_SETTINGS, **kafka_config}
     return {
-        "idle": {**common, **topic_tail._IDLE_SETTINGS},
+        "idle": {**common, **IDLE_SETTINGS},
         "busy": {
             **common,
-            "fetch.min.bytes": topic_tail._BUSY_MIN_BYTES,
+            "fetch.min.bytes": BUSY_MIN_BYTES,
             "fetch.wait.max.ms": args.latency_resolution_ms,
         },
         "interval_ms": args.latency_resolution_ms,

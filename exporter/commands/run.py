@@ -16,7 +16,7 @@ import threading
 from exporter import config, logs
 from exporter.app import STOP_GRACE_SECONDS, Exporter
 from exporter.http_server import ListenError
-from exporter.sources.topic_tail import OwnershipError
+from exporter.sources.topic_tail.ownership import OwnershipError
 
 log = logging.getLogger("txn_exporter")
 # How soon a signal taken by another thread than the main one stops the exporter (see run()).

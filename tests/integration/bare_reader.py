@@ -13,16 +13,17 @@ import time
 
 from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
-from exporter.sources import topic_tail
+from exporter.sources.topic_tail import fetch_pattern
+from exporter.sources.topic_tail.topic import TOPIC
 
 
 def main(bootstrap: str, out_path: str) -> None:
-    settings = {**topic_tail._DEFAULT_SETTINGS, **topic_tail._IDLE_SETTINGS}
+    settings = {**fetch_pattern.DEFAULT_SETTINGS, **fetch_pattern.IDLE_SETTINGS}
     consumer = Consumer(
         {**settings, "bootstrap.servers": bootstrap, "group.id": "p4-floor", "enable.auto.commit": False}
     )
-    partitions = consumer.list_topics(topic_tail.TOPIC, timeout=30).topics[topic_tail.TOPIC].partitions
-    consumer.assign([TopicPartition(topic_tail.TOPIC, p, OFFSET_END) for p in partitions])
+    partitions = consumer.list_topics(TOPIC, timeout=30).topics[TOPIC].partitions
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
     with open(out_path, "w") as out:

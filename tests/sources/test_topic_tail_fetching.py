@@ -1,4 +1,4 @@
-"""The tail's fetch pattern (exporter.sources.topic_tail, DEFAULT_LATENCY_RESOLUTION_MS): an idle consumer
+"""The tail's fetch pattern (exporter.sources.topic_tail.fetch_pattern): an idle consumer
 whose one fetch waits for the next record, a busy one fetching every interval under load, the followed
 partitions moved between them at their next offsets; the receipt time read after the records are
 taken. Driven by scripted clients; what it costs and how tight the bound stays against a real broker
@@ -16,7 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.contracts.events import SourceStatus, TransactionLogRecords
 from exporter.sources import topic_tail
-from exporter.sources.topic_tail import TransactionLogTail
+from exporter.sources.topic_tail import TransactionLogTail, fetch_pattern
 from tests.sources.test_topic_tail_readiness import PARTITIONS
 from tests.sources.test_topic_tail_runs import DeliveringConsumer, Message
 
@@ -33,6 +33,7 @@ class Client(DeliveringConsumer):
         self.polled = self.metadata_reads = 0
         self.asked: list[int] = []  # partitions whose high watermark was asked of the broker
         self.closed = False
+        self.refused_metadata_reads = 0  # the next reads of the topic's metadata that fail
 
     def incremental_assign(self, tps):
         if {tp.partition for tp in tps} & self.assigned:
@@ -56,6 +57,9 @@ class Client(DeliveringConsumer):
 
     def list_topics(self, topic, timeout):
         self.metadata_reads += 1
+        if self.refused_metadata_reads:
+            self.refused_metadata_reads -= 1
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
         return super().list_topics(topic, timeout)
 
     def close(self):
@@ -64,11 +68,19 @@ class Client(DeliveringConsumer):
 
 @pytest.fixture
 def fetching():
+    return start_fetching()
+
+
+def start_fetching(busy_refuses_metadata: int = 0) -> SimpleNamespace:
+    """A tail following four empty partitions, idle; its busy client refuses its first
+    `busy_refuses_metadata` metadata reads."""
     clock = SimpleNamespace(now=1000.0)
     made: list[Client] = []
 
     def factory(settings: dict) -> Client:
         made.append(Client(settings))
+        if len(made) == 2:
+            made[-1].refused_metadata_reads = busy_refuses_metadata
         return made[-1]
 
     tail = TransactionLogTail(
@@ -153,9 +165,14 @@ def test_the_consumer_not_fetching_is_polled_for_its_callbacks_and_its_errors_do
 def test_a_replay_is_fetched_by_the_busy_consumer_and_the_pattern_holds_until_it_ends(fetching):
     tail, made, clock = fetching.tail, fetching.made, fetching.clock
     idle, busy = made
-    idle.high[3] = busy.high[3] = 5  # a partition that moves in with a history of 5 records
-    tail._followed.pop(3)  # as if it had just moved in: the next ownership read assigns and replays it
-    idle.assigned.discard(3)
+    for client in made:  # partition 3 moves to another broker
+        client.leaders[3] = 2
+    tail.refresh_ownership_soon()
+    fetching.deliver(polls=0)
+    assert not tail.busy and idle.assigned == {0, 1, 2}
+    for client in made:  # and back, with a history of 5 records: the ownership read assigns and replays it
+        client.leaders[3] = 1
+        client.high[3] = 5
     tail.refresh_ownership_soon()
     fetching.deliver(polls=0)
     assert tail.busy and busy.assigned == set(range(PARTITIONS)) and busy.offsets[3] == OFFSET_BEGINNING
@@ -198,13 +215,14 @@ def test_the_consumer_not_fetching_reads_the_leaders_at_every_ownership_read(fet
     tail.close()
 
 
-def test_a_consumer_that_never_read_the_leaders_reads_them_before_it_is_assigned(fetching):
+def test_a_consumer_that_never_read_the_leaders_reads_them_before_it_is_assigned():
+    fetching = start_fetching(busy_refuses_metadata=1)
     tail, busy = fetching.tail, fetching.made[1]
-    _metadata_reads(busy, 1)
-    busy.metadata_reads = 0
-    tail._knows_leaders.discard(id(busy))  # as if its reading had failed
+    _metadata_reads(busy, 1)  # at the first ownership read, on the errands' thread: refused
+    time.sleep(0.01)
+    assert busy.metadata_reads == 1 and busy.assigned == set()
     fetching.deliver(polls=300)
-    assert tail.busy and busy.metadata_reads >= 1
+    assert tail.busy and busy.metadata_reads == 2 and busy.assigned == set(range(PARTITIONS))
     tail.close()
 
 
@@ -303,7 +321,7 @@ def test_close_leaves_both_clients_open_while_an_errand_is_inside_a_request(fetc
         return Client.list_topics(busy, topic, timeout)
 
     busy.list_topics = list_topics
-    monkeypatch.setattr(topic_tail, "_METADATA_TIMEOUT_SECONDS", 0.05)
+    monkeypatch.setattr(fetch_pattern, "METADATA_TIMEOUT_SECONDS", 0.05)  # close()'s wait: 1.05 s
     tail.refresh_ownership_soon()
     tail.poll(timeout=0)  # an ownership read: the consumer not fetching reads the leaders too, on the errands' thread
     assert inside.wait(5)

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError
 
-import exporter.sources.topic_tail as topic_tail
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
 from exporter.contracts.events import PartitionReplayed, PartitionRevoked, SourceStatus, TransactionLogRecords
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
+from exporter.sources.topic_tail import replay
 from tests.model.builders import snapshot
 from tests.sources.test_topic_tail_readiness import scripted_tail
 from tests.sources.test_topic_tail_runs import DeliveringConsumer, Message, shape
@@ -64,7 +64,7 @@ def test_only_the_last_record_of_each_id_is_decoded_and_handed_over_in_offset_or
 
 
 def test_a_replay_of_many_ids_is_handed_over_in_bounded_windows(monkeypatch):
-    monkeypatch.setattr(topic_tail, "_REPLAY_WINDOW_IDS", 2)
+    monkeypatch.setattr(replay, "WINDOW_IDS", 2)
     tail, consumer, _clock = tail_replaying(5)
     consumer.queued = [Message(0, offset) for offset in range(5)]  # five ids
     events = tail.poll(timeout=0)
@@ -76,12 +76,14 @@ def test_a_replay_of_many_ids_is_handed_over_in_bounded_windows(monkeypatch):
     ]
 
 
-def test_a_replay_ending_below_the_watermark_hands_over_its_window_first(monkeypatch):
+def test_a_replay_ending_below_its_target_hands_over_its_window_first(monkeypatch):
+    """The replay's target (the high watermark at assignment, 5) is never reached: the records below
+    it gone, the watermark of the next fetch response at 2. The progress report ends the replay."""
     tail, consumer, clock = tail_replaying(5)
-    consumer.queued = [Message(0, 0), Message(0, 1)]  # offsets 2-4 compacted away
+    consumer.queued = [Message(0, 0), Message(0, 1)]
     assert shape(tail.poll(timeout=0)) == []
-    clock.now = 5000.0  # the next progress report sees position 5 >= high watermark 5
-    tail._next_offset[0] = 5
+    consumer.high[0] = 2
+    clock.now = 5000.0  # the next progress report sees position 2 >= high watermark 2
     assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
 
 
@@ -101,7 +103,7 @@ def test_replaying_last_records_leaves_the_model_as_replaying_every_record_does(
     """Random histories of a few ids (every state, tombstones, producer id and epoch changes) with
     windows of 3 ids: the model ends the same as when every record is applied in order."""
     rng = random.Random(seed)
-    monkeypatch.setattr(topic_tail, "_REPLAY_WINDOW_IDS", 3)
+    monkeypatch.setattr(replay, "WINDOW_IDS", 3)
     history = []
     for offset in range(rng.randrange(1, 80)):
         tid = f"tid-{rng.randrange(6)}"

@@ -1,0 +1,300 @@
+"""The tail's fetch pattern: its two clients of the followed partitions (idle and busy), the one
+assigned them chosen by load, their settings, and the errands (leaders, nudges) the one not fetching
+runs on a thread of its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from exporter.codec.states import PREPARE_STATES
+from exporter.contracts.events import TopicEvent, TransactionLogRecords
+from exporter.logs import kafka_client_logger
+from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, log
+
+# Settings the source owns; users' Kafka settings may not override them.
+OWNED_SETTINGS = {
+    "group.id": "txn-exporter",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    # The topic is not transactional; read_uncommitted avoids waiting on an LSO that never lags.
+    "isolation.level": "read_uncommitted",
+}
+# Client settings users may override. librdkafka (2.1+) stops fetching a partition whose local queue
+# holds over queued.min.messages for fetch.queue.backoff.ms, 1 s by default: a replay drained that
+# queue in well under a second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s,
+# bench/live_exporter.py). The queue is bounded (librdkafka's defaults, 100k messages and 64 MiB, let
+# a replay's memory grow with the backlog): its limits count the whole consumer's queue, and a fetch
+# response adds at most fetch.max.bytes beyond them.
+#
+# A broker that is down costs next to nothing (issue 31): measured with librdkafka 2.16, an exporter
+# whose broker was stopped made 39 connection attempts a second to it, 37 of them its two consumers':
+# each re-bootstrapped in a loop (KIP-899's metadata.recovery.strategy, which stays on: without it a
+# client told of no broker by one starting up keeps none) whose every round connects a new bootstrap
+# broker at once, and a sparse client (enable.sparse.connections) connects at once for any request
+# that needs "any connection" (its unused group's coordinator lookup, every 50 ms), paced by
+# reconnect.backoff.ms / 2 (at most 1 s: 2.2 a second for both consumers, sparse, measured). Kept
+# connected to every broker (not sparse), the clients reconnect on their backoff alone: from 10 s
+# after the stop 0.8 attempts a second for all the exporter's clients together (0.4 after 20 s), and
+# ready 3.3 s after the broker came back. The cost: each consumer connects to every broker, and the
+# first reconnect after a dropped connection waits 1.5-3 s.
+DEFAULT_SETTINGS = {
+    "fetch.queue.backoff.ms": 10,
+    "queued.min.messages": 10_000,
+    "queued.max.messages.kbytes": 8192,
+    "fetch.max.bytes": 8 << 20,
+    "enable.sparse.connections": False,
+    "reconnect.backoff.ms": 2000,
+    "reconnect.backoff.max.ms": 4000,
+}
+# The fetch pattern (docs/benchmarks.md, "What the sidecar costs"). A sidecar's cost is mostly its
+# fetches, in the client and in the broker serving them: each request and response carries every
+# followed partition (librdkafka sends no KIP-227 incremental fetch sessions), however few records
+# it brings. The append-latency bound's resolution (latency_resolution_ms) is a stated setting: a
+# record may be gathered with others for up to that long before it reaches the exporter. Two
+# consumers of the same partitions, one assigned them at a time:
+# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a
+#   record is delivered at once, 10 fetches a second when nothing happens;
+# - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
+#   1000/latency_resolution_ms fetches a second whatever the load, each bringing what was appended
+#   meanwhile, so a record waits at most the resolution (docs/metrics.md, "How append latency is measured").
+# Busy during a replay, and when the idle consumer's deliveries a second reach the busy one's fetches
+# a second; idle again, once nothing replays, when fewer records a second arrive than IDLE_BELOW of
+# those fetches (so even one fetch per record would cost less; the band between keeps it from
+# flapping).
+# Why not one consumer pausing its partitions for the resolution after each delivery, or librdkafka's
+# own queue backoff (queued.min.messages 1): each puts partitions back to the fetch list one by one,
+# librdkafka sends its next fetch with the first ones back alone and allows one fetch in flight per
+# broker, so the others waited for that fetch, held up to fetch.wait.max.ms (measured: p99 ~ that).
+# The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
+# whose fetches are held briefly.
+DEFAULT_LATENCY_RESOLUTION_MS = 10
+_IDLE_WAIT_MS = 100
+BUSY_MIN_BYTES = 1 << 20
+IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
+IDLE_BELOW = 0.3
+# How long a transaction's COMPLETE_* record is waited for with nudges after its PREPARE_* (its
+# markers' round trip; a coordinator moving away takes longer, and is not waited for).
+_NUDGE_FOR_MS = 200
+_NUDGE_TIMEOUT_SECONDS = 1.0
+
+
+class FetchPattern:
+    """The idle and the busy client of the followed partitions; `consumer` is the one assigned them."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        kafka_settings: dict[str, str],
+        consumer_factory: Callable[[dict[str, Any]], Consumer],
+        latency_resolution_ms: int,
+        on_error: Callable[[KafkaError], None],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`on_error`: what the client fetching reports (librdkafka's error_cb), called inside its
+        poll or consume; the other's errors are logged at DEBUG only."""
+        self._bootstrap_servers = bootstrap_servers
+        self._kafka_settings = kafka_settings
+        self._consumer_factory = consumer_factory
+        self._on_error = on_error
+        self._clock = clock
+        self.resolution_ms = latency_resolution_ms
+        self._busy_from = 1000 / latency_resolution_ms  # the busy consumer's fetches a second, at most
+        self._idle_below = IDLE_BELOW * self._busy_from
+        self._idle = self._make_consumer("idle", IDLE_SETTINGS)
+        # Made now, not at the first load: a new client's first fetch waits for its connections and
+        # metadata, which the records of that moment would wait for too.
+        self._busy = self._make_consumer(
+            "busy", {"fetch.min.bytes": BUSY_MIN_BYTES, "fetch.wait.max.ms": latency_resolution_ms}
+        )
+        self.consumer = self._idle  # the one assigned the followed partitions
+        # Idle: transactions whose COMPLETE_* record is due -> (partition, until when it is waited
+        # for, ms); see nudge.
+        self._prepared: dict[str, tuple[int, int]] = {}
+        self._next_nudge_ms = 0
+        self._nudge_partition = 0
+        # The errands of the consumer not fetching, on a thread of their own (see _errand).
+        self._errands: threading.Thread | None = None
+        self._errand_wanted = threading.Event()
+        self._errands_wanted: set[str] = set()
+        self._closing = False
+        self._knows_leaders: set[int] = set()  # consumers (by id) that read the topic's metadata
+        # Since the last adapt(): polls that brought live records, and those records.
+        self._live_polls = 0
+        self._live_records = 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether the followed partitions are fetched by the busy consumer (every latency_resolution_ms)."""
+        return self.consumer is not self._idle
+
+    def wait(self, timeout: float) -> float:
+        """How long a poll may wait for its first record: no longer than the resolution while a
+        COMPLETE_* record is due (see nudge)."""
+        return min(timeout, self.resolution_ms / 1000) if self._prepared else timeout
+
+    def close(self) -> bool:
+        """Closes both clients, once the errands' thread has left its request; returns False, leaving
+        them open, if it has not within its longest request: closing a client that another thread is
+        inside of crashes the process."""
+        if self._errands is not None:
+            self._closing = True
+            self._errand_wanted.set()
+            self._errands.join(METADATA_TIMEOUT_SECONDS + 1)
+            if self._errands.is_alive():
+                return False
+        self._idle.close()
+        self._busy.close()
+        return True
+
+    def _make_consumer(self, name: str, fetching: dict[str, Any]) -> Consumer:
+        return self._consumer_factory(
+            {
+                **DEFAULT_SETTINGS,
+                **self._kafka_settings,
+                **OWNED_SETTINGS,
+                **fetching,
+                "bootstrap.servers": self._bootstrap_servers,
+                "error_cb": lambda error: self._client_error(error, name),
+                # librdkafka's own log lines go through `logging`, not straight to stderr; its errors
+                # are logged once, by the tail's on_error.
+                "logger": kafka_client_logger(errors_logged=True),
+            }
+        )
+
+    def _client_error(self, error: KafkaError, consumer: str) -> None:
+        if consumer != ("busy" if self.busy else "idle"):
+            # The consumer holding no partition: its idle connection closed by the broker, say. What
+            # matters about Kafka is told by the one that fetches.
+            log.debug("kafka client (%s, not fetching): %s: %s", consumer, error.name(), error.str())
+            return
+        self._on_error(error)
+
+    def adapt(self, seconds: float, followed: Collection[int], replaying: bool, positions: Mapping[int, int]) -> None:
+        """Once a second: the fetch pattern the last `seconds`' load asks for (see
+        DEFAULT_LATENCY_RESOLUTION_MS); `positions`: the followed partitions' next offsets."""
+        polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
+        self._live_polls = self._live_records = 0
+        # Serves the callbacks of the one holding no partition (a connection the broker closed, say).
+        (self._busy if self.consumer is self._idle else self._idle).poll(0)
+        if replaying:
+            return  # replays on the busy consumer (see go_busy)
+        if self.consumer is self._idle and polls >= self._busy_from:
+            self.go_busy("load", sorted(followed), positions)
+        elif self.consumer is not self._idle and records < self._idle_below:
+            self._hand_over(self._idle, sorted(followed), positions)
+            log.info("idle: one fetch of %s held until a record is appended", TOPIC)
+
+    def delivered(self, events: list[TopicEvent], live: int, received_ms: int, lone_leaders: set[int]) -> None:
+        """A poll brought `live` (> 0) live records, in `events`. Idle: notes the transactions whose
+        PREPARE_* record arrived on a partition without in-sync followers (`lone_leaders`, see nudge),
+        forgets those whose next record arrived."""
+        self._live_polls += 1
+        self._live_records += live
+        if self.consumer is not self._idle:
+            return
+        prepared = self._prepared
+        for event in events:
+            if type(event) is TransactionLogRecords and not event.replay and event.partition in lone_leaders:
+                for record in event.records:
+                    value = record.value
+                    if value is not None and value.state in PREPARE_STATES:
+                        prepared[record.transactional_id] = (event.partition, received_ms + _NUDGE_FOR_MS)
+                    elif prepared:
+                        prepared.pop(record.transactional_id, None)
+
+    def nudge(self) -> None:
+        """While a transaction's COMPLETE_* record is due, asks its partition's leader for the high
+        watermark every latency_resolution_ms, with the consumer not fetching (another connection: the
+        idle one's held fetch stops its own connection's requests). A broker completes the fetches
+        that wait for an append made outside its request threads (the coordinator's COMPLETE_*
+        appends, after the markers) only when it next finishes a request: on a quiet broker whose
+        `__transaction_state` partition has one replica, the idle fetch waited for the next client's
+        request (measured: 50 ms, a producer's pause), or its own 100 ms. A partition with in-sync
+        followers needs none: the append completes when a follower's fetch (a request) moves the high
+        watermark, which completes the waiting fetches in the same request. (A follower that leaves
+        the ISR between two ownership reads costs its COMPLETE_* records up to _IDLE_WAIT_MS until
+        the next read.)"""
+        if not self._prepared:
+            return
+        now_ms = int(self._clock() * 1000)
+        if now_ms < self._next_nudge_ms or self.consumer is not self._idle:
+            if self.consumer is not self._idle:
+                self._prepared.clear()
+            return
+        for tid, (_partition, until_ms) in list(self._prepared.items()):
+            if until_ms <= now_ms:
+                del self._prepared[tid]
+        if self._prepared:
+            self._nudge_partition = next(iter(self._prepared.values()))[0]
+            self._errand("nudge")
+        self._next_nudge_ms = now_ms + self.resolution_ms
+
+    def leaders_read(self) -> None:
+        """The consumer fetching read the topic's metadata. The one not fetching learns the topic's
+        leaders too: one assigned partitions whose leaders it does not know waits a second
+        (librdkafka's retry) before its first fetch."""
+        self._knows_leaders.add(id(self.consumer))
+        self._errand("metadata")
+
+    def _errand(self, what: str) -> None:
+        """Has the consumer not fetching do `what` ("metadata": read the topic's leaders, "nudge": ask
+        the partition's high watermark, see nudge) from a thread of its own: a request's round trip
+        on the poll's thread delays the records of the poll (an errand still pending is not doubled)."""
+        if self._errands is None:
+            self._errands = threading.Thread(target=self._run_errands, name="topic-errands", daemon=True)
+            self._errands.start()
+        self._errands_wanted.add(what)
+        self._errand_wanted.set()
+
+    def _run_errands(self) -> None:
+        while True:
+            self._errand_wanted.wait()
+            self._errand_wanted.clear()
+            if self._closing:
+                return
+            other = self._busy if self.consumer is self._idle else self._idle
+            for what in ("metadata", "nudge"):
+                if what not in self._errands_wanted or self._closing:
+                    continue
+                self._errands_wanted.discard(what)
+                try:
+                    if what == "metadata":
+                        other.list_topics(TOPIC, timeout=METADATA_TIMEOUT_SECONDS)
+                        self._knows_leaders.add(id(other))
+                    else:
+                        self._busy.get_watermark_offsets(
+                            TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
+                        )
+                except KafkaException as e:
+                    log.debug("%s of %s with the consumer not fetching failed: %s", what, TOPIC, e)
+
+    def go_busy(self, why: str, moving: list[int], positions: Mapping[int, int]) -> None:
+        """Moves the assigned partitions `moving` to the busy consumer (see _hand_over)."""
+        self._hand_over(self._busy, moving, positions)
+        log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self.resolution_ms)
+
+    def refetch(self, partitions: list[int], positions: Mapping[int, int]) -> None:
+        """Has the consumer fetching fetch the assigned `partitions` again, from their next offsets."""
+        self._hand_over(self.consumer, partitions, positions)
+
+    def _hand_over(self, consumer: Consumer, partitions: list[int], positions: Mapping[int, int]) -> None:
+        """Moves `partitions` (the assigned ones) to `consumer`, each from the next offset not yet taken
+        (`positions`): what the other consumer fetched but nobody took is dropped with its assignment
+        and fetched again."""
+        if id(consumer) not in self._knows_leaders:  # (the first time only: see leaders_read)
+            try:
+                consumer.list_topics(TOPIC, timeout=METADATA_TIMEOUT_SECONDS)
+                self._knows_leaders.add(id(consumer))
+            except KafkaException as e:
+                log.debug("cannot read metadata of %s before fetching: %s", TOPIC, e)
+        if partitions:
+            self.consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
+            consumer.incremental_assign(
+                [TopicPartition(TOPIC, p, positions.get(p) or OFFSET_BEGINNING) for p in partitions]
+            )
+        self.consumer = consumer

@@ -1,0 +1,193 @@
+"""Which `__transaction_state` partitions the tail follows, read from the topic's metadata (when,
+and what it answers), the rule for a new cluster's first records, and fencing by leader epoch.
+
+Ownership: by default the exporter follows the partitions whose leader is the broker it runs
+beside (that broker is their transaction coordinator); with `all_partitions`, every partition.
+Metadata is re-read every `metadata_refresh_seconds` (or at once when `refresh_ownership_soon()` is
+called, e.g. on a coordinator elected/resigned log line): partitions that move in are assigned and
+replayed from the beginning; partitions that move out are unassigned and revoked, so the model drops
+their state and every series they fed.
+
+One exception to replay: a cluster's first records. When this exporter, before it ever saw
+`__transaction_state`, found it absent, nothing in the topic can predate that moment, so the
+partitions it then takes are live from their first record, if that record was appended since (by its
+timestamp; the sidecar shares the broker's clock): one from before means the broker answered wrongly,
+and the partition is replayed. The rule is not applied to a topic that disappears after it
+was seen, nor to partitions without a leader for a while: a restarting broker answers so, while the
+exporter beside another broker may still be reading those records. While the topic is absent or a
+partition leaderless, ownership is read again every second.
+
+Fencing: between a leader moving and the next ownership read, the client follows the partition to
+its new leader, whose exporter counts the same records from its takeover on. So a live record whose
+leader epoch (its batch's, set by the broker that appended it) is newer than the partition's last is
+not taken: the partition is refetched from it once ownership has been read again, or dropped with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from exporter.sources.topic_tail.topic import TOPIC, log
+
+_RETRY_SECONDS = 1.0
+
+
+class OwnershipError(Exception):
+    """The exporter cannot tell which partitions to follow (a configuration problem)."""
+
+
+class Ownership:
+    """The partitions to follow from each metadata read, when the next read is due, and the leader
+    epoch each followed partition's records are held to."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        broker_id: int | None,
+        all_partitions: bool,
+        refresh_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._bootstrap_servers = bootstrap_servers
+        self.broker_id = broker_id
+        self._all_partitions = all_partitions
+        self._refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._next_read = 0.0
+        # Partitions whose in-sync replicas were their leader alone at the last complete read: only
+        # their COMPLETE_* records need nudges (FetchPattern.nudge).
+        self.lone_leaders: set[int] = set()
+        # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
+        # yet, and "owns nothing" would read as ready).
+        self.complete_view = False
+        # When the exporter, never having seen the topic, first found it absent (ms); then, once it
+        # exists, its partitions whose records from that time on are live (until their first record
+        # is read, or another broker is seen leading them).
+        self._topic_seen = False
+        self._topic_absent_since_ms: int | None = None
+        self.created_since_ms: dict[int, int] = {}
+        # Followed partitions -> the leader epoch of their last record taken; those whose live
+        # record of a newer one (at their next offset) waits for ownership to be read again -> that epoch.
+        self.epochs: dict[int, int] = {}
+        self.fenced: dict[int, int] = {}
+
+    def due(self, now: float) -> bool:
+        """Whether a metadata read is due at `now`; if so, the next is due a refresh interval later
+        (unless what it answers asks again sooner)."""
+        if now < self._next_read:
+            return False
+        self._next_read = now + self._refresh_seconds
+        return True
+
+    def read_soon(self) -> None:
+        """Reads ownership again at the next poll."""
+        self._next_read = 0.0
+
+    def retry_soon(self, now: float) -> None:
+        """Reads ownership again within a second of `now`, if not due before."""
+        self._next_read = min(self._next_read, now + _RETRY_SECONDS)
+
+    def owned(self, metadata: Any) -> set[int] | None:
+        """The partitions to follow, by `metadata` (the topic's, just read; a topic-level access
+        error is the caller's to tell); None while ownership is not known yet, and nothing changes."""
+        topic = metadata.topics.get(TOPIC)
+        error = None if topic is None else topic.error
+        if topic is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            # The topic is created on the first transaction: nothing to follow yet, not an outage.
+            if not self._topic_seen and self._topic_absent_since_ms is None:
+                # (Not after it was seen: a restarting broker may answer so for a while.)
+                self._topic_absent_since_ms = self._now_ms()
+            self._next_read = self._clock() + _RETRY_SECONDS
+            self.complete_view = True
+            return set()
+        leaderless = {p for p, pm in topic.partitions.items() if pm.leader < 0}
+        if topic.partitions:  # (a topic being created may come without them)
+            self._note_created(topic.partitions)
+        if leaderless:
+            self.retry_soon(self._clock())
+        if error is not None or not metadata.brokers or (leaderless and not self.complete_view):
+            # A cluster still starting (no brokers, no leaders, LEADER_NOT_AVAILABLE): ownership is
+            # not known yet, so nothing changes until it is; ask again soon.
+            log.info(
+                "ownership of %s not known yet (%s); asking again", TOPIC, error or f"leaderless {sorted(leaderless)}"
+            )
+            self._next_read = self._clock() + _RETRY_SECONDS
+            return None
+        self.complete_view = True
+        if self._all_partitions:
+            owned = set(topic.partitions) - leaderless
+        else:
+            if self.broker_id is None:
+                self.broker_id = self._discover_broker_id(metadata)
+            owned = {p for p, pm in topic.partitions.items() if pm.leader == self.broker_id}
+        self.lone_leaders = {p for p, pm in topic.partitions.items() if len(pm.isrs) <= 1}
+        for partition in set(self.created_since_ms) - owned - leaderless:
+            # Led by another broker: its own exporter sees what its coordinator appends.
+            del self.created_since_ms[partition]
+        return owned
+
+    def _note_created(self, partitions: dict) -> None:
+        """The topic exists: if this exporter saw it absent first, nothing in it predates that."""
+        self._topic_seen = True
+        if self._topic_absent_since_ms is not None:
+            self.created_since_ms = dict.fromkeys(partitions, self._topic_absent_since_ms)
+            self._topic_absent_since_ms = None
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _discover_broker_id(self, metadata: Any) -> int:
+        """The broker this exporter runs beside, when the cluster makes it unambiguous."""
+        brokers = metadata.brokers
+        if len(brokers) == 1:
+            return next(iter(brokers))
+        wanted = {address.strip() for address in self._bootstrap_servers.split(",")}
+        matches = {b.id for b in brokers.values() if f"{b.host}:{b.port}" in wanted}
+        if len(matches) == 1:
+            return matches.pop()
+        raise OwnershipError(
+            f"cannot tell which of brokers {sorted(brokers)} this exporter runs beside from "
+            f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
+        )
+
+    def assigned(self, partition: int) -> None:
+        """`partition` is followed from its first offset: held to no leader epoch until a record is taken."""
+        self.epochs.pop(partition, None)
+
+    def live(self, partition: int) -> None:
+        """`partition` replayed (or had nothing to): no more a new topic's partition."""
+        self.created_since_ms.pop(partition, None)
+
+    def forget(self, partition: int) -> None:
+        """`partition` is followed no more."""
+        self.created_since_ms.pop(partition, None)
+        self.epochs.pop(partition, None)
+        self.fenced.pop(partition, None)
+
+    def fence(self, partition: int, offset: int, epoch: int) -> None:
+        """A live record of `partition` (at `offset`, its next) was appended in leader `epoch`, newer
+        than the last record's: it waits for ownership to be read again, at the next poll."""
+        log.info(
+            "%s-%d: offset %d was appended by the leader of epoch %d (the last record's: %d); it is taken "
+            "once ownership is read again, if this exporter's broker leads the partition still",
+            TOPIC,
+            partition,
+            offset,
+            epoch,
+            self.epochs[partition],
+        )
+        self.fenced[partition] = epoch
+        self.read_soon()
+
+    def lift_fences(self) -> list[int]:
+        """Ownership read again: the fenced partitions this exporter's broker still leads (the others
+        were forgotten), now held to their newer epoch; the caller refetches them from their next offset."""
+        fenced = sorted(self.fenced)
+        self.epochs.update(self.fenced)
+        self.fenced.clear()
+        return fenced

@@ -1,0 +1,30 @@
+"""What the tail's parts share: the topic they read, the log they write to, how long a request to
+Kafka may take, and what they read of a fetched message."""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from confluent_kafka import KafkaError
+
+TOPIC = "__transaction_state"
+# One log for every part of the tail, named as the tail ("topic_tail: busy ..."): its lines are what
+# operators, the benches and the integration tests read.
+log = logging.getLogger(__package__)
+
+METADATA_TIMEOUT_SECONDS = 5.0
+
+
+class Fetched(Protocol):
+    """What the tail reads of a fetched confluent_kafka.Message. The client's types leave its
+    partition and offset optional, for the messages that carry an error(); a message without one is
+    a record, and librdkafka always sets them."""
+
+    def error(self) -> KafkaError | None: ...
+    def partition(self) -> int: ...
+    def offset(self) -> int: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+    def leader_epoch(self) -> int | None: ...
