@@ -180,7 +180,7 @@ def profile_replay(bootstrap: str, top: int) -> None:
         return sum(v[3] for (file, _, name), v in stats.stats.items() if re.search(pattern, f"{file}:{name}"))
 
     fetch = cumulative(r"method '(poll|consume)' of 'cimpl")
-    decode = cumulative(r"codec/transaction_log.py:decode_record$")
+    decode = cumulative(r"codec/record.py:decode_record$")
     model_s = cumulative(r"model/coordinator.py:apply_batch$")
     print(f"in-process replay to PartitionReplayed: {wall:.2f} s wall, {total:.2f} s profiled")
     for name, seconds in (

@@ -36,17 +36,10 @@ from typing import Any, Protocol, TypeVar, final, overload
 from crc32c import crc32c
 
 from exporter.codec.errors import DecodeError
-from exporter.codec.transaction_log import (
-    KEY_V0_HEADS,
-    Partitions,
-    PartitionsField,
-    PartitionsMemo,
-    TransactionLogRecord,
-    ValueMaker,
-    decode_key,
-    decode_value,
-    value_from_fields,
-)
+from exporter.codec.partitions import PartitionsMemo
+from exporter.codec.record import KEY_V0_HEADS, TransactionLogRecord, decode_key
+from exporter.codec.value import Partitions, PartitionsField, ValueMaker, value_from_fields
+from exporter.codec.value_decode import decode_value
 from exporter.codec.varint import ZIGZAG, encode_varint, read_varint
 
 _LENGTH = struct.Struct(">qi")

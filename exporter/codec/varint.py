@@ -52,3 +52,13 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 28:
             raise DecodeError("bad_length", "unsigned varint longer than 5 bytes")
+
+
+def encode_uvarint(n: int) -> bytes:
+    """An unsigned varint (the inverse of read_uvarint)."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)

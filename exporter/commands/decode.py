@@ -29,14 +29,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from exporter.codec import PARTITIONS_SKIPPED, TransactionLogRecord, TransactionState
+from exporter.codec.partitions import PartitionsMemo
 from exporter.codec.record_batch import BatchError, RecordError, RecordMaker
-from exporter.codec.transaction_log import (
-    TAGGED_FIELDS,
-    VALUE_FIELDS,
-    Partitions,
-    PartitionsMemo,
-    ValueMaker,
-)
+from exporter.codec.value import TAGGED_FIELDS, VALUE_FIELDS, Partitions, ValueMaker
 from exporter.sources.segment_files import (
     NotARegularFile,
     SegmentShrank,

@@ -46,7 +46,7 @@ from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES, TransactionState
-from exporter.codec.transaction_log import TransactionLogValue
+from exporter.codec.value import TransactionLogValue
 from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,

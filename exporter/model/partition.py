@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from exporter.codec.record import TransactionLogRecord
 from exporter.codec.states import TransactionState
-from exporter.codec.transaction_log import TransactionLogRecord
 
 # Per-state tallies are lists indexed by state id; only ids the model stores are counted.
 TRACKED_STATES = 6  # EMPTY .. COMPLETE_ABORT

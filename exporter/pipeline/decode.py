@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from exporter.codec import DecodeError, TransactionLogRecord, decode_key, decode_value
 from exporter.codec.record_batch import BatchError, Decoded, RecordError, decode_batches
 from exporter.codec.states import TransactionState
-from exporter.codec.transaction_log import ARRAY, INT8, INT16, INT32, INT64, VALUE_FIELDS, ValueField
+from exporter.codec.value import ARRAY, INT8, INT16, INT32, INT64, VALUE_FIELDS, ValueField
 from exporter.sources.segment_files import read_segment
 
 # Arrow types of the value's ints, by their struct format: Spark's int for Kafka's int8 to int32.

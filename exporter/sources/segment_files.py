@@ -14,15 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from exporter.codec.partitions import PartitionsMemo
+from exporter.codec.record import TransactionLogRecord
 from exporter.codec.record_batch import BatchError, Decoded, RecordError, RecordMaker, decode_pieces
-from exporter.codec.transaction_log import (
-    Partitions,
-    PartitionsField,
-    PartitionsMemo,
-    TransactionLogRecord,
-    ValueMaker,
-    value_from_fields,
-)
+from exporter.codec.value import Partitions, PartitionsField, ValueMaker, value_from_fields
 
 _M = TypeVar("_M")
 _V = TypeVar("_V")

@@ -17,6 +17,7 @@ from exporter.codec import (
     encode_key,
     encode_value,
 )
+from exporter.codec.partitions import PartitionsMemo
 from exporter.codec.record_batch import (
     HEADER_SIZE,
     BatchError,
@@ -25,7 +26,7 @@ from exporter.codec.record_batch import (
     _decode_single_record,
     decode_batches,
 )
-from exporter.codec.transaction_log import PartitionsMemo, value_from_fields
+from exporter.codec.value import value_from_fields
 from txn_workshop.record_batches import encode_batch
 
 int16 = st.integers(-(2**15), 2**15 - 1)

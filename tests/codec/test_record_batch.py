@@ -1,8 +1,7 @@
 import pytest
 
-from exporter.codec import TransactionState, encode_key, encode_value
+from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
 from exporter.codec.record_batch import BatchError, RecordError, decode_batches
-from exporter.codec.transaction_log import TransactionLogValue
 from tests.codec.crafted import fake_headers, good_then_bad
 from txn_workshop.record_batches import encode_batch
 

@@ -17,13 +17,13 @@ from exporter.codec import (
     TransactionState,
     decode_value,
     encode_value,
-    transaction_log,
+    tagged_fields,
 )
-from exporter.codec.transaction_log import (
+from exporter.codec.tagged_fields import TaggedLayout
+from exporter.codec.value import (
     INT16,
     TAGGED_FIELDS,
     VALUE_FIELDS,
-    TaggedLayout,
     ValueField,
     positional_maker,
     tagged,
@@ -105,7 +105,7 @@ def declared_as(cls: type, monkeypatch: pytest.MonkeyPatch) -> None:
     """What importing the codec and the decode command derives from the table, derived from cls's."""
     table = value_fields(cls)
     layout = TaggedLayout(tuple(f for f in table if f.tag is not None))
-    monkeypatch.setattr(transaction_log, "_TAGGED_LAYOUT", layout)
+    monkeypatch.setattr(tagged_fields, "_TAGGED_LAYOUT", layout)
     monkeypatch.setattr(decode_command, "TAGGED_FIELDS", tuple(f for f in table if f.tag is not None))
     monkeypatch.setattr(
         decode_command, "_VALUE_FIELDS", lambda v: (*(getattr(v, f.name) for f in table), v.unknown_tagged_fields)
