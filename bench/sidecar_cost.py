@@ -373,6 +373,10 @@ class Exporter:
             stdout=subprocess.DEVNULL,
             stderr=log.open("ab"),
             stdin=subprocess.DEVNULL,
+            # Not this checkout's directory: another checkout's exporter started as `python -m exporter`
+            # from here would import this checkout's package (the working directory comes first on
+            # sys.path), and a side-by-side run would compare this checkout with itself.
+            cwd=log.parent,
         )
         self.started = time.monotonic()
 
