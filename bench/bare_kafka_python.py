@@ -8,7 +8,15 @@ records or a moved high watermark. This reader follows the partitions one broker
 their end, with a fixed fetch pattern (`--min-bytes`, `--wait-ms`: the busy pattern's 1 MiB and the
 resolution), and counts records and their receipt minus timestamp (ms), nothing else: what the
 client itself costs beside a broker, and what the broker spends serving it, are measured by the
-bench that runs it (bench/cluster_cost.py `--reader kafka-python`), as for the librdkafka floor.
+bench that runs it (bench/cluster_cost.py `--floor kafka-python`), as for the librdkafka floor.
+
+`--hold-ms H` is the other pattern that meets a resolution of H: a fetch held until the first byte
+(min bytes 1, `--wait-ms` at most), and polls at least H apart. kafka-python sends a fetch only
+from a poll (the next one as soon as a poll has drained the last response), so at most one fetch
+per H, and a record appended meanwhile waits at most H in the broker or the client: the fewest
+fetches a client can send for that resolution (several records of one transaction in one fetch),
+which librdkafka cannot (it fetches ahead of the application's polls; its pause and queue backoff
+put partitions back one by one: exporter/sources/topic_tail/fetch_pattern.py).
 
 Protocol (sidecar_cost's Bare's): prints READY once assigned; on SIGUSR1 prints a JSON snapshot
 (records, polls, latency histogram since the last one); stops on SIGTERM.
@@ -45,13 +53,15 @@ def main() -> None:
     parser.add_argument("--min-bytes", type=int, default=1 << 20)
     parser.add_argument("--wait-ms", type=int, default=10)
     parser.add_argument("--no-sessions", action="store_true", help="full fetch requests, as librdkafka sends")
+    parser.add_argument("--hold-ms", type=int, default=0, help="polls at least this far apart (min bytes 1 then)")
     args = parser.parse_args()
+    hold = args.hold_ms / 1000
     consumer = KafkaConsumer(
         bootstrap_servers=args.bootstrap,
         group_id=None,
         enable_auto_commit=False,
         isolation_level="read_uncommitted",
-        fetch_min_bytes=args.min_bytes,
+        fetch_min_bytes=1 if hold else args.min_bytes,
         fetch_max_wait_ms=args.wait_ms,
         enable_incremental_fetch_sessions=not args.no_sessions,
     )
@@ -69,7 +79,11 @@ def main() -> None:
     records = polls = 0
     latency: dict[int, int] = {}
     print("READY", flush=True)
+    next_poll = 0.0
     while not stop.is_set():
+        if hold:
+            time.sleep(max(0.0, next_poll - time.monotonic()))
+            next_poll = time.monotonic() + hold
         batches = consumer.poll(timeout_ms=200)
         if batches:
             received_ms = int(time.time() * 1000)

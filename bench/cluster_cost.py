@@ -68,6 +68,7 @@ from bench.sidecar_cost import (
     Exporter,
     Load,
     fetch_pattern,
+    latency_quantiles,
     loadavg,
     measure,
     records_total,
@@ -78,6 +79,9 @@ if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
 
 NODES = (1, 2, 3)
+# kafka-python-hold's fetch, held until the first byte or this long: as long as the exporter's idle
+# fetch is held, so that both make 10 fetches a second when nothing is appended.
+HOLD_WAIT_MS = 100
 # Production defaults for the internal topics (and the offsets topic valid on three nodes).
 CLUSTER_PROPERTIES = {
     "transaction.state.log.replication.factor": "3",
@@ -222,19 +226,32 @@ def set_coordinator_logs(brokers: list[KafkaBroker], level: str | None) -> None:
 
 
 class BareReader:
-    """A bare reader beside one broker, of the partitions it leads (the floor of a variant `bare`: the
-    exporter's own fetch pattern at its resolution, in librdkafka, and nothing else; of `kafka-python`:
-    bench/bare_kafka_python.py, with fetch sessions, its fetch held the resolution), as an Exporter
-    is driven here: a process, ready once started, its records read."""
+    """A bare reader beside one broker, of the partitions it leads, as an Exporter is driven here: a
+    process, ready once started, its records read (and their receipt minus timestamp, to check that it
+    meets the resolution). The floor candidates, each at the resolution:
+    - `bare`: the exporter's own fetch pattern, in librdkafka, and nothing else;
+    - `bare-nudged`: the same, and a ListOffsets request to the broker every resolution (what bounds
+      the idle fetch's delay in a replicated cluster: docs/benchmarks.md, "The idle fetch's tail");
+    - `kafka-python`: bench/bare_kafka_python.py, with fetch sessions, its fetch held the resolution
+      (the busy pattern's fetches, with KIP-227 sessions);
+    - `kafka-python-hold`: the same client, sessions, its fetch held until the first byte and its
+      polls the resolution apart (at most one fetch per resolution, several records in one)."""
 
     def __init__(self, kind: str, broker: KafkaBroker, resolution_ms: int) -> None:
-        if kind == "bare":
+        self.latency: dict[int, int] = {}
+        if kind in ("bare", "bare-nudged"):
             args = argparse.Namespace(kafka_config=[], before=False, latency_resolution_ms=resolution_ms)
-            self._bare: Bare | None = Bare(broker.bootstrap_servers, fetch_pattern(args), broker.node_id)
+            nudge_ms = resolution_ms if kind == "bare-nudged" else None
+            self._bare: Bare | None = Bare(broker.bootstrap_servers, fetch_pattern(args), broker.node_id, nudge_ms)
             self.proc = self._bare.proc
         else:
             self._bare = None
             script = Path(__file__).with_name("bare_kafka_python.py")
+            pattern = (
+                ["--wait-ms", str(HOLD_WAIT_MS), "--hold-ms", str(resolution_ms)]
+                if kind == "kafka-python-hold"
+                else ["--wait-ms", str(resolution_ms)]
+            )
             self.proc = subprocess.Popen(
                 [
                     sys.executable,
@@ -243,8 +260,7 @@ class BareReader:
                     broker.bootstrap_servers,
                     "--broker-id",
                     str(broker.node_id),
-                    "--wait-ms",
-                    str(resolution_ms),
+                    *pattern,
                 ],
                 stdout=subprocess.PIPE,
                 text=True,
@@ -256,11 +272,15 @@ class BareReader:
         pass  # ready once it printed READY
 
     def records(self) -> float:
+        """Records read so far; `latency` is then each receipt minus timestamp (ms) since the last call."""
         if self._bare is not None:
-            return float(self._bare.snapshot()["records"])
-        assert self.proc.stdout is not None
-        self.proc.send_signal(signal.SIGUSR1)
-        return float(json.loads(self.proc.stdout.readline())["records"])
+            snapshot = self._bare.snapshot()
+        else:
+            assert self.proc.stdout is not None
+            self.proc.send_signal(signal.SIGUSR1)
+            snapshot = json.loads(self.proc.stdout.readline())
+        self.latency = {int(ms): n for ms, n in snapshot["latency"].items()}
+        return float(snapshot["records"])
 
     def stop(self) -> None:
         from txn_workshop.harness.processes import terminate
@@ -329,6 +349,9 @@ def window(
             "cores": w.cpu[f"broker-{n}"] / w.seconds,
             "exporter_cores": w.cpu[f"exporter-{n}"] / w.seconds if exporters else None,
             "records_per_s": (m1[i] - m0[i]) / w.seconds if exporters else None,
+            # a floor's receipt minus timestamp (ms -> records) over the window: does it meet the resolution
+            "latency_ms": floor_latency(exporters[i]) if exporters else None,
+            "exporter_latency_ms": exporter_latency(exporters[i]) if exporters else None,
             "requests_per_s": {k: (c1[k] - c0.get(k, 0.0)) / (t1 - t0) for k in sorted(c1)},
         }
     return {
@@ -339,6 +362,19 @@ def window(
         "load_cores": w.cpu["load"] / w.seconds,
         "brokers": per_broker,
     }
+
+
+def floor_latency(reader: Exporter | BareReader) -> dict[int, int] | None:
+    return reader.latency if isinstance(reader, BareReader) else None
+
+
+def exporter_latency(reader: Exporter | BareReader) -> dict[str, dict[str, float]] | None:
+    """An exporter's own append-latency quantiles by target state (its exact gauges: every record
+    since it started, its window being 300 s), the states it saw."""
+    if isinstance(reader, BareReader):
+        return None
+    quantiles = latency_quantiles(reader.metrics())
+    return {state: q for state, q in quantiles.items() if all(v == v for v in q.values())}  # (NaN: none seen)
 
 
 def print_window(w: dict) -> None:
@@ -394,9 +430,41 @@ def summarize(windows: list[dict], variant: str) -> dict[str, dict]:
             "broker_extra_pct": round(100 * extra / alone, 2) if alone else None,
             "total_pct": round(100 * (exporter + extra) / alone, 2) if alone else None,
             "records_per_s": round(statistics.median(b["records_per_s"] for b in on), 1),
+            "latency_ms": pooled_quantiles([b.get("latency_ms") for b in on]),
+            "exporter_latency_ms": median_quantiles([b.get("exporter_latency_ms") for b in on]),
             "exporters_requests_per_s": {k: round(v, 2) for k, v in requests.items()},
         }
     return out
+
+
+def pooled_quantiles(histograms: list[dict[int, int] | None]) -> dict[str, int] | None:
+    """p50, p99 and max of the windows' receipt minus timestamp together (None for exporters)."""
+    pooled: Counter[int] = Counter()
+    for histogram in histograms:
+        pooled.update(histogram or {})
+    total = sum(pooled.values())
+    if not total:
+        return None
+    out, seen = {}, 0
+    wanted = [("p50", 0.5), ("p99", 0.99)]
+    for ms in sorted(pooled):
+        seen += pooled[ms]
+        while wanted and seen >= wanted[0][1] * total:
+            out[wanted.pop(0)[0]] = ms
+    out["max"] = max(pooled)
+    return out
+
+
+def median_quantiles(windows: list[dict[str, dict[str, float]] | None]) -> dict[str, dict[str, float]] | None:
+    """An exporter's quantiles by target state: the median over its windows of each."""
+    by_state: dict[str, dict[str, list[float]]] = {}
+    for quantiles in windows:
+        for state, q in (quantiles or {}).items():
+            for k, v in q.items():
+                by_state.setdefault(state, {}).setdefault(k, []).append(v)
+    if not by_state:
+        return None
+    return {state: {k: round(statistics.median(v), 1) for k, v in q.items()} for state, q in by_state.items()}
 
 
 def shown_requests(requests: dict[str, float]) -> str:
@@ -435,6 +503,22 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
     print("\nrequests the exporters send each broker a second, by type (with minus without, median of the pairs):")
     for rate, mode, run, variant, n, s in rows:
         print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {shown_requests(s['exporters_requests_per_s'])}")
+    floors = [row for row in rows if row[5]["latency_ms"]]
+    if floors:
+        print("\nthe floors' receipt minus record timestamp, ms (all their windows):")
+        for rate, mode, run, variant, n, s in floors:
+            print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {s['latency_ms']}")
+    exporters = [row for row in rows if row[5]["exporter_latency_ms"]]
+    if exporters:
+        print(
+            "\nthe exporters' append-latency bound by target state, ms (the median over their windows of each quantile):"
+        )
+        for rate, mode, run, variant, n, s in exporters:
+            shown = {
+                state: {k: q[k] for k in ("0.5", "0.9", "0.99") if k in q}
+                for state, q in s["exporter_latency_ms"].items()
+            }
+            print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {shown}")
 
 
 def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], mode: str, variant: dict, logs: Path) -> str:
@@ -618,9 +702,11 @@ def main() -> None:
         "--floor",
         action="append",
         default=[],
-        choices=("bare", "kafka-python"),
+        choices=("bare", "bare-nudged", "kafka-python", "kafka-python-hold"),
         help="a variant of bare readers instead of exporters (repeatable): `bare`, librdkafka with the exporter's "
-        "fetch pattern and nothing else; `kafka-python`, that client with fetch sessions, its fetch held the resolution",
+        "fetch pattern and nothing else; `bare-nudged`, the same and a ListOffsets to its broker every resolution; "
+        "`kafka-python`, that client with fetch sessions, its fetch held the "
+        "resolution; `kafka-python-hold`, the same, its fetch held until the first byte, its polls the resolution apart",
     )
     parser.add_argument(
         "--resolution-ms", type=int, default=None, help="the floors' resolution (default: the exporter's default)"

@@ -215,7 +215,10 @@ def bare_main(args: argparse.Namespace) -> None:
     more: the first record, then what is queued, the clock read after; with `--busy`, its fetch pattern
     too (an idle consumer, a busy one fetching every interval under load, the partitions moved between
     them at their next offsets, by the exporter's own rule). Counts records and their receipt -
-    timestamp (ms); on SIGUSR1 prints a JSON snapshot."""
+    timestamp (ms); on SIGUSR1 prints a JSON snapshot. With `--nudge-ms N`, a third client asks the
+    broker for a followed partition's high watermark every N ms meanwhile (a ListOffsets request):
+    a broker completes a held fetch only when it next handles a request (docs/benchmarks.md, "The
+    idle fetch's tail"), so this is what bounds the idle fetch's delay by N."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
     from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, IDLE_BELOW
@@ -250,6 +253,16 @@ def bare_main(args: argparse.Namespace) -> None:
     partitions = sorted(p for p, m in metadata.items() if args.broker_id is None or m.leader == args.broker_id)
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
+    if args.nudge_ms:
+        nudger = consumer("nudge", {})
+        nudged = TopicPartition(TOPIC, partitions[0])
+
+        def nudge() -> None:
+            while True:
+                nudger.get_watermark_offsets(nudged, timeout=1)
+                time.sleep(args.nudge_ms / 1000)
+
+        threading.Thread(target=nudge, daemon=True).start()
     interval = args.interval or DEFAULT_LATENCY_RESOLUTION_MS
     busy_from = 1000 / interval
     idle_below = IDLE_BELOW * busy_from
@@ -320,7 +333,9 @@ def bare_main(args: argparse.Namespace) -> None:
 
 
 class Bare:
-    def __init__(self, bootstrap: str, pattern: dict, broker_id: int | None = None) -> None:
+    def __init__(
+        self, bootstrap: str, pattern: dict, broker_id: int | None = None, nudge_ms: float | None = None
+    ) -> None:
         busy = (
             ["--busy", json.dumps(pattern["busy"]), "--interval", str(pattern["interval_ms"])]
             if pattern["busy"]
@@ -337,6 +352,7 @@ class Bare:
                 json.dumps(pattern["idle"]),
                 *busy,
                 *(["--broker-id", str(broker_id)] if broker_id is not None else []),
+                *(["--nudge-ms", str(nudge_ms)] if nudge_ms else []),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -756,6 +772,7 @@ def main() -> None:
     p.add_argument("--busy")
     p.add_argument("--interval", type=float)
     p.add_argument("--broker-id", type=int)
+    p.add_argument("--nudge-ms", type=float, help="a ListOffsets request to the broker every this many ms")
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version of the broker")
     parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")], default=[200, 1000, 2000])
     parser.add_argument("--modes", type=lambda s: s.split(","), default=["plain", "broker-log"])
