@@ -259,7 +259,7 @@ class TransactionLogTail:
                 if observed:
                     _log_observed(partition, record, received_ms)
         if live:
-            self._fetch.delivered(events, live, received_ms, ownership.lone_leaders)
+            self._fetch.delivered(events, live, received_ms)
         if errors < len(messages):
             self._access_error = None
 

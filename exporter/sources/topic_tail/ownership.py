@@ -59,9 +59,6 @@ class Ownership:
         self._refresh_seconds = refresh_seconds
         self._clock = clock
         self._next_read = 0.0
-        # Partitions whose in-sync replicas were their leader alone at the last complete read: only
-        # their COMPLETE_* records need nudges (FetchPattern.nudge).
-        self.lone_leaders: set[int] = set()
         # Readiness waits for a first complete view of ownership (a starting cluster has no leaders
         # yet, and "owns nothing" would read as ready).
         self.complete_view = False
@@ -125,7 +122,6 @@ class Ownership:
             if self.broker_id is None:
                 self.broker_id = self._discover_broker_id(metadata)
             owned = {p for p, pm in topic.partitions.items() if pm.leader == self.broker_id}
-        self.lone_leaders = {p for p, pm in topic.partitions.items() if len(pm.isrs) <= 1}
         for partition in set(self.created_since_ms) - owned - leaderless:
             # Led by another broker: its own exporter sees what its coordinator appends.
             del self.created_since_ms[partition]
