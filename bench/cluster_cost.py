@@ -68,6 +68,7 @@ from bench.sidecar_cost import (
     Exporter,
     Load,
     fetch_pattern,
+    histogram_quantiles,
     latency_quantiles,
     loadavg,
     measure,
@@ -339,7 +340,7 @@ def window(
     r0 = requests_served(brokers)
     m0 = [records_read(e) for e in exporters]
     w = measure(pids, seconds, load)
-    m1 = [records_read(e) for e in exporters]
+    ends = [window_end(e) for e in exporters]
     r1 = requests_served(brokers)
     per_broker = {}
     for i, broker in enumerate(brokers):
@@ -348,10 +349,10 @@ def window(
         per_broker[str(n)] = {
             "cores": w.cpu[f"broker-{n}"] / w.seconds,
             "exporter_cores": w.cpu[f"exporter-{n}"] / w.seconds if exporters else None,
-            "records_per_s": (m1[i] - m0[i]) / w.seconds if exporters else None,
+            "records_per_s": (ends[i][0] - m0[i]) / w.seconds if exporters else None,
             # a floor's receipt minus timestamp (ms -> records) over the window: does it meet the resolution
-            "latency_ms": floor_latency(exporters[i]) if exporters else None,
-            "exporter_latency_ms": exporter_latency(exporters[i]) if exporters else None,
+            "latency_ms": ends[i][1] if exporters else None,
+            "exporter_latency_ms": ends[i][2] if exporters else None,
             "requests_per_s": {k: (c1[k] - c0.get(k, 0.0)) / (t1 - t0) for k in sorted(c1)},
         }
     return {
@@ -364,17 +365,19 @@ def window(
     }
 
 
-def floor_latency(reader: Exporter | BareReader) -> dict[int, int] | None:
-    return reader.latency if isinstance(reader, BareReader) else None
-
-
-def exporter_latency(reader: Exporter | BareReader) -> dict[str, dict[str, float]] | None:
-    """An exporter's own append-latency quantiles by target state (its exact gauges: every record
-    since it started, its window being 300 s), the states it saw."""
+def window_end(
+    reader: Exporter | BareReader,
+) -> tuple[float, dict[int, int] | None, dict[str, dict[str, float]] | None]:
+    """At a window's end, from one read of the reader: the records it read so far; a floor's receipt
+    minus timestamp (ms -> records) since its last read; an exporter's own append-latency quantiles
+    by target state (its exact gauges: every record since it started, its window being 300 s), the
+    states it saw."""
     if isinstance(reader, BareReader):
-        return None
-    quantiles = latency_quantiles(reader.metrics())
-    return {state: q for state, q in quantiles.items() if all(v == v for v in q.values())}  # (NaN: none seen)
+        return reader.records(), reader.latency, None
+    text = reader.metrics()
+    quantiles = latency_quantiles(text)
+    seen = {state: q for state, q in quantiles.items() if all(v == v for v in q.values())}  # (NaN: none seen)
+    return records_total(text), None, seen
 
 
 def print_window(w: dict) -> None:
@@ -442,17 +445,10 @@ def pooled_quantiles(histograms: list[dict[int, int] | None]) -> dict[str, int] 
     pooled: Counter[int] = Counter()
     for histogram in histograms:
         pooled.update(histogram or {})
-    total = sum(pooled.values())
-    if not total:
+    if not pooled:
         return None
-    out, seen = {}, 0
-    wanted = [("p50", 0.5), ("p99", 0.99)]
-    for ms in sorted(pooled):
-        seen += pooled[ms]
-        while wanted and seen >= wanted[0][1] * total:
-            out[wanted.pop(0)[0]] = ms
-    out["max"] = max(pooled)
-    return out
+    q = histogram_quantiles(pooled, (0.5, 0.99, 1.0))
+    return {"p50": q[0.5], "p99": q[0.99], "max": q[1.0]}
 
 
 def median_quantiles(windows: list[dict[str, dict[str, float]] | None]) -> dict[str, dict[str, float]] | None:
