@@ -24,6 +24,7 @@ class ScriptedConsumer:
         self.topic_error: KafkaError | None = None
         self.not_leader: set[int] = set()
         self.high = dict.fromkeys(range(PARTITIONS), 0)
+        self.leader_epochs = dict.fromkeys(range(PARTITIONS), 0)  # what each leader answers in
         self.assigned: set[int] = set()
 
     def list_topics(self, topic, timeout):
@@ -37,9 +38,22 @@ class ScriptedConsumer:
         )
 
     def get_watermark_offsets(self, tp, timeout=None, cached=False):
-        if not cached and tp.partition in self.not_leader:
-            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
         return 0, self.high[tp.partition]
+
+    def offsets_for_times(self, tps, timeout=None):
+        """The leader's answer for the latest offset (timestamp -1): its high watermark and epoch."""
+        assert [tp.offset for tp in tps] == [-1] * len(tps)
+        if {tp.partition for tp in tps} & self.not_leader:
+            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+        return [
+            SimpleNamespace(
+                partition=tp.partition,
+                offset=self.high[tp.partition],
+                leader_epoch=self.leader_epochs[tp.partition],
+                error=None,
+            )
+            for tp in tps
+        ]
 
     def incremental_assign(self, tps):
         self.assigned |= {tp.partition for tp in tps}

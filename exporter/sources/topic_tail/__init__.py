@@ -53,6 +53,8 @@ _ACCESS_ERRORS = {
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
+# ListOffsets' timestamp for the latest offset: the high watermark, with the leader's epoch.
+_LATEST = -1
 
 
 # Every live record as received, at DEBUG: what the append-latency bound of each transition was
@@ -141,7 +143,7 @@ class TransactionLogTail:
         now = self._clock()
         if ownership.due(now):
             self._refresh_ownership(events)
-            if ownership.fenced:  # (the read failed)
+            if ownership.fenced:  # (the read failed, or a leader did not answer)
                 ownership.retry_soon(now)
         if self._followed:
             self._consume(events, fetch.wait(timeout), max_records)
@@ -237,10 +239,17 @@ class TransactionLogTail:
             if partition not in followed or partition in fenced:
                 continue  # fetched just before an unassign; or refetched once ownership is read
             epoch = message.leader_epoch()
-            if epoch is not None and epoch > epochs.setdefault(partition, epoch):
-                ownership.fence(partition, offset, epoch)
-                run = None
-                continue
+            earlier = False
+            if epoch is not None:
+                held = epochs.setdefault(partition, epoch)
+                if epoch != held:
+                    if epoch > held:
+                        ownership.fence(partition, offset, epoch)
+                        run = None
+                        continue
+                    # Appended by a leader before the one this exporter's broker took over from: that
+                    # leader's exporter counted it, if anyone (ownership.py, "Fencing").
+                    earlier = True
             next_offset[partition] = offset + 1
             try:
                 if key is None:
@@ -251,6 +260,10 @@ class TransactionLogTail:
                 append(UndecodableRecord(partition, offset, e))
                 run = None
             else:
+                if earlier:  # applied to the state, neither counted nor observed
+                    append(TransactionLogRecords(partition, [record], received_ms, True))
+                    run = None
+                    continue
                 if run is None or run.partition != partition:
                     run = TransactionLogRecords(partition, [], received_ms, False)
                     append(run)
@@ -300,35 +313,27 @@ class TransactionLogTail:
 
     def _apply_ownership(self, owned: set[int], events: list[TopicEvent]) -> set[int]:
         """Follows `owned` from now on; returns the owned partitions that could not be assigned yet."""
-        consumer, ownership, replay = self._fetch.consumer, self._ownership, self._replay
+        ownership, replay = self._ownership, self._replay
         gone = sorted(set(self._followed) - owned)
-        new = sorted(owned - set(self._followed))
         if gone:
-            consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in gone])
-            for partition in gone:
-                del self._followed[partition]
-                replay.drop(partition)
-                self._next_offset.pop(partition, None)
-                ownership.forget(partition)
-                events.append(PartitionRevoked(partition))
+            self._unfollow(gone, events)
             log.info("stopped following %s partitions %s", TOPIC, gone)
+        if ownership.fenced:
+            self._settle_fences(events)
+        new = sorted(owned - set(self._followed))
         assigned = []
         waiting = set()
         for partition in new:
-            try:
-                _, high = consumer.get_watermark_offsets(
-                    TopicPartition(TOPIC, partition), timeout=METADATA_TIMEOUT_SECONDS
-                )
-            except KafkaException as e:
-                # A leader moving or still loading: take the partition on the next refresh.
-                log.info("not following %s-%d yet: %s", TOPIC, partition, e)
+            answer = self._leader_answer(partition)
+            if answer is None:  # a leader moving or still loading: taken on the next refresh
                 ownership.retry_soon(self._clock())
                 waiting.add(partition)
                 continue
+            high, epoch = answer
             assigned.append(partition)
             events.append(PartitionAssigned(partition))
             self._next_offset[partition] = 0
-            ownership.assigned(partition)
+            ownership.assigned(partition, epoch)
             if high <= 0:
                 self._followed[partition] = None
                 ownership.live(partition)  # empty: live from its first record anyway
@@ -341,13 +346,62 @@ class TransactionLogTail:
                 self._fetch.go_busy("replay", sorted(set(self._followed) - set(assigned)), self._next_offset)
             self._fetch.consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)
-        if ownership.fenced:
-            # Still led by this exporter's broker, in a newer epoch: refetched from the fenced record
-            # (the partition's next offset, which the fence did not move).
-            fenced = ownership.lift_fences()
-            self._fetch.refetch(fenced, self._next_offset)
-            log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, fenced)
         return waiting
+
+    def _unfollow(self, partitions: list[int], events: list[TopicEvent]) -> None:
+        self._fetch.consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
+        for partition in partitions:
+            del self._followed[partition]
+            self._replay.drop(partition)
+            self._next_offset.pop(partition, None)
+            self._ownership.forget(partition)
+            events.append(PartitionRevoked(partition))
+
+    def _settle_fences(self, events: list[TopicEvent]) -> None:
+        """The fenced partitions this exporter's broker still leads (ownership just read), each by
+        what its leader answers now: in the fenced record's epoch, it appended that record, which is
+        refetched (the partition's next offset, which the fence did not move); in a newer one, another
+        broker may have led the partition between, its exporter counting what it appended, so the
+        partition is followed afresh (unfollowed here, replayed from its beginning with the new ones).
+        One that does not answer stays fenced, asked again within a second (poll)."""
+        lifted: list[int] = []
+        afresh: list[int] = []
+        for partition, fenced_epoch in sorted(self._ownership.fenced.items()):
+            answer = self._leader_answer(partition)
+            if answer is not None:
+                (afresh if answer[1] is not None and answer[1] > fenced_epoch else lifted).append(partition)
+        if lifted:
+            self._ownership.lift(lifted)
+            self._fetch.refetch(lifted, self._next_offset)
+            log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, lifted)
+        if afresh:
+            self._unfollow(afresh, events)
+            log.info(
+                "%s partitions %s: led by this exporter's broker, in a newer epoch than their fenced record's "
+                "(another broker may have led them between); replayed afresh",
+                TOPIC,
+                afresh,
+            )
+
+    def _leader_answer(self, partition: int) -> tuple[int, int | None] | None:
+        """`partition`'s high watermark and leader epoch as its leader answers them (ListOffsets for
+        the latest offset, which carries the leader's epoch); None, logged, while it does not. The
+        request names the epoch the client knows, so a broker that no longer leads refuses it, and a
+        new leader whose high watermark still lags the start of its epoch answers OFFSET_NOT_AVAILABLE
+        (KIP-207): the offset answered is never below a record the previous leader's exporter counted."""
+        try:
+            (answer,) = self._fetch.consumer.offsets_for_times(
+                [TopicPartition(TOPIC, partition, _LATEST)], timeout=METADATA_TIMEOUT_SECONDS
+            )
+        except KafkaException as e:
+            log.info("%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, e)
+            return None
+        if answer.error is not None:
+            log.info(
+                "%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, answer.error
+            )
+            return None
+        return answer.offset, answer.leader_epoch
 
     def _report_progress(self, events: list[TopicEvent]) -> None:
         consumer = self._fetch.consumer
@@ -358,7 +412,8 @@ class TransactionLogTail:
             if high >= 0:
                 events.append(PartitionProgress(partition, position, high))
             if target is not None and high >= 0 and position >= high:
-                # Replay done though the last offset below the watermark never came (compacted away).
+                # Replay done though the watermark fell below its target (the log truncated, an unclean
+                # election): what comes below the target later is held to the leader epoch (_consume).
                 self._end_replay(partition, events)
 
     def _set_up(self, up: bool, events: list[TopicEvent]) -> None:

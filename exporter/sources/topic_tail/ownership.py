@@ -17,10 +17,16 @@ was seen, nor to partitions without a leader for a while: a restarting broker an
 exporter beside another broker may still be reading those records. While the topic is absent or a
 partition leaderless, ownership is read again every second.
 
-Fencing: between a leader moving and the next ownership read, the client follows the partition to
-its new leader, whose exporter counts the same records from its takeover on. So a live record whose
-leader epoch (its batch's, set by the broker that appended it) is newer than the partition's last is
-not taken: the partition is refetched from it once ownership has been read again, or dropped with it.
+Fencing: a record counts once, by the exporter beside the broker that appended it as leader. Each
+followed partition's records are held to a leader epoch (its batch's, set by the broker that
+appended it): at assignment, the epoch its leader answers in (this exporter's broker: replay ends at
+the high watermark of that answer, never below what an earlier leader appended and its exporter
+counted). A live record of an earlier epoch was appended by an earlier leader: applied to the state,
+not counted. One of a newer epoch (between a leader moving and the next ownership read the client
+follows the partition to its new leader, whose exporter counts the same records from its takeover
+on) is not taken: once ownership has been read again, the partition is dropped if another broker
+leads it; if this exporter's broker does, and its leader answers in that epoch, it is refetched from
+the record; in a newer one still (another broker may have led it between), it is followed afresh.
 """
 
 from __future__ import annotations
@@ -151,9 +157,13 @@ class Ownership:
             f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
         )
 
-    def assigned(self, partition: int) -> None:
-        """`partition` is followed from its first offset: held to no leader epoch until a record is taken."""
-        self.epochs.pop(partition, None)
+    def assigned(self, partition: int, leader_epoch: int | None) -> None:
+        """`partition` is followed from its first offset, its records held to `leader_epoch` (its
+        leader's, as it answered; None from a broker that does not say: to its first record's)."""
+        if leader_epoch is None:
+            self.epochs.pop(partition, None)
+        else:
+            self.epochs[partition] = leader_epoch
 
     def live(self, partition: int) -> None:
         """`partition` replayed (or had nothing to): no more a new topic's partition."""
@@ -180,10 +190,8 @@ class Ownership:
         self.fenced[partition] = epoch
         self.read_soon()
 
-    def lift_fences(self) -> list[int]:
-        """Ownership read again: the fenced partitions this exporter's broker still leads (the others
-        were forgotten), now held to their newer epoch; the caller refetches them from their next offset."""
-        fenced = sorted(self.fenced)
-        self.epochs.update(self.fenced)
-        self.fenced.clear()
-        return fenced
+    def lift(self, partitions: list[int]) -> None:
+        """Fenced `partitions` whose leader answered in their fenced record's epoch, held to it from
+        now on; the caller refetches them from their next offset."""
+        for partition in partitions:
+            self.epochs[partition] = self.fenced.pop(partition)
