@@ -233,6 +233,8 @@ class BareReader:
     - `bare`: the exporter's own fetch pattern, in librdkafka, and nothing else;
     - `bare-nudged`: the same, and a ListOffsets request to the broker every resolution (what bounds
       the idle fetch's delay in a replicated cluster: docs/benchmarks.md, "The idle fetch's tail");
+    - `bare-nudged-due`: the same, nudging as the exporter does (idle, while a transaction's COMPLETE_*
+      is due: from its PREPARE_*, read from the value's status byte, for at most NUDGE_FOR_MS);
     - `kafka-python`: bench/bare_kafka_python.py, with fetch sessions, its fetch held the resolution
       (the busy pattern's fetches, with KIP-227 sessions);
     - `kafka-python-hold`: the same client, sessions, its fetch held until the first byte and its
@@ -240,10 +242,15 @@ class BareReader:
 
     def __init__(self, kind: str, broker: KafkaBroker, resolution_ms: int) -> None:
         self.latency: dict[int, int] = {}
-        if kind in ("bare", "bare-nudged"):
+        if kind in ("bare", "bare-nudged", "bare-nudged-due"):
             args = argparse.Namespace(kafka_config=[], before=False, latency_resolution_ms=resolution_ms)
-            nudge_ms = resolution_ms if kind == "bare-nudged" else None
-            self._bare: Bare | None = Bare(broker.bootstrap_servers, fetch_pattern(args), broker.node_id, nudge_ms)
+            self._bare: Bare | None = Bare(
+                broker.bootstrap_servers,
+                fetch_pattern(args),
+                broker.node_id,
+                nudge_ms=resolution_ms if kind == "bare-nudged" else None,
+                nudge_prepared_ms=resolution_ms if kind == "bare-nudged-due" else None,
+            )
             self.proc = self._bare.proc
         else:
             self._bare = None
@@ -698,9 +705,10 @@ def main() -> None:
         "--floor",
         action="append",
         default=[],
-        choices=("bare", "bare-nudged", "kafka-python", "kafka-python-hold"),
+        choices=("bare", "bare-nudged", "bare-nudged-due", "kafka-python", "kafka-python-hold"),
         help="a variant of bare readers instead of exporters (repeatable): `bare`, librdkafka with the exporter's "
         "fetch pattern and nothing else; `bare-nudged`, the same and a ListOffsets to its broker every resolution; "
+        "`bare-nudged-due`, the same nudging as the exporter does (while a COMPLETE_* is due); "
         "`kafka-python`, that client with fetch sessions, its fetch held the "
         "resolution; `kafka-python-hold`, the same, its fetch held until the first byte, its polls the resolution apart",
     )

@@ -37,6 +37,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,9 @@ DATA_PARTITIONS = 8
 TSM_LOGGER = "kafka.coordinator.transaction.TransactionStateManager"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+# Where a `__transaction_state` value's TransactionStatus byte is, in both versions: after its int16
+# version, int64 ProducerId, int16 ProducerEpoch and int32 TransactionTimeoutMs (exporter/codec/value.py).
+_STATE_AT = struct.calcsize(">hqhi")
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -221,7 +225,8 @@ def bare_main(args: argparse.Namespace) -> None:
     idle fetch's tail"), so this is what bounds the idle fetch's delay by N."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
-    from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, IDLE_BELOW
+    from exporter.codec.states import PREPARE_STATES
+    from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, IDLE_BELOW, NUDGE_FOR_MS
 
     fetches = {"idle": 0, "busy": 0}
     stats = {"t": 0.0}
@@ -253,14 +258,27 @@ def bare_main(args: argparse.Namespace) -> None:
     partitions = sorted(p for p, m in metadata.items() if args.broker_id is None or m.leader == args.broker_id)
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
-    if args.nudge_ms:
+    # --nudge-prepared-ms: the transactions whose COMPLETE_* is due -> (partition, until when, ms)
+    prepared: dict[bytes, tuple[int, int]] = {}
+    prepared_lock = threading.Lock()
+    if args.nudge_ms or args.nudge_prepared_ms:
         nudger = consumer("nudge", {})
-        nudged = TopicPartition(TOPIC, partitions[0])
 
         def nudge() -> None:
             while True:
-                nudger.get_watermark_offsets(nudged, timeout=1)
-                time.sleep(args.nudge_ms / 1000)
+                if args.nudge_ms:
+                    nudger.get_watermark_offsets(TopicPartition(TOPIC, partitions[0]), timeout=1)
+                    time.sleep(args.nudge_ms / 1000)
+                    continue
+                now_ms = int(time.time() * 1000)
+                with prepared_lock:
+                    for key, (_, until_ms) in list(prepared.items()):
+                        if until_ms <= now_ms:
+                            del prepared[key]
+                    due = next(iter(prepared.values()), None)
+                if due is not None and active is idle:
+                    nudger.get_watermark_offsets(TopicPartition(TOPIC, due[0]), timeout=1)
+                time.sleep(args.nudge_prepared_ms / 1000)
 
         threading.Thread(target=nudge, daemon=True).start()
     interval = args.interval or DEFAULT_LATENCY_RESOLUTION_MS
@@ -289,6 +307,14 @@ def bare_main(args: argparse.Namespace) -> None:
                     next_offset[message.partition()] = message.offset() + 1
                     ms = received_ms - message.timestamp()[1]
                     latency[ms] = latency.get(ms, 0) + 1
+                    if args.nudge_prepared_ms and active is idle:
+                        value = message.value()
+                        if value is not None and len(value) > _STATE_AT and value[_STATE_AT] in PREPARE_STATES:
+                            with prepared_lock:
+                                prepared[message.key()] = (message.partition(), received_ms + NUDGE_FOR_MS)
+                        elif prepared:
+                            with prepared_lock:
+                                prepared.pop(message.key(), None)
         now = time.monotonic()
         if busy is not None and now >= next_second:
             seconds = now - next_second + 1
@@ -334,7 +360,12 @@ def bare_main(args: argparse.Namespace) -> None:
 
 class Bare:
     def __init__(
-        self, bootstrap: str, pattern: dict, broker_id: int | None = None, nudge_ms: float | None = None
+        self,
+        bootstrap: str,
+        pattern: dict,
+        broker_id: int | None = None,
+        nudge_ms: float | None = None,
+        nudge_prepared_ms: float | None = None,
     ) -> None:
         busy = (
             ["--busy", json.dumps(pattern["busy"]), "--interval", str(pattern["interval_ms"])]
@@ -353,6 +384,7 @@ class Bare:
                 *busy,
                 *(["--broker-id", str(broker_id)] if broker_id is not None else []),
                 *(["--nudge-ms", str(nudge_ms)] if nudge_ms else []),
+                *(["--nudge-prepared-ms", str(nudge_prepared_ms)] if nudge_prepared_ms else []),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -773,6 +805,12 @@ def main() -> None:
     p.add_argument("--interval", type=float)
     p.add_argument("--broker-id", type=int)
     p.add_argument("--nudge-ms", type=float, help="a ListOffsets request to the broker every this many ms")
+    p.add_argument(
+        "--nudge-prepared-ms",
+        type=float,
+        help="the exporter's nudges: while idle and a transaction's COMPLETE_* is due (its PREPARE_* read, for at "
+        "most NUDGE_FOR_MS), a ListOffsets request to the broker every this many ms",
+    )
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version of the broker")
     parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")], default=[200, 1000, 2000])
     parser.add_argument("--modes", type=lambda s: s.split(","), default=["plain", "broker-log"])

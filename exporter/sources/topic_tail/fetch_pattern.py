@@ -79,7 +79,7 @@ IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
 IDLE_BELOW = 0.3
 # How long a transaction's COMPLETE_* record is waited for with nudges after its PREPARE_* (its
 # markers' round trip; a coordinator moving away takes longer, and is not waited for).
-_NUDGE_FOR_MS = 200
+NUDGE_FOR_MS = 200
 _NUDGE_TIMEOUT_SECONDS = 1.0
 
 
@@ -202,7 +202,7 @@ class FetchPattern:
                 for record in event.records:
                     value = record.value
                     if value is not None and value.state in PREPARE_STATES:
-                        prepared[record.transactional_id] = (event.partition, received_ms + _NUDGE_FOR_MS)
+                        prepared[record.transactional_id] = (event.partition, received_ms + NUDGE_FOR_MS)
                     elif prepared:
                         prepared.pop(record.transactional_id, None)
 
