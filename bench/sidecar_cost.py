@@ -264,12 +264,13 @@ def bare_main(args: argparse.Namespace) -> None:
     if args.nudge_ms or args.nudge_prepared_ms:
         nudger = consumer("nudge", {})
 
-        def nudge() -> None:
+        def nudge_always() -> None:
             while True:
-                if args.nudge_ms:
-                    nudger.get_watermark_offsets(TopicPartition(TOPIC, partitions[0]), timeout=1)
-                    time.sleep(args.nudge_ms / 1000)
-                    continue
+                nudger.get_watermark_offsets(TopicPartition(TOPIC, partitions[0]), timeout=1)
+                time.sleep(args.nudge_ms / 1000)
+
+        def nudge_when_due() -> None:
+            while True:
                 now_ms = int(time.time() * 1000)
                 with prepared_lock:
                     for key, (_, until_ms) in list(prepared.items()):
@@ -280,7 +281,7 @@ def bare_main(args: argparse.Namespace) -> None:
                     nudger.get_watermark_offsets(TopicPartition(TOPIC, due[0]), timeout=1)
                 time.sleep(args.nudge_prepared_ms / 1000)
 
-        threading.Thread(target=nudge, daemon=True).start()
+        threading.Thread(target=nudge_always if args.nudge_ms else nudge_when_due, daemon=True).start()
     interval = args.interval or DEFAULT_LATENCY_RESOLUTION_MS
     busy_from = 1000 / interval
     idle_below = IDLE_BELOW * busy_from

@@ -393,13 +393,11 @@ class TransactionLogTail:
             (answer,) = self._fetch.consumer.offsets_for_times(
                 [TopicPartition(TOPIC, partition, _LATEST)], timeout=METADATA_TIMEOUT_SECONDS
             )
+            error = answer.error
         except KafkaException as e:
-            log.info("%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, e)
-            return None
-        if answer.error is not None:
-            log.info(
-                "%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, answer.error
-            )
+            error = e.args[0]
+        if error is not None:
+            log.info("%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, error)
             return None
         return answer.offset, answer.leader_epoch
 
