@@ -116,6 +116,8 @@ class TransactionLogTail:
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
         self._next_offset: dict[int, int] = {}
+        # Followed partitions -> the (position, high watermark) last sent in a PartitionProgress.
+        self._progress_sent: dict[int, tuple[int, int]] = {}
         # Readiness waits for a first complete view of ownership (Ownership.complete_view), for owned
         # partitions whose leader did not answer yet, and for replays. Else records written meanwhile
         # would be replayed later as history instead of observed live. The HTTP thread reads
@@ -332,6 +334,7 @@ class TransactionLogTail:
             high, epoch = answer
             assigned.append(partition)
             events.append(PartitionAssigned(partition))
+            self._progress_sent.pop(partition, None)  # (the model's new PartitionState has none)
             self._next_offset[partition] = 0
             ownership.assigned(partition, epoch)
             if high <= 0:
@@ -354,6 +357,7 @@ class TransactionLogTail:
             del self._followed[partition]
             self._replay.drop(partition)
             self._next_offset.pop(partition, None)
+            self._progress_sent.pop(partition, None)
             self._ownership.forget(partition)
             events.append(PartitionRevoked(partition))
 
@@ -407,7 +411,10 @@ class TransactionLogTail:
             # Cached: the high watermark the last fetch response carried, no request sent.
             _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), cached=True)
             position = self._next_offset.get(partition, 0)
-            if high >= 0:
+            # Sent when it moved: the model keeps the last, and an idle exporter's every second
+            # otherwise made and applied an event per followed partition.
+            if high >= 0 and self._progress_sent.get(partition) != (position, high):
+                self._progress_sent[partition] = (position, high)
                 events.append(PartitionProgress(partition, position, high))
             if target is not None and high >= 0 and position >= high:
                 # Replay done though the watermark fell below its target (the log truncated, an unclean
