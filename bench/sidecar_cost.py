@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -94,12 +95,25 @@ def thread_cores(
     before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], pid: int, seconds: float
 ) -> dict[str, float]:
     """Each thread's cores between two thread_cpu() readings, busiest first: librdkafka's by name,
-    Python's by thread id."""
+    Python's by their Python name (python_thread_names), else by thread id."""
+    python_names = python_thread_names(pid)
     cores: dict[str, float] = {}
     for tid, (comm, cpu) in after.items():
-        name = comm if comm.startswith("rdk:") else f"python:{tid}" if tid != pid else "python:main"
+        name = comm if comm.startswith("rdk:") else f"python:{python_names.get(tid, tid)}"
         cores[name] = cores.get(name, 0) + (cpu - before.get(tid, (comm, 0.0))[1]) / seconds
     return {name: round(c, 4) for name, c in sorted(cores.items(), key=lambda kv: -kv[1])}
+
+
+def python_thread_names(pid: int) -> dict[int, str]:
+    """Thread id -> its Python thread's name ("sources", "metrics-http", ...), as `py-spy dump` reads
+    them from the running process; empty if it cannot."""
+    try:
+        dump = subprocess.run(
+            [str(VENV_BIN / "py-spy"), "dump", "-p", str(pid)], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {int(m[1]): m[2] for m in re.finditer(r'^Thread (\d+) \(\w+\): "([^"]*)"', dump, re.MULTILINE)}
 
 
 def rss_mib(pid: int) -> tuple[float, float]:
