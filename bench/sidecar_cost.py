@@ -92,11 +92,13 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
 
 
 def thread_cores(
-    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], pid: int, seconds: float
+    before: dict[int, tuple[str, float]],
+    after: dict[int, tuple[str, float]],
+    python_names: dict[int, str],
+    seconds: float,
 ) -> dict[str, float]:
     """Each thread's cores between two thread_cpu() readings, busiest first: librdkafka's by name,
-    Python's by their Python name (python_thread_names), else by thread id."""
-    python_names = python_thread_names(pid)
+    Python's by their Python name (python_thread_names, read while it ran), else by thread id."""
     cores: dict[str, float] = {}
     for tid, (comm, cpu) in after.items():
         name = comm if comm.startswith("rdk:") else f"python:{python_names.get(tid, tid)}"
@@ -657,6 +659,8 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         m1 = records_total(exporter.metrics())
         th1 = thread_cpu(exporter.proc.pid)
         also_th1 = thread_cpu(also.proc.pid) if also is not None else {}
+        names = python_thread_names(exporter.proc.pid)
+        also_names = python_thread_names(also.proc.pid) if also is not None else {}
         b1 = bare.snapshot()
         f1 = fetch_requests(broker)
         profile = None
@@ -732,7 +736,7 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
             for line in (workdir / f"exporter-{rate}-{mode}.log").read_text().splitlines()
             if "topic_tail: busy" in line or "topic_tail: idle" in line
         ][-3:],
-        "exporter_threads_cores": thread_cores(th0, th1, exporter.proc.pid, seconds),
+        "exporter_threads_cores": thread_cores(th0, th1, names, seconds),
         "exporter_rss_mib": {"ready": round(rss_ready[0], 1), "end": round(rss[0], 1), "peak": round(rss[1], 1)},
         "bare_rss_mib": round(bare_rss[0], 1),
         "ready_seconds": round(ready_s, 2),
@@ -746,7 +750,7 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         result["also"] = {
             "exporter": str(args.also_exporter or args.exporter),
             "interval_ms": args.also_interval or pattern["interval_ms"],
-            "threads_cores": thread_cores(also_th0, also_th1, also.proc.pid, seconds),
+            "threads_cores": thread_cores(also_th0, also_th1, also_names, seconds),
             "cores": round(cpu["also"] / seconds, 4),
             "over_broker": round(cpu["also"] / cpu["broker"], 4),
             "latency_ms": also_quantiles,
