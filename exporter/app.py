@@ -31,6 +31,7 @@ from exporter.sources import peer_exporters
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.consumer_groups import ConsumerGroupsSource
+from exporter.sources.kafka_admin import import_kafka_python
 from exporter.sources.topic_tail import TransactionLogTail
 from exporter.view import endpoint
 
@@ -128,6 +129,7 @@ class Exporter:
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
     def start(self) -> None:
+        import_kafka_python()  # before any thread that uses it starts (see there)
         self.server.start()
         if self.pusher is not None:
             log.info(

@@ -26,6 +26,17 @@ from typing import Any
 STALLED_SECONDS = 30.0
 
 
+def import_kafka_python() -> None:
+    """Imports kafka-python whole, on the calling thread: call it before starting the threads that
+    use it (the hanging scan, the cluster state's workers, the consumer groups' lookups, the HTTP
+    server's threads that ask them). Two threads importing its modules at once can each hold a module
+    lock the other waits for, and Python then raises _DeadlockError in one: an exporter stopped so at
+    its start, the cluster state's first import against the hanging scan's (once in some hundred
+    starts, on a saturated machine; 2026-11-27). Its package imports the admin, the clients, the
+    errors and the protocol modules the exporter reads (about 0.2 s)."""
+    import kafka  # noqa: F401
+
+
 class _RoutedManager:
     """Stands for the admin's connection manager (kafka.net.manager.KafkaConnectionManager) in the
     admin's own methods, which all send through `send`; everything else is the manager's."""

@@ -1,0 +1,45 @@
+"""The exporter's assembly (exporter.app)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+# In a fresh interpreter: every thread the exporter starts (its HTTP server's, its sources', its
+# scan's) finds kafka-python imported, so no two of them import it at once (see import_kafka_python).
+_CHECK = textwrap.dedent(
+    """
+    import socket, sys, threading, time
+    from exporter.app import Exporter
+    from exporter.config import Settings
+
+    assert "kafka" not in sys.modules, "imported before the exporter starts: the check would prove nothing"
+    started = []
+    thread_start = threading.Thread.start
+    def start(thread):
+        started.append((thread.name, "kafka" in sys.modules))
+        thread_start(thread)
+    threading.Thread.start = start
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exporter = Exporter(Settings(bootstrap_servers="127.0.0.1:9", listen=f"127.0.0.1:{port}"))
+    exporter.start()
+    stop = threading.Event()
+    serving = threading.Thread(target=exporter.serve, args=(stop,), name="sources", daemon=True)
+    serving.start()
+    time.sleep(0.5)
+    stop.set()
+    serving.join(10)
+    exporter.stop()
+    print(started)
+    assert started and all(imported for _, imported in started), started
+    """
+)
+
+
+def test_kafka_python_is_imported_before_the_exporter_starts_a_thread() -> None:
+    result = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "hanging-scan" in result.stdout and "metrics-http" in result.stdout
