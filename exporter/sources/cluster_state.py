@@ -288,10 +288,10 @@ class ClusterStateSource:
 
     def _submit(self, call: Callable[[], Any]) -> Future:
         if self._workers is None:
-            # kafka-python imported here first, not by two workers at once (a circular import then).
-            import kafka.admin
-            import kafka.errors  # noqa: F401
+            # kafka-python imported here first, not by two workers at once (see import_kafka_python).
+            from exporter.sources.kafka_admin import import_kafka_python
 
+            import_kafka_python()
             self._workers = Workers(WORKER_THREADS, "cluster-state")
         return self._workers.submit(call)
 
