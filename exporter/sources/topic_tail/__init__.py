@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -31,6 +31,7 @@ from exporter.contracts.events import (
     TransactionLogRecords,
     UndecodableRecord,
 )
+from exporter.sources.topic_tail.catch_up import CatchUp
 from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog
 from exporter.sources.topic_tail.ownership import Ownership
@@ -112,6 +113,7 @@ class TransactionLogTail:
             clock=clock,
         )
         self._replay = Replay(clock)
+        self._catch_up = CatchUp()  # what stamps the records appended during a replay
         self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
         self._followed: dict[int, int | None] = {}
@@ -201,6 +203,9 @@ class TransactionLogTail:
         followed = self._followed
         replay = self._replay
         windows = replay.windows
+        if windows:
+            self._note_high_watermarks(consumer, windows)
+        catching_up = self._catch_up.marks
         window_ids = replay.window_ids
         next_offset = self._next_offset
         ownership = self._ownership
@@ -266,17 +271,34 @@ class TransactionLogTail:
                     append(TransactionLogRecords(partition, [record], received_ms, True))
                     run = None
                     continue
+                if catching_up and partition in catching_up:  # appended during its replay (CatchUp)
+                    readable_ms = self._catch_up.readable_at(partition, offset, received_ms)
+                    if run is not None and run.received_ms != readable_ms:
+                        run = None
+                else:
+                    readable_ms = received_ms
                 if run is None or run.partition != partition:
-                    run = TransactionLogRecords(partition, [], received_ms, False)
+                    run = TransactionLogRecords(partition, [], readable_ms, False)
                     append(run)
                 run.records.append(record)
                 live += 1
                 if observed:
-                    _log_observed(partition, record, received_ms)
+                    _log_observed(partition, record, readable_ms)
         if live:
             self._fetch.delivered(events, live, received_ms)
         if errors < len(messages):
             self._access_error = None
+
+    def _note_high_watermarks(self, consumer: Consumer, replaying: Iterable[int]) -> None:
+        """The high watermark each replaying partition's last fetch response carried (cached: no
+        request), stamped with the clock read after them (CatchUp)."""
+        highs = [
+            (partition, consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), cached=True)[1])
+            for partition in replaying
+        ]
+        at_ms = int(self._clock() * 1000)
+        for partition, high in highs:
+            self._catch_up.seen(partition, high, at_ms)
 
     def _message_error(self, error: KafkaError) -> None:
         if error.code() in _ACCESS_ERRORS:
@@ -356,6 +378,7 @@ class TransactionLogTail:
         for partition in partitions:
             del self._followed[partition]
             self._replay.drop(partition)
+            self._catch_up.drop(partition)
             self._next_offset.pop(partition, None)
             self._progress_sent.pop(partition, None)
             self._ownership.forget(partition)

@@ -1,0 +1,60 @@
+"""Records appended during a partition's replay are stamped with when a fetch response's high
+watermark first showed them readable, not with the delivery after the replay that brought them
+(exporter/sources/topic_tail/catch_up.py). The real broker measure of it is in docs/benchmarks.md,
+"The exporter's start under load"."""
+
+from __future__ import annotations
+
+from exporter.contracts.events import TransactionLogRecords
+from exporter.sources.topic_tail.catch_up import CatchUp
+from tests.sources.test_topic_tail_replay import tail_replaying
+from tests.sources.test_topic_tail_runs import Message
+
+
+def test_a_record_is_stamped_with_the_earliest_mark_above_it():
+    catch_up = CatchUp()
+    catch_up.seen(0, 5, 1_000)
+    catch_up.seen(0, 5, 1_010)  # the same watermark, later: not a mark
+    catch_up.seen(0, 9, 1_020)
+    assert catch_up.readable_at(0, 3, 2_000) == 1_000
+    assert catch_up.readable_at(0, 4, 2_000) == 1_000
+    assert catch_up.readable_at(0, 5, 2_000) == 1_020  # at the first mark's watermark: not below it
+    assert catch_up.readable_at(0, 8, 1_015) == 1_015  # never later than its own delivery
+    assert catch_up.readable_at(0, 9, 2_000) == 2_000  # above every mark: its delivery
+    assert catch_up.marks == {}  # passed: the live path asks nothing more
+
+
+def test_no_mark_before_a_fetch_response_and_drop_forgets():
+    catch_up = CatchUp()
+    catch_up.seen(0, -1001, 1_000)  # no fetch response for it yet
+    assert catch_up.marks == {}
+    catch_up.seen(1, 4, 1_000)
+    catch_up.drop(1)
+    assert catch_up.marks == {}
+
+
+def received(events):
+    return [
+        (e.partition, [r.offset for r in e.records], e.replay, e.received_ms)
+        for e in events
+        if type(e) is TransactionLogRecords
+    ]
+
+
+def test_records_appended_during_the_replay_are_stamped_when_first_seen_readable(monkeypatch):
+    tail, consumer, clock = tail_replaying(3)  # partition 0: 3 records to replay
+    consumer.high[0] = 5  # two more appended meanwhile: the first fetch response shows them
+    consumer.queued = [Message(0, 0), Message(0, 1)]
+    clock.now = 1000.5
+    assert received(tail.poll(timeout=0)) == []  # (still replaying: nothing handed over yet)
+    consumer.high[0] = 6
+    consumer.queued = [Message(0, 2), Message(0, 3), Message(0, 4), Message(0, 5)]
+    clock.now = 1004.0  # the replay's last delivery, 3.5 s later
+    assert received(tail.poll(timeout=0)) == [
+        (0, [0, 1, 2], True, 1_004_000),
+        (0, [3, 4], False, 1_000_500),  # readable since the first delivery
+        (0, [5], False, 1_004_000),  # shown by this delivery's own fetch response
+    ]
+    consumer.queued = [Message(0, 6)]
+    clock.now = 1005.0
+    assert received(tail.poll(timeout=0)) == [(0, [6], False, 1_005_000)]
