@@ -6,6 +6,7 @@ watermark first showed them readable, not with the delivery after the replay tha
 from __future__ import annotations
 
 from exporter.contracts.events import TransactionLogRecords
+from exporter.sources.topic_tail import catch_up as catch_up_module
 from exporter.sources.topic_tail.catch_up import CatchUp
 from tests.sources.test_topic_tail_replay import tail_replaying
 from tests.sources.test_topic_tail_runs import Message
@@ -14,14 +15,31 @@ from tests.sources.test_topic_tail_runs import Message
 def test_a_record_is_stamped_with_the_earliest_mark_above_it():
     catch_up = CatchUp()
     catch_up.seen(0, 5, 1_000)
-    catch_up.seen(0, 5, 1_010)  # the same watermark, later: not a mark
-    catch_up.seen(0, 9, 1_020)
+    catch_up.seen(0, 5, 1_200)  # the same watermark, later: not a mark
+    catch_up.seen(0, 9, 1_200)
     assert catch_up.readable_at(0, 3, 2_000) == 1_000
     assert catch_up.readable_at(0, 4, 2_000) == 1_000
-    assert catch_up.readable_at(0, 5, 2_000) == 1_020  # at the first mark's watermark: not below it
-    assert catch_up.readable_at(0, 8, 1_015) == 1_015  # never later than its own delivery
+    assert catch_up.readable_at(0, 5, 2_000) == 1_200  # at the first mark's watermark: not below it
+    assert catch_up.readable_at(0, 8, 1_150) == 1_150  # never later than its own delivery
     assert catch_up.readable_at(0, 9, 2_000) == 2_000  # above every mark: its delivery
     assert catch_up.marks == {}  # passed: the live path asks nothing more
+
+
+def test_marks_are_kept_at_most_every_mark_every_ms_and_thinned_to_a_bound(monkeypatch):
+    catch_up = CatchUp()
+    catch_up.seen(0, 5, 1_000)
+    catch_up.seen(0, 7, 1_000 + catch_up_module.MARK_EVERY_MS - 1)  # too soon: skipped
+    catch_up.seen(0, 8, 1_000 + catch_up_module.MARK_EVERY_MS)
+    assert catch_up.readable_at(0, 6, 5_000) == 1_000 + catch_up_module.MARK_EVERY_MS  # later, still a bound
+    monkeypatch.setattr(catch_up_module, "MAX_MARKS", 4)
+    for n in range(1, 10):
+        catch_up.seen(1, n, n * 1_000)
+    marks = list(catch_up.marks[1])
+    assert len(marks) <= 4 and marks[-1] == (9, 9_000)
+    assert marks == sorted(marks)
+    # Every stamp is a mark at or after the first one above the offset: an upper bound.
+    for offset in range(9):
+        assert catch_up.readable_at(1, offset, 10_000) >= (offset + 1) * 1_000
 
 
 def test_no_mark_before_a_fetch_response_and_drop_forgets():
