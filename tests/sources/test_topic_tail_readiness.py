@@ -26,6 +26,7 @@ class ScriptedConsumer:
         self.high = dict.fromkeys(range(PARTITIONS), 0)
         self.leader_epochs = dict.fromkeys(range(PARTITIONS), 0)  # what each leader answers in
         self.assigned: set[int] = set()
+        self.asked: list[list[int]] = []  # the partitions of each offsets_for_times call
 
     def list_topics(self, topic, timeout):
         partitions = {
@@ -43,6 +44,7 @@ class ScriptedConsumer:
     def offsets_for_times(self, tps, timeout=None):
         """The leader's answer for the latest offset (timestamp -1): its high watermark and epoch."""
         assert [tp.offset for tp in tps] == [-1] * len(tps)
+        self.asked.append([tp.partition for tp in tps])
         if {tp.partition for tp in tps} & self.not_leader:
             raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
         return [
@@ -111,12 +113,20 @@ def test_leaders_unknown_at_start_is_not_ready_and_follows_nothing(scripted):
     assert tail.not_ready is None and consumer.assigned == set(range(PARTITIONS))
 
 
+def test_the_leaders_are_asked_for_every_new_partition_in_one_call(scripted):
+    # One by one, the last partition's answer came a round trip per partition after the first's,
+    # and records appended meanwhile were stamped late (CatchUp).
+    scripted.step()
+    assert scripted.consumer.asked == [list(range(PARTITIONS))]
+
+
 def test_a_leader_answering_not_leader_keeps_it_waiting_until_it_is_followed(scripted):
     tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
     consumer.not_leader = {2}
     step()
     assert tail.not_ready == "waiting for the leaders of __transaction_state partitions [2]"
     assert consumer.assigned == {0, 1, 3}
+    assert consumer.asked == [[0, 1, 2, 3], [0], [1], [2], [3]]  # refused as a whole, then one by one
     consumer.not_leader = set()
     consumer.high[2] = 5  # records arrived meanwhile: replayed, so still not ready
     step()

@@ -347,8 +347,9 @@ class TransactionLogTail:
         new = sorted(owned - set(self._followed))
         assigned = []
         waiting = set()
+        answers = self._leader_answers(new)
         for partition in new:
-            answer = self._leader_answer(partition)
+            answer = answers[partition]
             if answer is None:  # a leader moving or still loading: taken on the next refresh
                 ownership.retry_soon(self._clock())
                 waiting.add(partition)
@@ -393,8 +394,10 @@ class TransactionLogTail:
         One that does not answer stays fenced, asked again within a second (poll)."""
         lifted: list[int] = []
         afresh: list[int] = []
-        for partition, fenced_epoch in sorted(self._ownership.fenced.items()):
-            answer = self._leader_answer(partition)
+        fenced = sorted(self._ownership.fenced.items())
+        answers = self._leader_answers([partition for partition, _ in fenced])
+        for partition, fenced_epoch in fenced:
+            answer = answers[partition]
             if answer is not None:
                 (afresh if answer[1] is not None and answer[1] > fenced_epoch else lifted).append(partition)
         if lifted:
@@ -410,23 +413,40 @@ class TransactionLogTail:
                 afresh,
             )
 
-    def _leader_answer(self, partition: int) -> tuple[int, int | None] | None:
-        """`partition`'s high watermark and leader epoch as its leader answers them (ListOffsets for
-        the latest offset, which carries the leader's epoch); None, logged, while it does not. The
-        request names the epoch the client knows, so a broker that no longer leads refuses it, and a
-        new leader whose high watermark still lags the start of its epoch answers OFFSET_NOT_AVAILABLE
-        (KIP-207): the offset answered is never below a record the previous leader's exporter counted."""
+    def _leader_answers(self, partitions: list[int]) -> dict[int, tuple[int, int | None] | None]:
+        """Each partition's high watermark and leader epoch as its leader answers them (ListOffsets for
+        the latest offset, which carries the leader's epoch); None, logged, for one whose leader does
+        not answer yet. The request names the epoch the client knows, so a broker that no longer leads
+        refuses it, and a new leader whose high watermark still lags the start of its epoch answers
+        OFFSET_NOT_AVAILABLE (KIP-207): the offset answered is never below a record the previous
+        leader's exporter counted.
+
+        Asked in one call (one request per leader): asked one by one, the last partition's answer came
+        a round trip per partition after the first's, and each partition's records appended between
+        its answer and the replay's first fetch are stamped with that fetch (CatchUp). librdkafka fails
+        the whole call when any leader refuses, so then each partition is asked alone, and one leader
+        moving holds back only its own partitions."""
+        answers: dict[int, tuple[int, int | None] | None] = dict.fromkeys(partitions)
         try:
-            (answer,) = self._fetch.consumer.offsets_for_times(
-                [TopicPartition(TOPIC, partition, _LATEST)], timeout=METADATA_TIMEOUT_SECONDS
-            )
-            error = answer.error
-        except KafkaException as e:
-            error = e.args[0]
-        if error is not None:
-            log.info("%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, error)
-            return None
-        return answer.offset, answer.leader_epoch
+            listed = self._list_latest(partitions) if partitions else []
+        except KafkaException:
+            listed = []
+            for partition in partitions:
+                try:
+                    listed += self._list_latest([partition])
+                except KafkaException as e:
+                    _no_answer(partition, e.args[0])
+        for answer in listed:
+            if answer.error is None:
+                answers[answer.partition] = (answer.offset, answer.leader_epoch)
+            else:
+                _no_answer(answer.partition, answer.error)
+        return answers
+
+    def _list_latest(self, partitions: list[int]) -> list[TopicPartition]:
+        return self._fetch.consumer.offsets_for_times(
+            [TopicPartition(TOPIC, partition, _LATEST) for partition in partitions], timeout=METADATA_TIMEOUT_SECONDS
+        )
 
     def _report_progress(self, events: list[TopicEvent]) -> None:
         consumer = self._fetch.consumer
@@ -477,3 +497,7 @@ class TransactionLogTail:
             self._outage_log.warning(error.name(), message)
             return
         log.warning("%s", message)
+
+
+def _no_answer(partition: int, error: KafkaError) -> None:
+    log.info("%s-%d: no answer from its leader yet (asked again within a second): %s", TOPIC, partition, error)
