@@ -17,11 +17,12 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
 from exporter import config, web_config
-from exporter.contracts.events import CoordinatorChanged, HangingScanCompleted
+from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, HangingScanCompleted
 from exporter.http_server import MetricsServer
 from exporter.metrics import otlp
 from exporter.metrics.prometheus import TransactionCollector
@@ -36,10 +37,14 @@ from exporter.sources.topic_tail import TransactionLogTail
 from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
-# The broker log is read every BROKER_LOG_POLL_SECONDS while it grows; while it does not, the wait
-# doubles up to BROKER_LOG_QUIET_POLL_SECONDS: each read is a few system calls (the file's identity,
-# size and rotations), which cost an idle exporter 0.002 cores at 10 a second (bench/cluster_cost.py,
-# the idle cluster). A busy broker's log always grows.
+# The broker log is read every BROKER_LOG_POLL_SECONDS after a read that brought an event (a failed
+# append, a marker retry, a coordinator change); after one that did not, the wait doubles up to
+# BROKER_LOG_QUIET_POLL_SECONDS. Each read is a few system calls (the file's identity, size and
+# rotations), which cost an idle exporter 0.002 cores at 10 a second (bench/cluster_cost.py, the idle
+# cluster). Growth alone does not count: at DEBUG, which --broker-log needs, the coordinator writes
+# a line for every transition it appends, and reading them 10 times a second cost 3.0 ms of CPU a
+# second at 200 transactions/s, 2 of them the reads' own (docs/benchmarks.md, "The broker log's
+# reads"). An event is then counted up to a second after its line is written.
 BROKER_LOG_POLL_SECONDS = 0.1
 BROKER_LOG_QUIET_POLL_SECONDS = 1.0
 # On Ctrl-C or SIGTERM, how long a thread still inside a Kafka request (a metadata request, the
@@ -213,8 +218,8 @@ class Exporter:
             scanner.close()
 
     def follow_broker_logs(self, stop: threading.Event) -> None:
-        """Polls the broker log files every BROKER_LOG_POLL_SECONDS, less often while they do not grow
-        (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set."""
+        """Polls the broker log files every BROKER_LOG_POLL_SECONDS, less often while they bring no
+        event (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set."""
         failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
         wait = BROKER_LOG_POLL_SECONDS
         while True:
@@ -232,9 +237,7 @@ class Exporter:
                 self.model.apply_batch(events)
                 if any(type(event) is CoordinatorChanged for event in events):
                     self.tail.refresh_ownership_soon()
-                wait = BROKER_LOG_POLL_SECONDS
-            else:
-                wait = min(wait * 2, BROKER_LOG_QUIET_POLL_SECONDS)
+            wait = next_broker_log_wait(wait, events)
             if stop.wait(wait):
                 return
 
@@ -256,6 +259,14 @@ class Exporter:
 
     def readiness(self) -> str:
         return self.tail.not_ready or "ready"
+
+
+def next_broker_log_wait(wait: float, events: Sequence[object]) -> float:
+    """The wait before the broker log's next read, after a read that brought `events` (see
+    BROKER_LOG_POLL_SECONDS): the shortest after an event, else twice the last, at most the quiet one."""
+    if any(type(event) is not BrokerLogStats for event in events):
+        return BROKER_LOG_POLL_SECONDS
+    return min(wait * 2, BROKER_LOG_QUIET_POLL_SECONDS)
 
 
 def _own_name(host: str, port: int) -> str:

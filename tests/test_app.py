@@ -6,6 +6,9 @@ import subprocess
 import sys
 import textwrap
 
+from exporter.app import BROKER_LOG_POLL_SECONDS, BROKER_LOG_QUIET_POLL_SECONDS, next_broker_log_wait
+from exporter.contracts.events import BrokerLogStats, CoordinatorChanged
+
 # In a fresh interpreter: every thread the exporter starts (its HTTP server's, its sources', its
 # scan's) finds kafka-python imported, so no two of them import it at once (see import_kafka_python).
 _CHECK = textwrap.dedent(
@@ -43,3 +46,14 @@ def test_kafka_python_is_imported_before_the_exporter_starts_a_thread() -> None:
     result = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "hanging-scan" in result.stdout and "metrics-http" in result.stdout
+
+
+def test_the_broker_log_is_read_again_soon_only_after_an_event() -> None:
+    # At DEBUG the coordinator writes a line per transition, so a read that brought only the lines'
+    # count (BrokerLogStats) backs off like one that brought nothing.
+    quiet, soon = BROKER_LOG_QUIET_POLL_SECONDS, BROKER_LOG_POLL_SECONDS
+    stats = BrokerLogStats(lines=560)
+    assert next_broker_log_wait(soon, [stats]) == 2 * soon
+    assert next_broker_log_wait(soon, []) == 2 * soon
+    assert next_broker_log_wait(quiet, [stats]) == quiet
+    assert next_broker_log_wait(quiet, [stats, CoordinatorChanged(3, True)]) == soon
