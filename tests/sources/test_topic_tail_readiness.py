@@ -114,8 +114,7 @@ def test_leaders_unknown_at_start_is_not_ready_and_follows_nothing(scripted):
 
 
 def test_the_leaders_are_asked_for_every_new_partition_in_one_call(scripted):
-    # One by one, the last partition's answer came a round trip per partition after the first's,
-    # and records appended meanwhile were stamped late (CatchUp).
+    # A request per leader, not a round trip per partition.
     scripted.step()
     assert scripted.consumer.asked == [list(range(PARTITIONS))]
 
