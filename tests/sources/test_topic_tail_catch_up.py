@@ -5,6 +5,8 @@ watermark first showed them readable, not with the delivery after the replay tha
 
 from __future__ import annotations
 
+import time
+
 from exporter.contracts.events import TransactionLogRecords
 from exporter.sources.topic_tail import catch_up as catch_up_module
 from exporter.sources.topic_tail.catch_up import CatchUp
@@ -42,6 +44,16 @@ def test_marks_are_kept_at_most_every_mark_every_ms_and_thinned_to_a_bound(monke
         assert catch_up.readable_at(1, offset, 10_000) >= (offset + 1) * 1_000
 
 
+def test_a_leaders_answer_taken_late_replaces_the_marks_it_dominates():
+    catch_up = CatchUp()
+    catch_up.seen(0, 3, 1_000)
+    catch_up.seen(0, 4, 1_100)  # a fetch response's, noted while the leader's answer was on its way
+    catch_up.seen(0, 6, 1_050)  # the leader's: 6 at 1,050, taken after the mark above
+    assert list(catch_up.marks[0]) == [(3, 1_000), (6, 1_050)]
+    catch_up.seen(0, 5, 1_040)  # an answer older than a higher mark: nothing to add
+    assert catch_up.readable_at(0, 4, 2_000) == 1_050
+
+
 def test_no_mark_before_a_fetch_response_and_drop_forgets():
     catch_up = CatchUp()
     catch_up.seen(0, -1001, 1_000)  # no fetch response for it yet
@@ -76,3 +88,23 @@ def test_records_appended_during_the_replay_are_stamped_when_first_seen_readable
     consumer.queued = [Message(0, 6)]
     clock.now = 1005.0
     assert received(tail.poll(timeout=0)) == [(0, [6], False, 1_005_000)]
+
+
+def test_the_leaders_watermarks_asked_during_the_replay_are_marks():
+    # The replay's own fetch responses refresh a partition's watermark only every 120-140 ms: here
+    # the cached one still shows the history alone, while the leader answers two records more.
+    tail, consumer, clock = tail_replaying(3)
+    consumer.get_watermark_offsets = lambda tp, timeout=None, cached=False: (0, 3)
+    consumer.high[0] = 5
+    consumer.queued = [Message(0, 0)]
+    clock.now = 1000.5
+    assert received(tail.poll(timeout=0)) == []  # asks the leader, on the errands' thread
+    deadline = time.monotonic() + 10
+    while not tail._fetch._answered and time.monotonic() < deadline:  # (the answer, not yet taken)
+        time.sleep(0.01)
+    consumer.queued = [Message(0, 1), Message(0, 2), Message(0, 3), Message(0, 4)]
+    clock.now = 1004.0
+    assert received(tail.poll(timeout=0)) == [
+        (0, [0, 1, 2], True, 1_004_000),
+        (0, [3, 4], False, 1_000_500),  # readable when the leader answered
+    ]

@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -36,7 +36,7 @@ from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION
 from exporter.sources.topic_tail.outage_log import OutageLog
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
-from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, Fetched, log
+from exporter.sources.topic_tail.topic import LATEST, METADATA_TIMEOUT_SECONDS, TOPIC, Fetched, log
 
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
@@ -54,9 +54,6 @@ _ACCESS_ERRORS = {
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
-# ListOffsets' timestamp for the latest offset: the high watermark, with the leader's epoch.
-_LATEST = -1
-
 
 # Every live record as received, at DEBUG: what the append-latency bound of each transition was
 # measured from (tests/integration/test_broker_truth.py holds it to the coordinator's own log lines).
@@ -204,6 +201,7 @@ class TransactionLogTail:
         replay = self._replay
         windows = replay.windows
         if windows:
+            self._fetch.ask_high_watermarks(windows)
             self._note_high_watermarks(consumer, windows)
         catching_up = self._catch_up.marks
         window_ids = replay.window_ids
@@ -289,16 +287,24 @@ class TransactionLogTail:
         if errors < len(messages):
             self._access_error = None
 
-    def _note_high_watermarks(self, consumer: Consumer, replaying: Iterable[int]) -> None:
-        """The high watermark each replaying partition's last fetch response carried (cached: no
-        request), stamped with the clock read after them (CatchUp)."""
+    def _note_high_watermarks(self, consumer: Consumer, replaying: Collection[int]) -> None:
+        """Marks for CatchUp: the replaying partitions' high watermarks their leaders answered since the
+        last delivery (FetchPattern.ask_high_watermarks), then the one each partition's last fetch
+        response carried (cached: no request), stamped with the clock read after them. The replay's
+        own fetch responses refresh a partition's watermark only every 120-140 ms (p50), so alone they
+        stamped the records appended meanwhile up to that much late (docs/benchmarks.md, "The
+        exporter's start under load")."""
+        catch_up = self._catch_up
+        for partition, high, at_ms in self._fetch.answered_high_watermarks():
+            if partition in replaying:  # (one whose replay ended since is live: no marks)
+                catch_up.seen(partition, high, at_ms)
         highs = [
             (partition, consumer.get_watermark_offsets(TopicPartition(TOPIC, partition), cached=True)[1])
             for partition in replaying
         ]
         at_ms = int(self._clock() * 1000)
         for partition, high in highs:
-            self._catch_up.seen(partition, high, at_ms)
+            catch_up.seen(partition, high, at_ms)
 
     def _message_error(self, error: KafkaError) -> None:
         if error.code() in _ACCESS_ERRORS:
@@ -444,7 +450,7 @@ class TransactionLogTail:
 
     def _list_latest(self, partitions: list[int]) -> list[TopicPartition]:
         return self._fetch.consumer.offsets_for_times(
-            [TopicPartition(TOPIC, partition, _LATEST) for partition in partitions], timeout=METADATA_TIMEOUT_SECONDS
+            [TopicPartition(TOPIC, partition, LATEST) for partition in partitions], timeout=METADATA_TIMEOUT_SECONDS
         )
 
     def _report_progress(self, events: list[TopicEvent]) -> None:

@@ -5,8 +5,9 @@ meanwhile comes after it, live, once the replay is done. Stamped with the delive
 such a record's append-latency bound would be the replay's whole length (seconds on a partition with
 a long active segment: measured at 200 transactions/s a broker, p99 1-11 s for the minute after every
 exporter start or partition takeover, where a bare reader starting at the end read 31-50 ms). So while
-a partition replays, each delivery notes the high watermark its partition's last fetch response
-carried, and when: every record below it had been appended by then. A live record is stamped with the
+a partition replays, its leader is asked for its high watermark every resolution, and each delivery
+notes those answers and the watermark its partition's last fetch response carried, with when: every
+record below it had been appended by then. A live record is stamped with the
 earliest such moment above its offset, never later than its own delivery; the bound stays an upper
 bound (the watermark is read before the clock), as tight as the replay's fetches are frequent.
 """
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 from collections import deque
 
-# Marks are kept at most this often, and at most this many a partition (then every other one is
-# dropped): a replay under load sees its partitions' watermarks move with every append batch, and
-# a replay of an hour's history at 1,500 transactions/s (about 70 s) would otherwise keep about
-# 300k of them. Dropping a mark only stamps the records below it with the next, later one: still an
-# upper bound, at most MARK_EVERY_MS later until a partition's marks span more than MAX_MARKS of it.
-MARK_EVERY_MS = 100
+# Marks are kept at most this often (the default resolution: the leaders are asked for the
+# watermarks every resolution during a replay), and at most this many a partition (then every other
+# one is dropped): a replay under load sees its partitions' watermarks move with every append batch,
+# and a replay of an hour's history at 1,500 transactions/s (about 70 s) would otherwise keep
+# thousands of them. Dropping a mark only stamps the records below it with the next, later one: still
+# an upper bound, at most MARK_EVERY_MS later until a partition's marks span more than MAX_MARKS of it.
+MARK_EVERY_MS = 10
 MAX_MARKS = 1024
 
 
@@ -32,13 +34,21 @@ class CatchUp:
         self.marks: dict[int, deque[tuple[int, int]]] = {}
 
     def seen(self, partition: int, high: int, at_ms: int) -> None:
-        """`partition`'s high watermark was `high` (a fetch response's, read before the clock gave `at_ms`)."""
+        """`partition`'s high watermark was `high` (a fetch response's or its leader's answer, read
+        before the clock gave `at_ms`)."""
         if high < 0:
             return  # no fetch response for it yet
         marks = self.marks.get(partition)
         if marks is None:
             self.marks[partition] = deque([(high, at_ms)])
-        elif high > marks[-1][0] and at_ms >= marks[-1][1] + MARK_EVERY_MS:
+            return
+        # A leader's answer is taken after the deliveries that came while it was asked (it comes from
+        # another thread): it replaces the marks noted since with no higher watermark.
+        dominated = False
+        while marks and marks[-1][1] >= at_ms and marks[-1][0] <= high:
+            marks.pop()
+            dominated = True
+        if dominated or (high > marks[-1][0] and at_ms >= marks[-1][1] + MARK_EVERY_MS):
             if len(marks) >= MAX_MARKS:
                 marks = self.marks[partition] = deque(list(marks)[1::2])  # the newest one stays
             marks.append((high, at_ms))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -14,7 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from exporter.codec.states import PREPARE_STATES
 from exporter.contracts.events import TopicEvent, TransactionLogRecords
 from exporter.logs import kafka_client_logger
-from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, log
+from exporter.sources.topic_tail.topic import LATEST, METADATA_TIMEOUT_SECONDS, TOPIC, log
 
 # Settings the source owns; users' Kafka settings may not override them.
 OWNED_SETTINGS = {
@@ -123,6 +124,11 @@ class FetchPattern:
         self._errands_wanted: set[str] = set()
         self._closing = False
         self._knows_leaders: set[int] = set()  # consumers (by id) that read the topic's metadata
+        # The replaying partitions' high watermarks as their leaders answered them, (partition, high,
+        # when, ms): appended on the errands' thread, taken on the poll's (see ask_high_watermarks).
+        self._answered: deque[tuple[int, int, int]] = deque()
+        self._asked: list[int] = []
+        self._next_ask_ms = 0
         # Since the last adapt(): polls that brought live records, and those records.
         self._live_polls = 0
         self._live_records = 0
@@ -235,6 +241,25 @@ class FetchPattern:
             self._errand("nudge")
         self._next_nudge_ms = now_ms + self.resolution_ms
 
+    def ask_high_watermarks(self, replaying: Collection[int]) -> None:
+        """At most every latency_resolution_ms, has the consumer not fetching ask the `replaying`
+        partitions' leaders for their high watermarks (an errand; the answers come out of
+        answered_high_watermarks): marks for what the coordinator appends during a replay, fresher than
+        the replay's own fetch responses give (TransactionLogTail._note_high_watermarks)."""
+        now_ms = int(self._clock() * 1000)
+        if now_ms < self._next_ask_ms:
+            return
+        self._next_ask_ms = now_ms + self.resolution_ms
+        self._asked = sorted(replaying)
+        self._errand("watermarks")
+
+    def answered_high_watermarks(self) -> Iterator[tuple[int, int, int]]:
+        """The answers to ask_high_watermarks since the last call, oldest first: (partition, high
+        watermark, when it was answered, ms)."""
+        answered = self._answered
+        while answered:
+            yield answered.popleft()
+
     def leaders_read(self) -> None:
         """The consumer fetching read the topic's metadata. The one not fetching learns the topic's
         leaders too: one assigned partitions whose leaders it does not know waits a second
@@ -244,8 +269,10 @@ class FetchPattern:
 
     def _errand(self, what: str) -> None:
         """Has the consumer not fetching do `what` ("metadata": read the topic's leaders, "nudge": ask
-        the partition's high watermark, see nudge) from a thread of its own: a request's round trip
-        on the poll's thread delays the records of the poll (an errand still pending is not doubled)."""
+        the partition's high watermark, see nudge; "watermarks": the replaying partitions', see
+        ask_high_watermarks) from a thread of its own: a request's round trip on the poll's thread
+        delays the records of the poll, and a stalled broker would hold them for its timeout (an
+        errand still pending is not doubled)."""
         if self._errands is None:
             self._errands = threading.Thread(target=self._run_errands, name="topic-errands", daemon=True)
             self._errands.start()
@@ -259,7 +286,7 @@ class FetchPattern:
             if self._closing:
                 return
             other = self._busy if self.consumer is self._idle else self._idle
-            for what in ("metadata", "nudge"):
+            for what in ("metadata", "nudge", "watermarks"):
                 if what not in self._errands_wanted or self._closing:
                     continue
                 self._errands_wanted.discard(what)
@@ -267,10 +294,17 @@ class FetchPattern:
                     if what == "metadata":
                         other.list_topics(TOPIC, timeout=METADATA_TIMEOUT_SECONDS)
                         self._knows_leaders.add(id(other))
-                    else:
+                    elif what == "nudge":
                         self._busy.get_watermark_offsets(
                             TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
                         )
+                    else:
+                        listed = other.offsets_for_times(
+                            [TopicPartition(TOPIC, partition, LATEST) for partition in self._asked],
+                            timeout=_NUDGE_TIMEOUT_SECONDS,
+                        )
+                        at_ms = int(self._clock() * 1000)
+                        self._answered.extend((a.partition, a.offset, at_ms) for a in listed if a.error is None)
                 except KafkaException as e:
                     log.debug("%s of %s with the consumer not fetching failed: %s", what, TOPIC, e)
 

@@ -1,5 +1,5 @@
 """What the tail's parts share: the topic they read, the log they write to, how long a request to
-Kafka may take, and what they read of a fetched message."""
+Kafka may take, how ListOffsets names the latest offset, and what they read of a fetched message."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ TOPIC = "__transaction_state"
 log = logging.getLogger(__package__)
 
 METADATA_TIMEOUT_SECONDS = 5.0
+# ListOffsets' timestamp for the latest offset: the high watermark, with the leader's epoch.
+LATEST = -1
 
 
 class Fetched(Protocol):
