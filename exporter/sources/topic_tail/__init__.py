@@ -291,7 +291,7 @@ class TransactionLogTail:
         """Marks for CatchUp: the replaying partitions' high watermarks their leaders answered since the
         last delivery (FetchPattern.ask_high_watermarks), then the one each partition's last fetch
         response carried (cached: no request), stamped with the clock read after them. The replay's
-        own fetch responses refresh a partition's watermark only every 120-140 ms (p50), so alone they
+        own fetch responses refresh a partition's watermark only every 110-140 ms (p50), so alone they
         stamped the records appended meanwhile up to that much late (docs/benchmarks.md, "The
         exporter's start under load")."""
         catch_up = self._catch_up

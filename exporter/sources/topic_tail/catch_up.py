@@ -9,7 +9,8 @@ a partition replays, its leader is asked for its high watermark every resolution
 notes those answers and the watermark its partition's last fetch response carried, with when: every
 record below it had been appended by then. A live record is stamped with the
 earliest such moment above its offset, never later than its own delivery; the bound stays an upper
-bound (the watermark is read before the clock), as tight as the replay's fetches are frequent.
+bound (the watermark is read before the clock), as tight as the leaders' answers come (every
+resolution) and no tighter than MARK_EVERY_MS.
 """
 
 from __future__ import annotations
