@@ -54,6 +54,26 @@ def test_a_leaders_answer_taken_late_replaces_the_marks_it_dominates():
     assert catch_up.readable_at(0, 4, 2_000) == 1_050
 
 
+def test_an_answer_asked_in_an_earlier_replay_stamps_no_live_record_of_the_next():
+    # The errand that asked during one replay may answer after the partition was dropped and followed
+    # afresh. Its watermark is no higher than the new replay's target (the leader's watermark only
+    # grows), so it lies below every live record of the new replay: dropped as soon as one is
+    # taken, it stamps none of them (and where it pops marks, it says as true a thing, earlier).
+    catch_up = CatchUp()
+    catch_up.seen(0, 10, 1_000)  # the first replay's marks
+    catch_up.drop(0)  # followed afresh: the new replay's target is 12
+    catch_up.seen(0, 12, 2_000)
+    catch_up.seen(0, 15, 2_020)
+    catch_up.seen(0, 11, 1_500)  # the first replay's answer, taken late
+    assert list(catch_up.marks[0]) == [(12, 2_000), (15, 2_020)]
+    catch_up.drop(0)
+    catch_up.seen(0, 11, 1_500)  # ... or taken before the new replay's first mark
+    catch_up.seen(0, 12, 2_000)
+    assert catch_up.readable_at(0, 12, 3_000) == 3_000  # the first live record (12): no mark above it
+    catch_up.seen(0, 14, 2_100)
+    assert catch_up.readable_at(0, 13, 3_000) == 2_100
+
+
 def test_no_mark_before_a_fetch_response_and_drop_forgets():
     catch_up = CatchUp()
     catch_up.seen(0, -1001, 1_000)  # no fetch response for it yet
