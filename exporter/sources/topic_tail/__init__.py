@@ -36,7 +36,7 @@ from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION
 from exporter.sources.topic_tail.outage_log import OutageLog
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
-from exporter.sources.topic_tail.topic import LATEST, METADATA_TIMEOUT_SECONDS, TOPIC, Fetched, log
+from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, Fetched, latest_offsets, log
 
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
@@ -449,9 +449,7 @@ class TransactionLogTail:
         return answers
 
     def _list_latest(self, partitions: list[int]) -> list[TopicPartition]:
-        return self._fetch.consumer.offsets_for_times(
-            [TopicPartition(TOPIC, partition, LATEST) for partition in partitions], timeout=METADATA_TIMEOUT_SECONDS
-        )
+        return self._fetch.consumer.offsets_for_times(latest_offsets(partitions), timeout=METADATA_TIMEOUT_SECONDS)
 
     def _report_progress(self, events: list[TopicEvent]) -> None:
         consumer = self._fetch.consumer

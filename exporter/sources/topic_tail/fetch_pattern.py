@@ -15,7 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from exporter.codec.states import PREPARE_STATES
 from exporter.contracts.events import TopicEvent, TransactionLogRecords
 from exporter.logs import kafka_client_logger
-from exporter.sources.topic_tail.topic import LATEST, METADATA_TIMEOUT_SECONDS, TOPIC, log
+from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, latest_offsets, log
 
 # Settings the source owns; users' Kafka settings may not override them.
 OWNED_SETTINGS = {
@@ -299,10 +299,7 @@ class FetchPattern:
                             TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
                         )
                     else:
-                        listed = other.offsets_for_times(
-                            [TopicPartition(TOPIC, partition, LATEST) for partition in self._asked],
-                            timeout=_NUDGE_TIMEOUT_SECONDS,
-                        )
+                        listed = other.offsets_for_times(latest_offsets(self._asked), timeout=_NUDGE_TIMEOUT_SECONDS)
                         at_ms = int(self._clock() * 1000)
                         self._answered.extend((a.partition, a.offset, at_ms) for a in listed if a.error is None)
                 except KafkaException as e:

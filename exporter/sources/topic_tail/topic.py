@@ -1,12 +1,13 @@
 """What the tail's parts share: the topic they read, the log they write to, how long a request to
-Kafka may take, how ListOffsets names the latest offset, and what they read of a fetched message."""
+Kafka may take, how ListOffsets asks for the latest offsets, and what they read of a fetched message."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Protocol
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, TopicPartition
 
 TOPIC = "__transaction_state"
 # One log for every part of the tail, named as the tail ("topic_tail: busy ..."): its lines are what
@@ -15,7 +16,13 @@ log = logging.getLogger(__package__)
 
 METADATA_TIMEOUT_SECONDS = 5.0
 # ListOffsets' timestamp for the latest offset: the high watermark, with the leader's epoch.
-LATEST = -1
+_LATEST = -1
+
+
+def latest_offsets(partitions: Iterable[int]) -> list[TopicPartition]:
+    """What Consumer.offsets_for_times asks to answer the `partitions`' high watermarks (ListOffsets
+    LATEST: one request per leader), each answer with its leader's epoch."""
+    return [TopicPartition(TOPIC, partition, _LATEST) for partition in partitions]
 
 
 class Fetched(Protocol):
