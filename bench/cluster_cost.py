@@ -14,7 +14,8 @@ TransactionStateManager at DEBUG in the broker-log mode).
 Windows alternate in pairs, ABBA (a pair with then without, the next without then with): "with", the
 three exporters started, each waited ready, then --settle seconds before the window; "without", the
 three stopped (not running: no connection, no fetch). Per broker and window: the broker's CPU and its
-exporter's (the whole process, utime + stime from /proc), the records its exporter read, and the
+exporter's (the whole process, utime + stime from /proc; and apart, its librdkafka `rdk:*` threads'
+and its Python threads', from /proc/PID/task), the records its exporter read, and the
 requests the broker served a second by type: Kafka's own RequestMetrics RequestsPerSec counters
 (`kafka.network:type=RequestMetrics,name=RequestsPerSec,request=X,version=V`, Count, summed over the
 versions; read with JmxTool just before and after each window; a Fetch is counted as Fetch and again
@@ -74,6 +75,7 @@ from bench.sidecar_cost import (
     measure,
     records_total,
     settle_commits_rate,
+    thread_cpu,
 )
 
 if TYPE_CHECKING:
@@ -346,7 +348,9 @@ def window(
     pids["load"] = load.pids
     r0 = requests_served(brokers)
     m0 = [records_read(e) for e in exporters]
+    th0 = [thread_cpu(e.proc.pid) for e in exporters]
     w = measure(pids, seconds, load)
+    th1 = [thread_cpu(e.proc.pid) for e in exporters]
     ends = [window_end(e) for e in exporters]
     r1 = requests_served(brokers)
     per_broker = {}
@@ -356,6 +360,7 @@ def window(
         per_broker[str(n)] = {
             "cores": w.cpu[f"broker-{n}"] / w.seconds,
             "exporter_cores": w.cpu[f"exporter-{n}"] / w.seconds if exporters else None,
+            "exporter_threads": split_threads(th0[i], th1[i], w.seconds) if exporters else None,
             "records_per_s": (ends[i][0] - m0[i]) / w.seconds if exporters else None,
             # a floor's receipt minus timestamp (ms -> records) over the window: does it meet the resolution
             "latency_ms": ends[i][1] if exporters else None,
@@ -370,6 +375,18 @@ def window(
         "load_cores": w.cpu["load"] / w.seconds,
         "brokers": per_broker,
     }
+
+
+def split_threads(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float
+) -> dict[str, float]:
+    """A reader's cores over a window by kind of thread: librdkafka's (`rdk:*`: its fetches, in C) and
+    Python's (the poll loop, and in an exporter its decode and model; its other threads next to none)."""
+    cores = {"python": 0.0, "librdkafka": 0.0}
+    for tid, (comm, cpu) in after.items():
+        kind = "librdkafka" if comm.startswith("rdk:") else "python"
+        cores[kind] += (cpu - before.get(tid, (comm, 0.0))[1]) / seconds
+    return cores
 
 
 def window_end(
@@ -418,6 +435,11 @@ def summarize(windows: list[dict], variant: str) -> dict[str, dict]:
         with_ = statistics.median(b["cores"] for b in on)
         extra = statistics.median(a["cores"] - b["cores"] for a, b in zip(on, off, strict=True))
         exporter = statistics.median(b["exporter_cores"] for b in on)
+        threads = {
+            kind: round(statistics.median(b["exporter_threads"][kind] for b in on), 4)
+            for kind in ("python", "librdkafka")
+            if all(b.get("exporter_threads") for b in on)
+        }
         kinds = sorted({k for b in on + off for k in b["requests_per_s"]})
         requests = {
             k: statistics.median(
@@ -437,6 +459,7 @@ def summarize(windows: list[dict], variant: str) -> dict[str, dict]:
             ],
             "exporter_cores": round(exporter, 4),
             "exporter_pct": round(100 * exporter / alone, 2) if alone else None,
+            "exporter_threads_cores": threads,
             "broker_extra_pct": round(100 * extra / alone, 2) if alone else None,
             "total_pct": round(100 * (exporter + extra) / alone, 2) if alone else None,
             "records_per_s": round(statistics.median(b["records_per_s"] for b in on), 1),
@@ -506,6 +529,11 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
     print("\nrequests the exporters send each broker a second, by type (with minus without, median of the pairs):")
     for rate, mode, run, variant, n, s in rows:
         print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {shown_requests(s['exporters_requests_per_s'])}")
+    print("\nthe exporters' cores by kind of thread (the median of their windows): Python's, librdkafka's")
+    for rate, mode, run, variant, n, s in rows:
+        if s["exporter_threads_cores"]:
+            t = s["exporter_threads_cores"]
+            print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {t['python']:.4f} {t['librdkafka']:.4f}")
     floors = [row for row in rows if row[5]["latency_ms"]]
     if floors:
         print("\nthe floors' receipt minus record timestamp, ms (all their windows):")
