@@ -75,6 +75,7 @@ from bench.sidecar_cost import (
     measure,
     records_total,
     settle_commits_rate,
+    thread_cores,
     thread_cpu,
 )
 
@@ -381,11 +382,11 @@ def split_threads(
     before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float
 ) -> dict[str, float]:
     """A reader's cores over a window by kind of thread: librdkafka's (`rdk:*`: its fetches, in C) and
-    Python's (the poll loop, and in an exporter its decode and model; its other threads next to none)."""
+    Python's (the poll loop, and in an exporter its decode and model; its other threads next to none).
+    Summed from thread_cores', each rounded to 0.0001 core: below /proc's tick over a window."""
     cores = {"python": 0.0, "librdkafka": 0.0}
-    for tid, (comm, cpu) in after.items():
-        kind = "librdkafka" if comm.startswith("rdk:") else "python"
-        cores[kind] += (cpu - before.get(tid, (comm, 0.0))[1]) / seconds
+    for name, thread in thread_cores(before, after, {}, seconds).items():
+        cores["librdkafka" if name.startswith("rdk:") else "python"] += thread
     return cores
 
 
