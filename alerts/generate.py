@@ -330,6 +330,23 @@ ALERTS: tuple[Alert, ...] = (
         above=1000,
     ),
     Alert(
+        "TxnExporterCpuHigh",
+        f"sum by ({CLUSTER}, instance) (rate({series('process_cpu_seconds_total')}[5m]))",
+        "15m",
+        "warning",
+        TEAM_OBSERVABILITY,
+        "exporter",
+        "kafka-txn-exporter {{ $labels.instance }} uses {{ $value | humanizePercentage }} of a core",
+        "kafka-txn-exporter at {{ $labels.instance }} (cluster " + THE_CLUSTER + ") has used more than a"
+        " quarter of a CPU core for 15 minutes ({{ $value | humanizePercentage }}); it needs well under 1% idle"
+        " and about 5% of its broker's CPU at 200 transactions a second. A sidecar this busy takes CPU from"
+        " its broker and falls behind. Consumer lag: "
+        + _q(f"sum({series('txn_exporter_partition_consumer_lag_records', SAME)})")
+        + " records.",
+        dashboard=DRILLDOWN_UID,
+        above=0.25,
+    ),
+    Alert(
         "TxnExporterReplayStuck",
         f"{series('txn_exporter_partitions_followed', REPLAYING)}",
         "15m",

@@ -189,6 +189,19 @@ def quantile(
     )
 
 
+def exporter_cpu(width: int) -> Panel:
+    """The exporter's own CPU, per exporter, as a share of one core."""
+    return Panel(
+        "Exporter CPU (share of a core)",
+        (Query(f"sum by (instance) (rate({series(CPU, SEL)}[{RATE}]))", "{{instance}}"),),
+        "The exporter process's own CPU, per exporter, in cores (100% is one core), from its"
+        " process_cpu_seconds_total on the exporter's job (a broker's JMX agent exports the same name)."
+        " Idle it takes well under 1%; TxnExporterCpuHigh fires above 25% for 15 minutes.",
+        "percentunit",
+        width=width,
+    )
+
+
 def _legend(by: str) -> str:
     labels = [label.strip() for label in by.split(",") if label.strip()]
     return " ".join("{{" + label + "}}" for label in labels) if labels else "__auto"
@@ -228,6 +241,10 @@ LOG_TRUNCATED = catalogue.BROKER_LOG_TRUNCATED_LINES.name
 LOG_ROTATIONS = catalogue.BROKER_LOG_ROTATIONS.name
 HANGING_SCAN_ERRORS = catalogue.HANGING_SCAN_ERRORS.name
 HTTP_REJECTED = catalogue.HTTP_REJECTED_CONNECTIONS.name
+# The exporter's own process (generators.metrics.PROCESS: series() selects them by the exporter's job).
+CPU = "process_cpu_seconds_total"
+RSS = "process_resident_memory_bytes"
+SCRAPE_DURATION = "scrape_duration_seconds"
 # Counters whose series appear with their first event (labelled by error/reason, or --broker-log).
 FAULT_COUNTERS = frozenset({APPEND_ERRORS, MARKER_RETRIES, MARKER_FAILURES, COMPLETE_RETRIES, DECODE_ERRORS})
 
@@ -485,12 +502,13 @@ EXPORTER_ROW = Row(
         gauge("Partitions followed by phase", FOLLOWED, "All selected exporters.", by="phase", width=6, stacked=True),
         gauge("Consumer lag (records)", LAG, "Sum over partitions, per exporter.", by="instance", width=6),
         rate("Decode errors by reason", DECODE_ERRORS, "Records skipped.", by="reason", width=6),
+        exporter_cpu(width=8),
         rate(
             "Hanging-transaction scan failures",
             HANGING_SCAN_ERRORS,
             "Failed DescribeProducers/ListTransactions/DescribeTransactions rounds, per exporter.",
             by="instance",
-            width=12,
+            width=8,
         ),
         rate(
             "HTTP connections shed",
@@ -498,7 +516,7 @@ EXPORTER_ROW = Row(
             "Connections closed to stay within the HTTP server's limit, per exporter: a flood of idle or slow"
             " clients (or too many scrapers) on the metrics port.",
             by="instance",
-            width=12,
+            width=8,
         ),
         rate(
             "Broker log lines read",
@@ -621,6 +639,39 @@ PARTITION_ROW = Row(
 )
 
 
+ITSELF_ROW = Row(
+    "The exporter itself ($instance)",
+    (
+        exporter_cpu(width=6),
+        gauge(
+            "Exporter memory (RSS)",
+            RSS,
+            "Per exporter, from its process_resident_memory_bytes on the exporter's job (60-90 MiB is usual,"
+            " flat whatever the backlog).",
+            by="instance",
+            width=6,
+        ),
+        gauge(
+            "Scrape duration",
+            SCRAPE_DURATION,
+            "Per exporter, as Prometheus times its scrapes of /metrics (the exporter renders its model at each):"
+            " near the scrape timeout, samples go missing.",
+            agg="max",
+            by="instance",
+            width=6,
+        ),
+        gauge(
+            "Source lag (records)",
+            LAG,
+            "Per exporter, over its __transaction_state partitions: how far its reading is behind the"
+            " partitions' high watermarks (TxnExporterLagging above 1000 for 10 minutes).",
+            by="instance",
+            width=6,
+        ),
+    ),
+)
+
+
 def _graphed(rows: tuple[Row, ...]) -> str:
     return "\n".join(query.template for row in rows for panel in row.panels for query in panel.queries)
 
@@ -641,7 +692,7 @@ def other_metrics_row(rows: tuple[Row, ...]) -> Row:
     return Row("Other metrics (each one the dashboards graph nowhere else)", tuple(panels), collapsed=True)
 
 
-DRILLDOWN_ROWS = (BROKER_ROW, PARTITION_ROW)
+DRILLDOWN_ROWS = (BROKER_ROW, PARTITION_ROW, ITSELF_ROW)
 DRILLDOWN = Dashboard(
     DRILLDOWN_UID,
     "Kafka transactions: by broker and partition",

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import config, web_config
 from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, HangingScanCompleted
@@ -71,6 +71,13 @@ class Exporter:
             http_rejected_connections=lambda: self.server.rejected_connections,
         )
         self.registry.register(collector)
+        # The process's own cost (process_cpu_seconds_total, process_resident_memory_bytes...), the
+        # Python runtime's and its garbage collector's, as the client library's default registry has
+        # them: the exporter's CPU and memory are watched where its other metrics are (the dashboards'
+        # "the exporter itself" rows, TxnExporterCpuHigh), not only from outside.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self.pusher = (
             otlp.OtlpPusher(collector, settings.otlp_endpoint, exponential, settings.otlp_interval_seconds)
             if push

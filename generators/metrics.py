@@ -1,11 +1,13 @@
 """The metric names dashboards and alerts may use, and where each comes from.
 
-Two sources, nothing else (tests/dashboards/test_dashboards.py checks every query and rule against them):
+Three sources, nothing else (tests/dashboards/test_dashboards.py checks every query and rule against them):
 
 - the exporter's catalogue (exporter.metrics.catalogue.CATALOGUE): the source of truth; a new
   metric goes there first;
 - BROKER_JMX: Kafka's own JMX transaction metrics under the names the standard jmx_exporter rules
-  give them (see BROKER_JMX's comment).
+  give them (see BROKER_JMX's comment);
+- PROCESS: what the exporter's process says of itself through the Prometheus client library's
+  standard collectors, and the series Prometheus records of each scrape (see PROCESS's comment).
 
 Dashboards and alerts name metrics through `ref()` and `series()`, which fail on any other name.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from exporter.metrics.catalogue import CATALOGUE, MetricSpec, MetricType
-from generators.placeholders import SELECTOR_BRACES, SELECTOR_COMMA
+from generators.placeholders import JOB, SELECTOR_BRACES, SELECTOR_COMMA
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +70,50 @@ BROKER_JMX: tuple[JmxMetric, ...] = (
     ),
 )
 
+
+@dataclass(frozen=True, slots=True)
+class ProcessMetric:
+    name: str
+    type: MetricType
+    help: str
+    unit: str  # the catalogue's units ("seconds", or "" for a count), or "bytes"
+    source: str
+
+
+PROCESS_COLLECTOR = "prometheus_client's ProcessCollector (Linux: /proc/self)"
+SCRAPE = "Prometheus, for each scrape of a target"
+
+# The exporter's own process, from the collectors the client library ships and exporter.app
+# registers, and Prometheus's record of each scrape. A broker's JMX agent exports process_* under
+# the same names, so `series()` selects these by the exporter's job (the mixin's jobSelector), never
+# by name alone.
+PROCESS: tuple[ProcessMetric, ...] = (
+    ProcessMetric(
+        "process_cpu_seconds_total",
+        MetricType.COUNTER,
+        "The exporter process's user and system CPU time.",
+        "seconds",
+        PROCESS_COLLECTOR,
+    ),
+    ProcessMetric(
+        "process_resident_memory_bytes",
+        MetricType.GAUGE,
+        "The exporter process's resident memory (RSS).",
+        "bytes",
+        PROCESS_COLLECTOR,
+    ),
+    ProcessMetric(
+        "scrape_duration_seconds",
+        MetricType.GAUGE,
+        "How long Prometheus's last scrape of the exporter's /metrics took.",
+        "seconds",
+        SCRAPE,
+    ),
+)
+
 _HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
 
-Metric = MetricSpec | JmxMetric
+Metric = MetricSpec | JmxMetric | ProcessMetric
 
 
 def catalogue() -> dict[str, MetricSpec]:
@@ -80,6 +123,7 @@ def catalogue() -> dict[str, MetricSpec]:
 def known() -> dict[str, Metric]:
     """Every usable metric by name."""
     names: dict[str, Metric] = {m.name: m for m in BROKER_JMX}
+    names.update((m.name, m) for m in PROCESS)
     names.update(catalogue())
     return names
 
@@ -92,9 +136,13 @@ def ref(name: str) -> str:
 
 def series(name: str, matchers: str = "") -> str:
     """The selector of a metric's series: ``name{matchers}``, to which the mixin's `_config.selector`
-    adds its matchers when the exporter exposes it (not the brokers' JMX metrics, scraped elsewhere)."""
-    if isinstance(resolve(name), JmxMetric):
+    adds its matchers when the exporter exposes it (not the brokers' JMX metrics, scraped elsewhere),
+    and its `_config.jobSelector` before them for the process's own metrics (PROCESS)."""
+    metric = resolve(name)
+    if isinstance(metric, JmxMetric):
         return f"{name}{{{matchers}}}" if matchers else name
+    if isinstance(metric, ProcessMetric):
+        return f"{name}{{{JOB}{', ' + matchers if matchers else ''}{SELECTOR_COMMA}}}"
     return f"{name}{{{matchers}{SELECTOR_COMMA}}}" if matchers else f"{name}{SELECTOR_BRACES}"
 
 
@@ -107,14 +155,14 @@ def resolve(sample_name: str) -> Metric:
         base = sample_name.removesuffix(suffix)
         if base != sample_name and base in metrics and metrics[base].type is MetricType.HISTOGRAM:
             return metrics[base]
-    raise KeyError(f"{sample_name} is in neither the catalogue nor BROKER_JMX (generators/metrics.py)")
+    raise KeyError(f"{sample_name} is in neither the catalogue, BROKER_JMX nor PROCESS (generators/metrics.py)")
 
 
 def help_of(name: str) -> str:
     return resolve(name).help
 
 
-GRAFANA_UNITS = {"seconds": "s", "": "short"}
+GRAFANA_UNITS = {"seconds": "s", "bytes": "bytes", "": "short"}
 
 
 def grafana_unit(name: str) -> str:

@@ -5,7 +5,8 @@
     // Matchers added to every exporter series' own, e.g. 'namespace="kafka"' (not to the brokers'
     // JMX series, scraped under their own job, nor to recorded series).
     selector: '',
-    // The matcher of the exporter's job, which TxnExporterDown watches.
+    // The matcher of the exporter's job, which TxnExporterDown watches and the exporter's own
+    // process metrics (CPU, memory, scrape duration) are selected by: a broker's JMX agent exports the same names.
     jobSelector: 'job="kafka-txn-exporter"',
     // The label that tells clusters apart, wherever a query or link names it.
     clusterLabel: 'cluster',
@@ -20,6 +21,7 @@
       KafkaTransactionsLate: 0,
       KafkaHangingTransactions: 0,
       TxnExporterLagging: 1000,
+      TxnExporterCpuHigh: 0.25,
       TxnExporterReplayStuck: 0,
       TxnExporterDecodeErrors: 0,
     },
@@ -36,6 +38,7 @@
       TxnExporterDown: '2m',
       TxnExporterSourceDown: '2m',
       TxnExporterLagging: '10m',
+      TxnExporterCpuHigh: '15m',
       TxnExporterReplayStuck: '15m',
       TxnExporterDecodeErrors: null,
     },

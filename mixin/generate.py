@@ -110,7 +110,8 @@ def _groups(field: str, kind: str) -> str:
 _SETTINGS = {  # `_config`'s keys, what each is, and its default
     "selector": "Matchers added to every exporter series' own, e.g. 'namespace=\"kafka\"' (not to the brokers'\n"
     "JMX series, scraped under their own job, nor to recorded series).",
-    "jobSelector": "The matcher of the exporter's job, which TxnExporterDown watches.",
+    "jobSelector": "The matcher of the exporter's job, which TxnExporterDown watches and the exporter's own\n"
+    "process metrics (CPU, memory, scrape duration) are selected by: a broker's JMX agent exports the same names.",
     "clusterLabel": "The label that tells clusters apart, wherever a query or link names it.",
     "thresholds": "Each alert's threshold, by alert name (the alerts that fire above one).",
     "forDurations": "Each alert's `for`, by alert name (null: it fires at once).",

@@ -4,7 +4,7 @@
 //   local mixin = (import 'mixin/mixin.libsonnet') + {
 //     _config+:: {
 //       selector: 'namespace="kafka"',         // added to every exporter series' matchers
-//       jobSelector: 'job="txn-exporter"',     // the job TxnExporterDown watches
+//       jobSelector: 'job="txn-exporter"',     // the exporter's job: TxnExporterDown, its process metrics
 //       clusterLabel: 'kafka_cluster',         // the label that tells clusters apart
 //       thresholds+:: { TxnExporterLagging: 5000 },
 //       forDurations+:: { KafkaTransactionsLate: '15m' },

@@ -57,3 +57,32 @@ def test_the_broker_log_is_read_again_soon_only_after_an_event() -> None:
     assert next_broker_log_wait(soon, []) == 2 * soon
     assert next_broker_log_wait(quiet, [stats]) == quiet
     assert next_broker_log_wait(quiet, [stats, CoordinatorChanged(3, True)]) == soon
+
+
+_SELF_METRICS = textwrap.dedent(
+    """
+    from prometheus_client import generate_latest
+    from exporter.app import Exporter
+    from exporter.config import Settings
+
+    exporter = Exporter(Settings(bootstrap_servers="127.0.0.1:9", listen="127.0.0.1:1"))
+    print(generate_latest(exporter.registry).decode())
+    """
+)
+
+
+def test_the_exporter_measures_its_own_process() -> None:
+    """/metrics carries the process's CPU and memory, the Python runtime and its GC, as the client
+    library's default registry would (the dashboards' "the exporter itself" rows read them)."""
+    result = subprocess.run([sys.executable, "-c", _SELF_METRICS], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    samples = {line.split("{")[0].split(" ")[0] for line in result.stdout.splitlines() if not line.startswith("#")}
+    for name in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "python_info",
+        "python_gc_objects_collected_total",
+    ):
+        assert name in samples, name
+    assert "txn_exporter_build_info" in samples

@@ -191,6 +191,22 @@
             },
           },
           {
+            alert: 'TxnExporterCpuHigh',
+            expr: 'sum by (%(clusterLabel)s, instance) (rate(process_cpu_seconds_total{%(jobSelector)s%(selectorComma)s}[5m])) > %(threshold)g' % c { threshold: c.thresholds.TxnExporterCpuHigh },
+            [if c.forDurations.TxnExporterCpuHigh != null then 'for']: c.forDurations.TxnExporterCpuHigh,
+            labels: {
+              severity: 'warning',
+              team: 'observability',
+              component: 'exporter',
+            },
+            annotations: {
+              summary: 'kafka-txn-exporter {{ $labels.instance }} uses {{ $value | humanizePercentage }} of a core',
+              description: 'kafka-txn-exporter at {{ $labels.instance }} (cluster {{ $labels.%(clusterLabel)s }}) has used more than a quarter of a CPU core for 15 minutes ({{ $value | humanizePercentage }}); it needs well under 1%% idle and about 5%% of its broker\'s CPU at 200 transactions a second. A sidecar this busy takes CPU from its broker and falls behind. Consumer lag: {{ with printf `sum(txn_exporter_partition_consumer_lag_records{%(clusterLabel)s="%%s", instance="%%s"%(selectorComma)s})` $labels.%(clusterLabel)s $labels.instance | query }}{{ . | first | value | humanize }}{{ else }}none{{ end }} records.' % c,
+              runbook_url: '%(runbookURL)s#txnexportercpuhigh' % c,
+              dashboard_url: '%(grafanaURL)s/d/kafka-txn-drilldown?var-cluster={{ $labels.%(clusterLabel)s }}&var-instance={{ $labels.instance }}' % c,
+            },
+          },
+          {
             alert: 'TxnExporterReplayStuck',
             expr: 'txn_exporter_partitions_followed{phase="replaying"%(selectorComma)s} > %(threshold)g' % c { threshold: c.thresholds.TxnExporterReplayStuck },
             [if c.forDurations.TxnExporterReplayStuck != null then 'for']: c.forDurations.TxnExporterReplayStuck,

@@ -107,18 +107,21 @@
           A: 'sum by (reason) (rate(kafka_transaction_state_log_decode_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '39': {
-          A: 'sum by (instance) (rate(txn_exporter_hanging_scan_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (rate(process_cpu_seconds_total{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '40': {
-          A: 'sum by (instance) (rate(txn_exporter_http_rejected_connections_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (rate(txn_exporter_hanging_scan_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '41': {
-          A: 'sum by (instance) (rate(txn_exporter_broker_log_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (rate(txn_exporter_http_rejected_connections_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '42': {
-          A: 'sum by (instance, reason) (rate(txn_exporter_broker_log_skipped_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (rate(txn_exporter_broker_log_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '43': {
+          A: 'sum by (instance, reason) (rate(txn_exporter_broker_log_skipped_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '44': {
           A: 'sum by (instance) (increase(txn_exporter_broker_log_truncated_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__range]))' % c,
           B: 'sum by (instance) (increase(txn_exporter_broker_log_rotations_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__range]))' % c,
         },
@@ -173,9 +176,21 @@
           A: 'sum by (instance, state) (kafka_transactions{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '17': {
-          A: 'sum by (instance, tag) (rate(kafka_transaction_state_log_unknown_tagged_fields_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (rate(process_cpu_seconds_total{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '18': {
+          A: 'sum by (instance) (process_resident_memory_bytes{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
+        '19': {
+          A: 'max by (instance) (scrape_duration_seconds{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
+        '20': {
+          A: 'sum by (instance) (txn_exporter_partition_consumer_lag_records{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
+        '22': {
+          A: 'sum by (instance, tag) (rate(kafka_transaction_state_log_unknown_tagged_fields_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '23': {
           A: 'sum by (instance, state) (rate(txn_exporter_unwritten_state_records_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
       },

@@ -18,7 +18,9 @@ from generators import metrics
 
 # A metric name in PromQL: our prefixes, or a recording rule (level:metric:operations).
 PROVISIONING = Path(generate.__file__).parent / "provisioning"
-_NAME = re.compile(r"(?<![\w:])((?:kafka|txn_exporter)_[a-z0-9_]+|[a-z_]+:[a-z0-9_]+:[a-z0-9_]+)\b")
+_NAME = re.compile(
+    r"(?<![\w:])((?:kafka|txn_exporter|process|python|scrape)_[a-z0-9_]+|[a-z_]+:[a-z0-9_]+:[a-z0-9_]+)\b"
+)
 
 
 def _committed(spec: generate.Dashboard) -> dict:
@@ -99,8 +101,8 @@ def _all_exprs() -> list[str]:
 
 
 def test_every_metric_name_is_in_the_catalogue_or_listed():
-    """Drift: a name must be in the catalogue, or in BROKER_JMX (generators/metrics.py), or be one
-    of our recording rules."""
+    """Drift: a name must be in the catalogue, or in BROKER_JMX or PROCESS (generators/metrics.py), or
+    be one of our recording rules."""
     unknown = set()
     for expr in _all_exprs():
         for name in metric_names(expr):
@@ -176,3 +178,24 @@ def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_
     (link,) = source["datasources"][0]["jsonData"]["exemplarTraceIdDestinations"]
     assert link["name"] == "transactional_id"
     assert link["url"] == "http://$${__data.fields.instance}/transactions"  # $$: not an environment variable
+
+
+def test_the_exporters_own_process_is_on_both_dashboards_selected_by_its_job():
+    """Its CPU on the overview's health row; CPU, memory, scrape duration and source lag in the
+    drill-down's row of its own. A broker's JMX agent exports process_* too: every query of them, and
+    the CPU alert, selects the exporter's job."""
+    process = {m.name for m in metrics.PROCESS}
+    health = next(r for r in generate.OVERVIEW.rows if r.title == "Exporter health")
+    assert any("process_cpu_seconds_total" in q.expr for p in health.panels for q in p.queries)
+    itself = next(r for r in generate.DRILLDOWN.rows if r.title.startswith("The exporter itself"))
+    used = set().union(*(metric_names(q.expr) for p in itself.panels for q in p.queries))
+    assert used == process | {"txn_exporter_partition_consumer_lag_records"}
+    job = f'job="{alerts_generate.EXPORTER_JOB}"'
+    checked = 0
+    for expr in _all_exprs():
+        for name in metric_names(expr) & process:
+            assert re.search(rf"{name}\{{{re.escape(job)}", expr), expr
+            checked += 1
+    assert checked >= 5
+    (cpu,) = [a for a in alerts_generate.ALERTS if "process_cpu_seconds_total" in a.expr]
+    assert cpu.above is not None and 0 < cpu.above < 1 and cpu.component == "exporter"
