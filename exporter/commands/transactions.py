@@ -1,4 +1,5 @@
-"""`txn-exporter transactions --url URL`: a running exporter's transactions view, in a terminal;
+"""`txn-exporter transactions --url URL`: a running exporter's transactions view, in a terminal
+(without --url or --prometheus, the exporter at DEFAULT_URL);
 with several exporters (`--url` repeated, or `--prometheus URL` for the targets of the exporters'
 job), one view of the cluster, fetched (exporter.sources.peer_exporters) and merged (exporter.view.cluster).
 
@@ -33,6 +34,9 @@ from exporter.view.query import DEFAULT_LIMIT, MAX_LIMIT
 PASSWORD_ENV = "TXN_EXPORTER_PASSWORD"
 # The job the exporters are scraped under (docs/dashboards-and-alerts.md's scrape config; the alerts' rules use it).
 DEFAULT_JOB = "kafka-txn-exporter"
+# Neither --url nor --prometheus: the exporter on this machine's default port (the demo's, or a
+# sidecar's from inside its pod).
+DEFAULT_URL = "http://127.0.0.1:9464"
 UNAUTHORIZED_HINT = " (give --username and --password-file)"
 PROMETHEUS_TARGETS = "/api/v1/targets?state=active"
 
@@ -50,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--url",
         action="append",
         default=[],
-        help="an exporter, e.g. https://broker-1:9464 (or its /transactions); repeatable",
+        help=f"an exporter, e.g. https://broker-1:9464 (or its /transactions); repeatable (default without "
+        f"--prometheus: {DEFAULT_URL})",
     )
     parser.add_argument(
         "--prometheus",
@@ -225,8 +230,7 @@ def prometheus_sources(args: argparse.Namespace, context: ssl.SSLContext) -> lis
 
 def run(args: argparse.Namespace) -> int:
     if not args.url and not args.prometheus:
-        print("txn-exporter transactions: give --url (repeatable) or --prometheus URL", file=sys.stderr)
-        return 2
+        args.url = [DEFAULT_URL]
     if len(args.url) == 1 and not args.prometheus:
         return _run_one(args)
     try:

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from exporter.cli import main
+from exporter.commands import transactions
 from exporter.contracts.events import MarkerWriteRetried, PartitionAssigned, PartitionReplayed
 from exporter.http_server import MetricsServer
 from exporter.metrics import LatencyRecorders
@@ -289,8 +290,12 @@ def test_no_exporter_answering_is_status_2_with_its_line(peers, capsys):
     assert out.count("NOT ANSWERING") == 2
 
 
-def test_neither_url_nor_prometheus(capsys):
-    assert cli(capsys) == (2, "", "txn-exporter transactions: give --url (repeatable) or --prometheus URL\n")
+def test_neither_url_nor_prometheus_asks_the_exporter_on_this_machine(peers, capsys, monkeypatch):
+    """The demo's exporter (and a sidecar's, from its pod) is at DEFAULT_URL: no flag needed."""
+    assert transactions.DEFAULT_URL == "http://127.0.0.1:9464"
+    monkeypatch.setattr(transactions, "DEFAULT_URL", peers["plain"])
+    status, out, err = cli(capsys)
+    assert status == 0 and err == "" and "held" in out, (out, err)
 
 
 def test_an_answer_too_large_is_no_view(peers):
