@@ -39,12 +39,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from typing import Any
+from typing import Any, Unpack
 
 from exporter.contracts.cluster import (
     BROKER,
@@ -52,25 +50,17 @@ from exporter.contracts.cluster import (
     TOPIC,
     Brokers,
     ClusterSnapshot,
-    Fact,
     MinInsyncReplicas,
     PartitionMetadata,
     ProducerState,
     TopicMetadata,
 )
-from exporter.sources.lookups import CachedEntry, Workers, known_error_name, whole
+from exporter.sources.kafka_admin import admin_client
+from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions, exception_name, whole
 
 log = logging.getLogger("txn_exporter.cluster_state")
 
 MIN_ISR = "min.insync.replicas"
-CACHE_SECONDS = 5.0
-WAIT_SECONDS = 0.5
-REQUEST_TIMEOUT_SECONDS = 5.0
-# A lookup that failed (an error, no answer in time) is tried again this soon, not after CACHE_SECONDS:
-# a request sent to a broker that hangs fails, and the next one likely goes to another broker.
-RETRY_SECONDS = 1.0
-# Cached answers no view asked for in this long are dropped (checked once a minute): topics come and go.
-FORGET_SECONDS = 600.0
 MAX_PRODUCER_PARTITIONS = 200
 # Requests at a time: one Metadata, one DescribeConfigs, DescribeProducers to a few leaders.
 WORKER_THREADS = 4
@@ -101,110 +91,49 @@ def _brokers_of(answer: tuple[Brokers, Mapping[str, Answer]]) -> Answer:
     return answer[0], None
 
 
-def _error_name(exc: BaseException) -> str:
-    """A Kafka error's name as Kafka 4.x spells it (kafka-python's errors carry the code, and some
-    older names: NOT_LEADER_FOR_PARTITION), else the exception's class and text."""
-    code = getattr(exc, "errno", None)
-    if isinstance(code, int) and (name := known_error_name(code)) is not None:
-        return name
-    message = getattr(exc, "message", None)
-    if isinstance(message, str) and message.isupper():
-        return message
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-class ClusterStateSource:
+class ClusterStateSource(CachedLookups):
     """Looks up the cluster's state for the view (see the module docstring); thread-safe."""
+
+    what = "cluster state"
+    worker_threads = WORKER_THREADS
 
     def __init__(
         self,
         bootstrap_servers: str,
         kafka_settings: Mapping[str, str] | None = None,
         *,
-        cache_seconds: float = CACHE_SECONDS,
-        wait_seconds: float = WAIT_SECONDS,
-        request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS,
         max_producer_partitions: int = MAX_PRODUCER_PARTITIONS,
-        monotonic: Callable[[], float] = time.monotonic,
-        clock: Callable[[], float] = time.time,
         admin: Callable[[], Any] | None = None,
-        own_broker: Callable[[], int | None] = lambda: None,
+        **options: Unpack[LookupOptions],
     ) -> None:
-        self.cache_seconds = cache_seconds
-        self.wait_seconds = wait_seconds
-        self.request_timeout_seconds = request_timeout_seconds
+        super().__init__(bootstrap_servers, kafka_settings, admin=admin, **options)
         self.max_producer_partitions = max_producer_partitions
-        self._monotonic = monotonic
-        self._clock = clock
-        self._bootstrap_servers = bootstrap_servers
-        self._kafka_settings = dict(kafka_settings or {})
-        self._admin_factory = admin or self._kafka_python_admin
-        self._own_broker = own_broker
-        self._admin: Any = None
-        self._admin_lock = threading.Lock()
-        self._creating = threading.Lock()
-        self._workers: Workers | None = None
-        # The cache's own lock, held for dict work only; reentrant: a future that is already done runs
-        # its callback at once, in the thread that adds it.
-        self._lock = threading.RLock()
         self._brokers = CachedEntry()
         self._topics: dict[str, CachedEntry] = {}
         self._configs: dict[str, CachedEntry] = {}
         self._producers: dict[tuple[str, int], CachedEntry] = {}
-        self._forgot = 0.0
-        self._closed = False
 
-    # --- the client ---
+    def _caches(self) -> tuple[dict[Any, CachedEntry], ...]:
+        return (self._topics, self._configs, self._producers)
 
     def _kafka_python_admin(self) -> Any:
-        from kafka import KafkaAdminClient
-
-        from exporter.sources.hanging_scan import admin_config
-        from exporter.sources.kafka_admin import route
-
-        config = admin_config(self._bootstrap_servers, self._kafka_settings)
-        config["client_id"] = "txn-exporter-cluster-state"
-        config["request_timeout_ms"] = int(self.request_timeout_seconds * 1000)
+        timeout_ms = int(self.request_timeout_seconds * 1000)
         # A bootstrap server that hangs held kafka-python's whole bootstrap (30 s, one server tried):
         # bounded, the next lookup makes the client again, from another server picked at random.
-        config["bootstrap_timeout_ms"] = config["request_timeout_ms"]
-        return route(KafkaAdminClient(**config), self._own_broker, config["request_timeout_ms"])
-
-    def _client(self) -> Any:
-        """The client, created by the first worker that needs it (it connects, and may block for the
-        client's own timeouts: under `_creating`, which close() never waits for)."""
-        with self._creating:
-            with self._admin_lock:
-                if self._admin is not None:
-                    return self._admin
-                if self._closed:
-                    raise RuntimeError("closed")
-            admin = self._admin_factory()
-            with self._admin_lock:
-                if not self._closed:
-                    self._admin = admin
-                    return admin
-            admin.close()  # closed while it connected
-            raise RuntimeError("closed")
+        return admin_client(
+            self._bootstrap_servers,
+            self._kafka_settings,
+            client_id="txn-exporter-cluster-state",
+            request_timeout_ms=timeout_ms,
+            own_broker=self._own_broker,
+            bootstrap_timeout_ms=timeout_ms,
+        )
 
     def start(self) -> None:
         """Connects the client in the background (bootstrap, version probe: a second or more), so the
         first view that needs the cluster does not wait for that too."""
         with self._lock:
             self._submit(self._client)
-
-    def close(self) -> None:
-        """Never waits for a request or a client still connecting (the workers are daemons)."""
-        with self._admin_lock:
-            self._closed = True
-            admin, self._admin = self._admin, None
-        if self._workers is not None:
-            self._workers.stop()
-        if admin is not None:
-            try:
-                admin.close()
-            except Exception:  # closing on the way out
-                pass
 
     # --- the lookup ---
 
@@ -241,59 +170,22 @@ class ClusterStateSource:
                 {tp: self._fact(self._producers[tp]) for tp in wanted},
             )
 
-    def _forget(self, now: float) -> None:
-        """Holding self._lock: once a minute, drops the answers no view asked for in FORGET_SECONDS."""
-        if now - self._forgot < 60.0:
-            return
-        self._forgot = now
-        caches: tuple[dict[Any, CachedEntry], ...] = (self._topics, self._configs, self._producers)
-        for cache in caches:
-            for key in [k for k, e in cache.items() if e.pending is None and now - e.asked > FORGET_SECONDS]:
-                del cache[key]
-
-    def _fact(self, entry: CachedEntry) -> Fact:
-        # A future that completed while its callback has not run yet (waiters wake first) counts.
-        if entry.pending is not None and entry.pending.done():
-            self._settle(entry, entry.pending)
-        return entry.fact(self.wait_seconds)
-
-    @staticmethod
-    def _first_looks(entries: Iterable[CachedEntry]) -> list[Future]:
-        """The refreshes of entries that never had an answer: a view waits for those only."""
-        return [e.pending for e in entries if e.fetched is None and e.pending is not None]
-
-    def _due(self, entry: CachedEntry) -> bool:
-        if self._closed or entry.pending is not None:
-            return False
-        if entry.fetched is None:
-            return True
-        period = self.cache_seconds if entry.problem is None else min(self.cache_seconds, RETRY_SECONDS)
-        return self._monotonic() - entry.fetched >= period
-
     def _refresh_topics(self, topics: list[str]) -> None:
         """Holding self._lock: one Metadata and one DescribeConfigs request for the topics that are
         due; every Metadata answer also brings the live brokers."""
-        due = [t for t in topics if self._due(self._topics.setdefault(t, CachedEntry()))]
+        now = self._monotonic()
+        due = [t for t in topics if self._due(self._topics.setdefault(t, CachedEntry()), now)]
         if due:
             future = self._submit(functools.partial(self._metadata, due))
             if self._brokers.pending is None:
                 self._watch(self._brokers, future, _brokers_of)
             for topic in due:
                 self._watch(self._topics[topic], future, functools.partial(_topic_of, topic))
-        due = [t for t in topics if self._due(self._configs.setdefault(t, CachedEntry()))]
+        due = [t for t in topics if self._due(self._configs.setdefault(t, CachedEntry()), now)]
         if due:
             future = self._submit(functools.partial(self._min_isr, due))
             for topic in due:
                 self._watch(self._configs[topic], future, functools.partial(_one_of, topic))
-
-    def _submit(self, call: Callable[[], Any]) -> Future:
-        if self._workers is None:
-            # kafka-python imported here first, not by two workers at once (see import_kafka_python).
-            from exporter.sources.kafka_admin import import_kafka_python
-
-            import_kafka_python()
-            self._workers = Workers(WORKER_THREADS, "cluster-state")
-        return self._workers.submit(call)
 
     def _watch(self, entry: CachedEntry, future: Future, pick: Callable[[Any], tuple[Any, str | None]] = whole) -> None:
         """Holding self._lock."""
@@ -304,27 +196,6 @@ class ClusterStateSource:
                 self._settle(entry, f)
 
         future.add_done_callback(done)
-
-    def _settle(self, entry: CachedEntry, future: Future) -> None:
-        """Holding self._lock: the answer of `future`, once, if it is still the entry's refresh."""
-        if entry.pending is not future:
-            return
-        entry.pending = None
-        try:
-            value, problem = entry.pick(future.result())
-        except Exception as e:  # the entry says why it is unknown
-            value, problem = None, _error_name(e)
-        self._answered(entry, value, problem)
-
-    def _answered(self, entry: CachedEntry, value: Any, problem: str | None) -> None:
-        entry.fetched = self._monotonic()
-        if problem is not None:
-            log.debug("cluster state: %s", problem)
-            if entry.value is not None:  # keep showing the last value, with its time; retried later
-                entry.problem = problem
-                return
-        entry.value, entry.problem = value, problem
-        entry.as_of_ms = int(self._clock() * 1000)
 
     # --- requests (kafka-python, blocking: on the workers) ---
 
@@ -394,8 +265,9 @@ class ClusterStateSource:
     def _refresh_producers(self, partitions: list[tuple[str, int]]) -> None:
         """Holding self._lock: one request per leader for the partitions that are due."""
         by_leader: dict[int | None, list[tuple[str, int]]] = {}
+        now = self._monotonic()
         for tp in partitions:
-            if self._due(self._producers.setdefault(tp, CachedEntry())):
+            if self._due(self._producers.setdefault(tp, CachedEntry()), now):
                 by_leader.setdefault(self._leader(tp), []).append(tp)
         for leader, tps in by_leader.items():
             future = self._submit(functools.partial(self._describe_producers, tps, leader))
@@ -428,7 +300,7 @@ class ClusterStateSource:
                 try:
                     results.update(self._describe_producers([tp], leader))
                 except Exception as e:
-                    results[tp] = (None, _error_name(e))
+                    results[tp] = (None, exception_name(e))
             return results
         return {
             (tp.topic, tp.partition): (

@@ -31,12 +31,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from typing import Any
+from typing import Any, Unpack
 
 from exporter.contracts.cluster import Fact
 from exporter.contracts.groups import (
@@ -46,27 +43,16 @@ from exporter.contracts.groups import (
     PendingGroup,
     offsets_partition,
 )
-from exporter.sources.lookups import CachedEntry, Workers, error_name
+from exporter.sources.kafka_admin import admin_client
+from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions, error_name
 
 log = logging.getLogger("txn_exporter.consumer_groups")
 
-CACHE_SECONDS = 5.0
-WAIT_SECONDS = 0.5
-REQUEST_TIMEOUT_SECONDS = 5.0
-RETRY_SECONDS = 1.0  # a failed lookup is tried again this soon
-FORGET_SECONDS = 600.0  # answers no view asked for in this long are dropped
 MAX_GROUPS = 200  # groups of one partition asked (one OffsetFetch, one DescribeGroups)
 MAX_PARTITIONS = 50  # offsets partitions looked up per view
 WORKER_THREADS = 2
 # OffsetFetch v8 and v9 name topics (v10 gives topic ids); v8 is Kafka 3.0+.
 OFFSET_FETCH_VERSIONS = (8, 9)
-
-
-def _exception_name(exc: BaseException) -> str:
-    code = getattr(exc, "errno", None)
-    if isinstance(code, int):
-        return error_name(code)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 # --- reading the answers (pure: the tests feed them plain objects) --------------------------------
@@ -131,45 +117,41 @@ def assigned_partitions(description: Mapping[str, Any]) -> set[tuple[str, int]]:
 # --- the source -----------------------------------------------------------------------------------
 
 
-class ConsumerGroupsSource:
+class ConsumerGroupsSource(CachedLookups):
     """Looks up the groups pending on `__consumer_offsets` partitions (see the module docstring);
     thread-safe."""
+
+    what = "consumer groups"
+    worker_threads = WORKER_THREADS
 
     def __init__(
         self,
         bootstrap_servers: str,
         kafka_settings: Mapping[str, str] | None = None,
         *,
-        cache_seconds: float = CACHE_SECONDS,
-        wait_seconds: float = WAIT_SECONDS,
-        request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS,
         max_groups: int = MAX_GROUPS,
         max_partitions: int = MAX_PARTITIONS,
-        monotonic: Callable[[], float] = time.monotonic,
-        clock: Callable[[], float] = time.time,
         ask: Callable[[int], OffsetsPartitionGroups] | None = None,
-        own_broker: Callable[[], int | None] = lambda: None,
+        **options: Unpack[LookupOptions],
     ) -> None:
         """`ask`: looks one partition up, blocking (default: the requests above; tests give their own)."""
-        self.cache_seconds = cache_seconds
-        self.wait_seconds = wait_seconds
-        self.request_timeout_seconds = request_timeout_seconds
+        super().__init__(bootstrap_servers, kafka_settings, **options)
         self.max_groups = max_groups
         self.max_partitions = max_partitions
-        self._monotonic = monotonic
-        self._clock = clock
-        self._bootstrap_servers = bootstrap_servers
-        self._kafka_settings = dict(kafka_settings or {})
-        self._own_broker = own_broker
         self._ask = ask or self._pending_groups
-        self._admin: Any = None
-        self._admin_lock = threading.Lock()
-        self._creating = threading.Lock()
-        self._lock = threading.Lock()
         self._entries: dict[int, CachedEntry] = {}
-        self._workers: Workers | None = None
-        self._forgot = 0.0
-        self._closed = False
+
+    def _caches(self) -> tuple[dict[int, CachedEntry]]:
+        return (self._entries,)
+
+    def _kafka_python_admin(self) -> Any:
+        return admin_client(
+            self._bootstrap_servers,
+            self._kafka_settings,
+            client_id="txn-exporter-consumer-groups",
+            request_timeout_ms=int(self.request_timeout_seconds * 1000),
+            own_broker=self._own_broker,
+        )
 
     # --- the lookup ---
 
@@ -180,98 +162,16 @@ class ConsumerGroupsSource:
         now = self._monotonic()
         with self._lock:
             self._forget(now)
-            waiting = []
             for n in wanted:
                 entry = self._entries.setdefault(n, CachedEntry())
                 entry.asked = now
                 if self._due(entry, now):
-                    entry.pending = self._submit(n)
-                if entry.fetched is None and entry.pending is not None:
-                    waiting.append(entry.pending)
+                    entry.pending = self._submit(functools.partial(self._ask, n))
+            waiting = self._first_looks(self._entries[n] for n in wanted)
         if waiting:
             wait_futures(waiting, timeout=self.wait_seconds)
         with self._lock:
             return {n: self._fact(self._entries[n]) for n in wanted}
-
-    def _due(self, entry: CachedEntry, now: float) -> bool:
-        if self._closed or entry.pending is not None:
-            return False
-        if entry.fetched is None:
-            return True
-        period = self.cache_seconds if entry.problem is None else min(self.cache_seconds, RETRY_SECONDS)
-        return now - entry.fetched >= period
-
-    def _forget(self, now: float) -> None:
-        if now - self._forgot < 60.0:
-            return
-        self._forgot = now
-        for n in [n for n, e in self._entries.items() if e.pending is None and now - e.asked > FORGET_SECONDS]:
-            del self._entries[n]
-
-    def _fact(self, entry: CachedEntry) -> Fact[OffsetsPartitionGroups]:
-        """Holding self._lock."""
-        future = entry.pending
-        if future is not None and future.done():
-            entry.pending = None
-            try:
-                value, problem = future.result(), None
-            except Exception as e:  # the fact says why it is unknown
-                value, problem = None, _exception_name(e)
-            entry.fetched = self._monotonic()
-            if problem is not None:
-                log.debug("consumer groups: %s", problem)
-            if problem is None or entry.value is None:
-                entry.value, entry.as_of_ms = value, int(self._clock() * 1000)
-            entry.problem = problem
-        return entry.fact(self.wait_seconds)
-
-    # --- the threads ---
-
-    def _submit(self, partition: int) -> Future:
-        """Holding self._lock: the partition's refresh, on a worker."""
-        if self._workers is None:
-            self._workers = Workers(WORKER_THREADS, "consumer-groups")
-        return self._workers.submit(functools.partial(self._ask, partition))
-
-    def close(self) -> None:
-        """Never waits for a request or a client still connecting (the workers are daemons)."""
-        with self._admin_lock:
-            self._closed = True
-            admin, self._admin = self._admin, None
-        with self._lock:
-            self._closed = True
-            if self._workers is not None:
-                self._workers.stop()
-        if admin is not None:
-            try:
-                admin.close()
-            except Exception:  # closing on the way out
-                pass
-
-    # --- the client and its requests (kafka-python, blocking: on the workers) ---
-
-    def _client(self) -> Any:
-        with self._creating:
-            with self._admin_lock:
-                if self._admin is not None:
-                    return self._admin
-                if self._closed:
-                    raise RuntimeError("closed")
-            from kafka import KafkaAdminClient
-
-            from exporter.sources.hanging_scan import admin_config
-            from exporter.sources.kafka_admin import route
-
-            config = admin_config(self._bootstrap_servers, self._kafka_settings)
-            config["client_id"] = "txn-exporter-consumer-groups"
-            config["request_timeout_ms"] = int(self.request_timeout_seconds * 1000)
-            admin = route(KafkaAdminClient(**config), self._own_broker, config["request_timeout_ms"])
-            with self._admin_lock:
-                if not self._closed:
-                    self._admin = admin
-                    return admin
-            admin.close()
-            raise RuntimeError("closed")
 
     def _pending_groups(self, partition: int) -> OffsetsPartitionGroups:
         admin = self._client()

@@ -32,7 +32,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import (
@@ -44,7 +43,7 @@ from exporter.contracts.hanging_rules import (
     late_transactions,
     partitions_with_late_transactions,
 )
-from exporter.sources.kafka_admin import route
+from exporter.sources.kafka_admin import KAFKA_PYTHON_SETTINGS, admin_client
 
 log = logging.getLogger("txn_exporter.hanging")
 
@@ -58,44 +57,6 @@ REQUEST_TIMEOUT_MS = 10_000
 
 class ScanAccessError(Exception):
     """The scan lacks a right it cannot work without; the message names the ACL to grant."""
-
-
-class _NoClientConfiguration(logging.Filter):
-    """kafka-python's admin client logs its whole configuration at DEBUG, SASL password included."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Starting KafkaAdminClient with configuration")
-
-
-_NO_CLIENT_CONFIGURATION = _NoClientConfiguration()
-
-# librdkafka setting names (Settings.kafka) -> kafka-python's KafkaAdminClient arguments.
-_KAFKA_PYTHON_SETTINGS = {
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "client.id": "client_id",
-}
-
-
-def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, Any]:
-    """KafkaAdminClient arguments from the exporter's librdkafka-style settings; settings with no
-    kafka-python equivalent are skipped (logged once by the caller). Every kafka-python client the
-    exporter makes (the scan's, the cluster state's) takes its arguments from here, so this is where
-    the client is kept from logging them: whichever client is made first, no password reaches a log."""
-    logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
-    # (Any: the user's strings are passed on for kafka-python to check, as its keyword arguments.)
-    config: dict[str, Any] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
-    for key, value in kafka_settings.items():
-        if key in _KAFKA_PYTHON_SETTINGS:
-            config[_KAFKA_PYTHON_SETTINGS[key]] = value
-    return config
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,17 +86,20 @@ class HangingScanner:
         clock: Callable[[], float] = time.time,
         topic: str | None = None,
     ) -> None:
-        from kafka import KafkaAdminClient  # kafka-python: see the module docstring
-
-        skipped = sorted(set(kafka_settings or {}) - set(_KAFKA_PYTHON_SETTINGS))
+        skipped = sorted(set(kafka_settings or {}) - set(KAFKA_PYTHON_SETTINGS))
         if skipped:
             log.warning(
                 "hanging-transaction scan: client settings without a kafka-python equivalent ignored: %s", skipped
             )
-        config = admin_config(bootstrap_servers, kafka_settings or {})
-        config["request_timeout_ms"] = config["bootstrap_timeout_ms"] = REQUEST_TIMEOUT_MS
-        # Requests that name no broker go to this broker first, then to others that answer.
-        self._admin = route(KafkaAdminClient(**config), lambda: broker_id, REQUEST_TIMEOUT_MS)
+        # kafka-python: see the module docstring. Requests that name no broker go to this broker first,
+        # then to others that answer.
+        self._admin = admin_client(
+            bootstrap_servers,
+            kafka_settings or {},
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            own_broker=lambda: broker_id,
+            bootstrap_timeout_ms=REQUEST_TIMEOUT_MS,
+        )
         self.broker_id = broker_id
         self.max_timeout_ms = max_timeout_ms
         self.padding_ms = padding_ms

@@ -1,5 +1,7 @@
-"""Where the exporter's kafka-python requests go (the cluster state's, exporter.sources.cluster_state,
-and the hanging scan's, exporter.sources.hanging_scan): to brokers that answer.
+"""The exporter's kafka-python admin clients (the cluster state's, exporter.sources.cluster_state, the
+consumer groups', exporter.sources.consumer_groups, and the hanging scan's,
+exporter.sources.hanging_scan), all made here (`admin_client`): their arguments from the exporter's
+settings, kafka-python imported on one thread, and where their requests go: to brokers that answer.
 
 kafka-python's admin sends a request that names no broker (Metadata, DescribeConfigs of a topic,
 DescribeCluster, FindCoordinator) to its "least loaded" node, whichever that is. A broker that hangs
@@ -17,13 +19,75 @@ coordinator) goes there alone, with the same bound.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # A broker that did not answer within the timeout is asked last for this long.
 STALLED_SECONDS = 30.0
+
+
+class _NoClientConfiguration(logging.Filter):
+    """kafka-python's admin client logs its whole configuration at DEBUG, SASL password included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Starting KafkaAdminClient with configuration")
+
+
+_NO_CLIENT_CONFIGURATION = _NoClientConfiguration()
+
+# librdkafka setting names (Settings.kafka) -> kafka-python's KafkaAdminClient arguments.
+KAFKA_PYTHON_SETTINGS = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "client.id": "client_id",
+}
+
+
+def admin_config(bootstrap_servers: str, kafka_settings: Mapping[str, str]) -> dict[str, Any]:
+    """KafkaAdminClient arguments from the exporter's librdkafka-style settings; settings with no
+    kafka-python equivalent are skipped (logged once by the caller). Every kafka-python client the
+    exporter makes takes its arguments from here, so this is where the client is kept from logging
+    them: whichever client is made first, no password reaches a log."""
+    logging.getLogger("kafka.admin.client").addFilter(_NO_CLIENT_CONFIGURATION)  # added once however often
+    # (Any: the user's strings are passed on for kafka-python to check, as its keyword arguments.)
+    config: dict[str, Any] = {"bootstrap_servers": bootstrap_servers.split(","), "client_id": "txn-exporter-hanging"}
+    for key, value in kafka_settings.items():
+        if key in KAFKA_PYTHON_SETTINGS:
+            config[KAFKA_PYTHON_SETTINGS[key]] = value
+    return config
+
+
+def admin_client(
+    bootstrap_servers: str,
+    kafka_settings: Mapping[str, str],
+    *,
+    request_timeout_ms: int,
+    own_broker: Callable[[], int | None],
+    client_id: str | None = None,
+    bootstrap_timeout_ms: int | None = None,
+) -> Any:
+    """A KafkaAdminClient (it connects: blocking) with `admin_config`'s arguments, each request bounded
+    by `request_timeout_ms` and routed (`route`); `client_id`, when given, over the settings' own;
+    `bootstrap_timeout_ms`, when given, bounds its bootstrap (kafka-python's default: 30 s)."""
+    from kafka import KafkaAdminClient
+
+    config = admin_config(bootstrap_servers, kafka_settings)
+    if client_id is not None:
+        config["client_id"] = client_id
+    config["request_timeout_ms"] = request_timeout_ms
+    if bootstrap_timeout_ms is not None:
+        config["bootstrap_timeout_ms"] = bootstrap_timeout_ms
+    return route(KafkaAdminClient(**config), own_broker, request_timeout_ms)
 
 
 def import_kafka_python() -> None:
