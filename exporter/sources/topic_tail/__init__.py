@@ -33,7 +33,7 @@ from exporter.contracts.events import (
 )
 from exporter.sources.topic_tail.catch_up import CatchUp
 from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, FetchPattern
-from exporter.sources.topic_tail.outage_log import OutageLog
+from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
 from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, Fetched, latest_offsets, log
@@ -327,7 +327,7 @@ class TransactionLogTail:
                 self._denied(e.args[0])
             else:
                 self._outage_log.warning(
-                    "metadata", f"cannot read metadata of {TOPIC} from {self._bootstrap_servers}: {e}"
+                    "metadata", f"cannot read metadata of {TOPIC} from {self._bootstrap_servers}: {e.args[0].str()}"
                 )
             self._set_up(False, events)
             return
@@ -493,11 +493,11 @@ class TransactionLogTail:
             self._denied(error)
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._client_down = True
-            self._outage_log.warning(error.name(), message)
+            self._outage_log.warning(error.name(), in_plain_words(error.str()))
             return
         elif error.code() in _CONNECTION_ERRORS:
             self._ownership.read_soon()
-            self._outage_log.warning(error.name(), message)
+            self._outage_log.warning(error.name(), in_plain_words(error.str()))
             return
         log.warning("%s", message)
 
