@@ -6,13 +6,18 @@
   pipeline report  --out DIR --html report.html
 
 Spark runs local[*] unless --master says otherwise (or under spark-submit, which sets it).
-Errors a user can fix (a bad path, an unreachable cluster, no Java, no pyspark) print one line and
-exit 2.
+Errors a user can fix (a bad path, an unreachable cluster, no Java, the `spark` extra not installed)
+print one line and exit 2.
+
+The pipeline's modules need the `spark` extra (pyspark and its Arrow stack), which the sidecar's
+wheel and image leave out: this module imports them only once a step runs, after checking they are
+there, so `txn-exporter --help` and every other command work without them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -20,6 +25,15 @@ from pathlib import Path
 from exporter.pipeline.errors import PipelineError
 
 _PROG = "txn-exporter pipeline"
+# What pyproject.toml's `spark` extra installs, by import name (tests/commands/test_pipeline.py holds
+# the two together).
+SPARK_EXTRA = ("pyspark", "pyarrow", "pandas", "numpy", "matplotlib")
+INSTALL_HINT = "pip install 'kafka-txn-exporter[spark]'"
+
+
+def missing_spark_extra() -> list[str]:
+    """The spark extra's modules that cannot be imported here."""
+    return [name for name in SPARK_EXTRA if importlib.util.find_spec(name) is None]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Transaction lifecycles, pending-markers history and per-transactional-id forensics "
         "from __transaction_state (live clusters or segment files), on Spark (local[*] by default).",
     )
-    sub = parser.add_subparsers(dest="pipeline_command", required=True, metavar="STEP")
+    # Not required of argparse: without a step, the missing extra is said first (_no_step).
+    sub = parser.add_subparsers(dest="pipeline_command", metavar="STEP")
+    parser.set_defaults(func=_guarded(lambda args: _no_step(parser)))
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--out", required=True, help="output directory (Parquet tables)")
@@ -120,8 +136,20 @@ class _Progress:
             print(f"{self.clear}[{time.monotonic() - self.t0:7.1f}s] {name}", file=sys.stderr, flush=True)
 
 
+def _no_step(parser: argparse.ArgumentParser) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"{_PROG}: a STEP is required", file=sys.stderr)
+    return 2
+
+
 def _guarded(fn):
     def wrapper(args: argparse.Namespace) -> int:
+        missing = missing_spark_extra()
+        if missing:
+            print(
+                f"{_PROG}: needs the spark extra ({', '.join(missing)} not installed): {INSTALL_HINT}", file=sys.stderr
+            )
+            return 2
         try:
             return fn(args)
         except PipelineError as e:
