@@ -23,6 +23,6 @@ test: setup
 	.venv/bin/pytest -n 2 --dist loadfile
 
 # Every generated file (dashboards, rules, the Kubernetes component, the mixin, docs/metrics.md's
-# metric table, docs/architecture.md) from its one source, in order: generate/__init__.py lists them.
+# metric table, docs/architecture.md) from its one source, in order: generators/run.py lists them.
 generate: setup
-	.venv/bin/python -m generate
+	.venv/bin/python -m generators

@@ -1,5 +1,5 @@
 """The metric table of docs/metrics.md (the one page that holds it; the others link there), from the
-catalogue so the docs never drift from /metrics: step 5 of `make generate` (generate/__init__.py),
+catalogue so the docs never drift from /metrics: step 5 of `make generate` (generators/run.py),
 which rewrites the block between the two markers below."""
 
 from __future__ import annotations

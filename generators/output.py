@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = "make generate"  # regenerates every file below (python -m generate)
+COMMAND = "make generate"  # regenerates every file below (python -m generators)
 
 
 def strays(outputs: Mapping[Path, str], owned: Iterable[str], root: Path = ROOT) -> list[Path]:

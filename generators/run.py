@@ -1,7 +1,7 @@
-"""Runs every generator in order: `make generate`, which is `python -m generate` (rewrites every
+"""Runs every generator in order: `make generate`, which is `python -m generators` (rewrites every
 generated file that changed); with `--check` it exits 1 naming the stale ones instead
 (tests/generators/test_drift.py calls `check()`). It stands above everything it runs; what the
-generators share is below them, in generators/.
+generators share (the rest of this package) is below them.
 
 `make generate` regenerates every generated file from its one source;
 tests/generators/test_drift.py fails naming that command when a committed file differs. The steps,
@@ -66,7 +66,7 @@ def check() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m generate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m generators", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 naming the files that are not up to date")
     args = parser.parse_args(argv)
     if args.check:
