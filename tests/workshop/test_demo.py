@@ -5,19 +5,23 @@ The demo's work dir is a temporary directory: TMPDIR points it into the test's o
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from txn_workshop.demo import FREE_SECONDS, HOLD_SECONDS
+from txn_workshop.demo import FREE_SECONDS, HOLD_SECONDS, LISTEN
+from txn_workshop.harness.jars import TOOL_SCRIPTS
 from txn_workshop.harness.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,14 +62,19 @@ def test_the_work_dir_is_removed_on_exit(tmp_path: Path, kafka_broker_factory) -
     assert "removed on exit; --keep-work-dir keeps it" in proc.stdout
 
 
-HOLDING = (
-    "... holding the markers of demo-held's commit and the coordinator's abort of demo-held-timeout (timed out) "
-    f"back for {HOLD_SECONDS} s: pending markers 2, marker retries climbing"
+HOLDING = re.compile(
+    re.escape(
+        "... holding the markers of demo-held's commit and the coordinator's abort of demo-held-timeout "
+        f"(timed out) back for {HOLD_SECONDS} s more (the oldest pending for "
+    )
+    + r"(\d+) s already\): pending markers 2, marker retries climbing$"
 )
-RELEASING = "... releasing the held markers: pending markers drop back to 0 within seconds"
+RELEASING = re.compile(
+    r"^\.\.\. releasing the held markers \(the oldest held (\d+) s\): pending markers drop back to 0 within seconds$"
+)
 SUMMARY = re.compile(
     r"^\[\d\d:\d\d:\d\d\] since start: appends PREPARE_COMMIT (\d+), PREPARE_ABORT (\d+) "
-    r"\(p99 of the last 5 min: (?:\d+ ms|-), (?:\d+ ms|-)\), marker retries (\d+) "
+    r"\(p99 of the last 5 min: (?:\d+ ms|-) of (\d+), (?:\d+ ms|-) of (\d+)\), marker retries (\d+) "
     r"\| now: pending markers (\d+)(?:, the oldest for \d+\.\d s)?$"
 )
 LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+: ")
@@ -74,25 +83,55 @@ LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|
 def _summary(line: str) -> tuple[int, int, int, int] | None:
     """A summary line's PREPARE_COMMIT and PREPARE_ABORT appends, marker retries, pending markers."""
     match = SUMMARY.match(line)
-    return None if match is None else (int(match[1]), int(match[2]), int(match[3]), int(match[4]))
+    return None if match is None else (int(match[1]), int(match[2]), int(match[5]), int(match[6]))
+
+
+def _index(lines: list[str], pattern: re.Pattern[str]) -> int | None:
+    return next((i for i, line in enumerate(lines) if pattern.match(line)), None)
 
 
 def _released(lines: list[str]) -> bool:
     """The release announced, and a summary after it shows no pending markers."""
-    if RELEASING not in lines:
+    released = _index(lines, RELEASING)
+    if released is None:
         return False
-    after = [_summary(line) for line in lines[lines.index(RELEASING) + 1 :]]
+    after = [_summary(line) for line in lines[released + 1 :]]
     return any(summary is not None and summary[3] == 0 for summary in after)
 
 
+def _shell(command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def _view(listen: str) -> dict:
+    request = urllib.request.Request(f"http://{listen}/transactions", headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)
+
+
+def _commands(view: dict) -> list[str]:
+    """The commands of every diagnosed row of a transactions view."""
+    return [c["command"] for row in view["transactions"] for c in (row.get("diagnosis") or {}).get("commands", [])]
+
+
+def _read_only(command: str) -> bool:
+    """A command of the diagnosis that only looks (its confirm steps), not one that changes the cluster."""
+    return not any(word in command.split() for word in ("--alter", "abort", "--execute", "--delete"))
+
+
 @pytest.fixture(scope="module")
-def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], str, Path]:
+def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], str, Path, dict]:
     """The demo (work dir kept) until it released its first hold and a summary after that shows 0
-    pending, then Ctrl-C: its stdout lines, its stderr, and the test's TMPDIR."""
+    pending, then Ctrl-C: its stdout lines, its stderr, the test's TMPDIR, and what ran beside it:
+    during the hold, the transactions view (JSON) and `txn-exporter transactions` as the banner shows
+    it; after the release, the banner's Kafka tool command and the view's read-only commands, each
+    in a shell with the banner's `export PATH=...` first, as a user would copy them."""
     tmp_path = tmp_path_factory.mktemp("demo")
     kafka_broker_factory.make_room()
+    listen = f"127.0.0.1:{free_port()}"
+    ran: dict = {}
     demo = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{free_port()}", "--keep-work-dir"],
+        [sys.executable, "-m", "exporter", "demo", "--listen", listen, "--keep-work-dir"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -113,7 +152,29 @@ def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], s
     try:
         while not _released(list(lines)):
             assert demo.poll() is None and time.monotonic() < deadline, "\n".join(lines) + "".join(errors)
+            if (
+                "view" not in ran
+                and _index(list(lines), HOLDING) is not None
+                and _index(list(lines), RELEASING) is None
+            ):
+                view = _view(listen)  # asked until a held row has its diagnosis (stuck, or its markers erring)
+                if _commands(view):
+                    ran["view"] = view
+                if "table" not in ran:
+                    command = next(line.split("in a terminal: ", 1)[1] for line in lines if "in a terminal: " in line)
+                    ran["table"] = _shell(
+                        f"{shlex.quote(sys.executable)} -m exporter {command.removeprefix('txn-exporter ')}"
+                    )
             time.sleep(0.5)
+        export = next(line.strip() for line in lines if line.strip().startswith("export PATH="))
+        example = lines[lines.index(next(line for line in lines if line.strip() == export)) + 1].strip()
+        ran["example"] = (example, _shell(f"{export}; {example}"))
+        commands = _commands(ran.get("view", {"transactions": []}))
+        ran["commands"] = {}
+        for command in commands:
+            tool = command.split()[0]
+            if _read_only(command) and tool not in ran["commands"]:
+                ran["commands"][tool] = (command, _shell(f"{export}; {command}"))
         demo.send_signal(signal.SIGINT)
         assert demo.wait(180) == 0, "\n".join(lines) + "".join(errors)
     finally:
@@ -122,11 +183,11 @@ def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], s
             demo.wait()
     for reader in readers:
         reader.join(10)
-    return lines, "".join(errors), tmp_path
+    return lines, "".join(errors), tmp_path, ran
 
 
 def test_the_work_dir_is_kept_with_keep_work_dir(through_a_hold) -> None:
-    lines, _, tmp_path = through_a_hold
+    lines, _, tmp_path, _ = through_a_hold
     (work_dir,) = tmp_path.glob("txn-exporter-demo-*")
     assert f"Brokers' data and logs kept in {work_dir}" in lines
     assert (work_dir / "broker-1" / "logs" / "server.log").stat().st_size > 0
@@ -137,35 +198,87 @@ def test_a_hold_is_announced_once_both_transactions_are_pending_and_released_bef
 ) -> None:
     """The hold holds two transactions (a commit, a timed-out producer's abort), says so, and says it
     once the exporter sees them both; the summaries show both pending until the release is announced."""
-    lines, _, _ = through_a_hold
-    assert lines.count(HOLDING) == 1 and lines.count(RELEASING) == 1, lines
-    held = [_summary(line) for line in lines[lines.index(HOLDING) + 1 : lines.index(RELEASING)]]
+    lines, _, _, _ = through_a_hold
+    holding, releasing = _index(lines, HOLDING), _index(lines, RELEASING)
+    assert holding is not None and releasing is not None, lines
+    assert sum(map(bool, map(HOLDING.match, lines))) == 1 and sum(map(bool, map(RELEASING.match, lines))) == 1
+    held = [_summary(line) for line in lines[holding + 1 : releasing]]
     assert held and all(summary is not None and summary[3] == 2 for summary in held), lines
     retries = [summary[2] for summary in held if summary]
     assert retries == sorted(retries) and (len(retries) == 1 or retries[-1] > retries[0]), lines
     # Before the line, the exporter may have seen one of the two already (the line waits for both).
-    before = [summary for summary in map(_summary, lines[: lines.index(HOLDING)]) if summary]
+    before = [summary for summary in map(_summary, lines[:holding]) if summary]
     assert all(summary[3] <= 2 for summary in before), lines
+    # What the lines say of the oldest's wait is so: HOLD_SECONDS more than when the hold began.
+    already = int(HOLDING.match(lines[holding])[1])  # type: ignore[index]
+    held_for = int(RELEASING.match(lines[releasing])[1])  # type: ignore[index]
+    assert already + HOLD_SECONDS - 1 <= held_for <= already + HOLD_SECONDS + 5, (already, held_for)
 
 
 def test_the_summaries_are_totals_since_the_start_then_what_is_now(through_a_hold) -> None:
-    lines, _, _ = through_a_hold
+    lines, _, _, _ = through_a_hold
     summaries = [summary for summary in map(_summary, lines) if summary]
     assert len(summaries) >= 3
     for column in (0, 1, 2):  # running totals only grow
         totals = [summary[column] for summary in summaries]
         assert totals == sorted(totals), (column, totals)
     words = " ".join(" ".join(lines).split())
-    assert f"after every {FREE_SECONDS} s of that, the markers of two transactions are held back for" in words
-    assert "Each summary line: totals since the start, then what is true now." in words
+    assert f"after every {FREE_SECONDS} s of that, the markers of two transactions are held back" in words
+    assert f"once both are pending, {HOLD_SECONDS} s more, so the oldest waits longer than {HOLD_SECONDS} s" in words
+    assert "Each summary line: totals since the start, then what is true now" in words
+    # Each p99 with the count of samples it is of (under 100, about their maximum).
+    counts = [(int(m[3]), int(m[4])) for m in map(SUMMARY.match, lines) if m]
+    assert counts[-1][0] > 0 and "with fewer than 100, the p99 is about their maximum" in words
 
 
 def test_no_client_line_reaches_the_terminal_raw(through_a_hold) -> None:
     """librdkafka's lines (its producers', its child processes') go through logging, whose level the
     demo sets: ERROR for the harness's clients. A bare line would be one of theirs."""
-    lines, stderr, _ = through_a_hold
+    lines, stderr, _, _ = through_a_hold
     assert not any("Failed to acquire transactional PID" in line for line in [*lines, *stderr.splitlines()])
     assert all(LOGGED.match(line) for line in stderr.splitlines() if line and not line.startswith(" ")), stderr
+
+
+def test_the_holds_warning_is_in_plain_words_and_the_banner_announces_it(through_a_hold) -> None:
+    """Stopping broker 2 for the hold makes the exporter's client warn: the line names the broker and
+    what failed, in at most 25 words, without librdkafka's codes; the banner shows that line."""
+    lines, stderr, _, _ = through_a_hold
+    warned = [
+        line.split(": ", 1)[1] for line in stderr.splitlines() if " WARNING exporter.sources.topic_tail: " in line
+    ]
+    assert any(w.startswith("cannot connect to Kafka broker 2 at 127.0.0.1:") for w in warned), stderr
+    for warning in warned:
+        assert len(warning.split()) <= 25 and not re.search(r"\b_[A-Z_]+\b", warning), warning
+    words = " ".join(" ".join(lines).split())
+    assert "At each hold the exporter warns, on stderr, that broker 2 is gone; that is the hold, not a fault" in words
+    assert "WARNING exporter.sources.topic_tail: cannot connect to Kafka broker 2 at 127.0.0.1:" in words
+
+
+def test_the_banners_commands_run_as_printed(through_a_hold) -> None:
+    """`txn-exporter transactions` with no --url on the default port (here --url, the port another),
+    Kafka's tools through the scripts the banner puts on PATH, and the diagnosis's read-only commands
+    of the held transactions, copied as the page shows them."""
+    lines, _, _, ran = through_a_hold
+    assert any(line.strip().startswith("in a terminal: txn-exporter transactions --url http://") for line in lines)
+    table = ran["table"]
+    assert table.returncode == 0 and "demo-held" in table.stdout, table.stdout + table.stderr
+    example, proc = ran["example"]
+    assert example.startswith("kafka-transactions.sh --bootstrap-server 127.0.0.1:") and example.endswith(" list")
+    assert proc.returncode == 0 and "demo-held" in proc.stdout, proc.stdout + proc.stderr
+    assert {"kafka-transactions.sh", "kafka-topics.sh", "kafka-configs.sh"} <= set(ran["commands"]), ran["commands"]
+    assert set(ran["commands"]) <= set(TOOL_SCRIPTS)
+    for command, proc in ran["commands"].values():
+        assert proc.returncode == 0 and proc.stdout.strip(), (command, proc.stdout, proc.stderr)
+
+
+def test_the_banner_names_the_transactions_command_without_url_on_the_default_port(capsys) -> None:
+    from txn_workshop.demo import _explain
+
+    assert LISTEN == "127.0.0.1:9464"
+    _explain(f"http://{LISTEN}/metrics", "127.0.0.1:9092", "127.0.0.1:9093", Path("/tmp/demo/bin"), "4.4.0")
+    out = capsys.readouterr().out
+    assert "in a terminal: txn-exporter transactions\n" in out
+    assert 'export PATH="/tmp/demo/bin:$PATH"' in out and "kafka/4.3.1/libs" in out
 
 
 def test_the_help_says_when_markers_are_held() -> None:
@@ -174,8 +287,9 @@ def test_the_help_says_when_markers_are_held() -> None:
     )
     words = " ".join(proc.stdout.split())
     assert "now and then" not in words
-    assert f"after every {FREE_SECONDS} s of those, the markers of two transactions held back for {HOLD_SECONDS} s" in (
-        words
+    assert (
+        f"after every {FREE_SECONDS} s of those, the markers of two transactions held back until both are pending, "
+        f"then for {HOLD_SECONDS} s more" in words
     )
 
 
@@ -185,7 +299,7 @@ def test_what_the_newcomer_reads_says_that_kafka_resends_markers_without_backoff
     longer says the demo does not follow the broker log (it does: --broker-log on the coordinator)."""
     from txn_workshop.demo import _explain
 
-    _explain("http://127.0.0.1:9464/metrics", "127.0.0.1:9092")
+    _explain("http://127.0.0.1:9464/metrics", "127.0.0.1:9092", "127.0.0.1:9093", Path("/tmp/demo/bin"), "4.4.0")
     assert "Kafka retries markers without backoff" in capsys.readouterr().out
     runbooks = (ROOT / "alerts" / "runbooks.md").read_text()
     section = runbooks.split("## KafkaTransactionMarkerRetriesSustained", 1)[1].split("\n## ", 1)[0]

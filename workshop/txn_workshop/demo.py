@@ -2,9 +2,10 @@
 
 Two brokers from the harness (the second one makes it possible to hold markers back: see
 txn_workshop.harness.workload.hold_markers), a workload that commits, aborts and lets producers time
-out, and after every FREE_SECONDS of that holds the markers of two transactions back for
-HOLD_SECONDS (a client's commit and the coordinator's abort of a timed-out producer), and the
-exporter serving /metrics. A summary of what the numbers say is printed every few seconds until
+out, and after every FREE_SECONDS of that holds the markers of two transactions back (a client's
+commit and the coordinator's abort of a timed-out producer) until both are pending, then for
+HOLD_SECONDS more, and the exporter serving /metrics. Kafka's tools that the transactions view
+names run from the cached jars through scripts the demo writes into its work dir (bin/). A summary of what the numbers say is printed every few seconds until
 Ctrl-C or --duration. The brokers' data and logs (server.log rolls over by size: a hold's marker
 retries write megabytes a second) live in a temporary directory, removed on exit unless
 --keep-work-dir.
@@ -33,7 +34,16 @@ from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES
 from exporter.http_server import ListenError, MetricsServer
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker, KafkaBrokerError
-from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, KafkaJarsError, kafka_libs
+from txn_workshop.harness.jars import (
+    DEFAULT_KAFKA_VERSION,
+    KAFKA_VERSIONS,
+    TOOL_SCRIPTS,
+    KafkaJarsError,
+    kafka_libs,
+    tool_scripts,
+    tools_libs,
+    tools_version,
+)
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
 
 TOPIC = "demo-orders"
@@ -44,6 +54,9 @@ HOLD_SECONDS = 20
 # The held abort's producer: its records are written before the hold (nothing is, during it), and
 # the coordinator aborts its transaction when this timeout runs out, by then inside the hold.
 HELD_TIMEOUT_MS = 8000
+# Where the demo's exporter listens by default: `txn-exporter transactions`' default exporter too, so
+# the banner's command needs no --url there.
+LISTEN = "127.0.0.1:9464"
 log = logging.getLogger("txn_exporter.demo")
 
 
@@ -53,12 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a local Kafka cluster, a transactional workload and the exporter",
         description="Start two local Kafka brokers (from the pinned jars), a transactional workload "
         f"(commits, aborts, timed-out producers, and after every {FREE_SECONDS} s of those, the markers of "
-        f"two transactions held back for {HOLD_SECONDS} s), and the exporter; print where to look and what "
-        "the numbers mean. Stops everything on Ctrl-C or after --duration.",
+        f"two transactions held back until both are pending, then for {HOLD_SECONDS} s more), and the exporter; "
+        "print where to look and what the numbers mean. Stops everything on Ctrl-C or after --duration.",
     )
     parser.add_argument(
         "--listen",
-        default="127.0.0.1:9464",
+        default=LISTEN,
         type=_listen,
         metavar="HOST:PORT",
         help="where /metrics is served (default: %(default)s)",
@@ -135,6 +148,7 @@ def _preflight(args: argparse.Namespace) -> str | None:
         return "Java 17+ is needed for the Kafka brokers (apt-get install openjdk-17-jre-headless)"
     try:
         kafka_libs(args.kafka_version)  # resolved from Maven Central once, then cached
+        tools_libs(args.kafka_version)  # the tools' classpath: another version's for some (versions.py)
     except KafkaJarsError as e:
         return str(e)
     return None
@@ -164,7 +178,8 @@ def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int
         except ListenError as e:  # taken since the preflight check
             print(f"txn-exporter demo: {e}", file=sys.stderr)
             return 2
-        _explain(exporter.server.url, first.bootstrap_servers)
+        tools = tool_scripts(workdir / "bin", args.kafka_version)
+        _explain(exporter.server.url, first.bootstrap_servers, second.bootstrap_servers, tools, args.kafka_version)
         threads = [
             threading.Thread(target=exporter.serve, args=(stop,), name="exporter", daemon=True),
             threading.Thread(
@@ -228,13 +243,17 @@ def _held_transactions(bootstrap: str, follower: KafkaBroker, exporter: Exporter
         if stop.is_set():
             return
         print(
-            f"... holding the markers of {held} back for {HOLD_SECONDS} s: pending markers {pending}, "
-            "marker retries climbing",
+            f"... holding the markers of {held} back for {HOLD_SECONDS} s more (the oldest pending for "
+            f"{_oldest_age(exporter):.0f} s already): pending markers {pending}, marker retries climbing",
             flush=True,
         )
         if stop.wait(HOLD_SECONDS):
             return
-        print("... releasing the held markers: pending markers drop back to 0 within seconds", flush=True)
+        print(
+            f"... releasing the held markers (the oldest held {_oldest_age(exporter):.0f} s): pending markers "
+            "drop back to 0 within seconds",
+            flush=True,
+        )
 
 
 def _wait(stop: threading.Event, condition: Callable[[], bool], timeout: float) -> None:
@@ -247,19 +266,38 @@ def _pending(exporter: Exporter) -> int:
     return exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].pending_markers
 
 
+def _oldest_age(exporter: Exporter) -> float:
+    """Seconds the oldest transaction waiting for its markers has waited, as the exporter sees it now."""
+    now_ms = int(time.time() * 1000)
+    oldest = exporter.model.snapshot(now_ms, 0, lambda: None)[0].oldest_prepare_ms
+    return 0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000)
+
+
 def _in_flight(exporter: Exporter) -> int:
     """Transactions ONGOING or PREPARE_*, as the exporter sees them now."""
     by_state = exporter.model.snapshot(int(time.time() * 1000), 0, lambda: None)[0].transactions_by_state
     return sum(by_state[state] for state in IN_FLIGHT_STATES)
 
 
-def _explain(url: str, bootstrap: str) -> None:
+def _explain(url: str, bootstrap: str, held_broker: str, tools: Path, kafka_version: str) -> None:
+    base = url.removesuffix("/metrics")
+    command = "txn-exporter transactions" + ("" if base == f"http://{LISTEN}" else f" --url {base}")
+    libs = str(tools_libs(kafka_version)).replace(str(Path.home()), "~", 1)
     print(
         f"""
 kafka-txn-exporter demo
-  metrics:  {url}   (readiness: {url.removesuffix("/metrics")}/readyz)
-  transactions: {url.removesuffix("/metrics")}/transactions   (which ones are in flight or stuck; a page in a browser)
+  metrics:  {url}   (readiness: {base}/readyz)
+  transactions: {base}/transactions   (which ones are in flight or stuck; a page in a browser)
+      in a terminal: {command}
   kafka:    {bootstrap}
+
+Kafka's tools that the transactions page's commands name:
+  {", ".join(TOOL_SCRIPTS)}.
+  The demo installs no Kafka distribution; its scripts run Kafka {tools_version(kafka_version)}'s tools from the cached jars
+  ({libs}). They are in {tools}
+  (removed with the work dir). In another terminal:
+      export PATH="{tools}:$PATH"
+      kafka-transactions.sh --bootstrap-server {bootstrap} list
 
 What to look at:
   kafka_transaction_state_log_append_latency_seconds{{target_state}}  how long the coordinator's appends
@@ -276,9 +314,14 @@ What to look at:
       request in flight per broker), so each hold counts thousands of retries a second.
 
 The workload: commits and aborts of 4 transactional ids, a producer timing out every 3rd round; after
-every {FREE_SECONDS} s of that, the markers of two transactions are held back for {HOLD_SECONDS} s (broker 2
-stopped: their WriteTxnMarkers fail with NOT_ENOUGH_REPLICAS, and Kafka retries them).
-Each summary line: totals since the start, then what is true now.
+every {FREE_SECONDS} s of that, the markers of two transactions are held back (broker 2 stopped: their
+WriteTxnMarkers fail with NOT_ENOUGH_REPLICAS, and Kafka retries them): a commit, then the
+coordinator's abort of a producer that times out {HELD_TIMEOUT_MS // 1000} s later; once both are pending,
+{HOLD_SECONDS} s more, so the oldest waits longer than {HOLD_SECONDS} s (each hold line says how long).
+At each hold the exporter warns, on stderr, that broker 2 is gone; that is the hold, not a fault:
+  WARNING exporter.sources.topic_tail: cannot connect to Kafka broker 2 at {held_broker}: connection refused ...
+Each summary line: totals since the start, then what is true now; p99 ... of N: N samples in the window
+(with fewer than 100, the p99 is about their maximum).
 Ctrl-C stops everything.
 """,
         flush=True,
@@ -296,7 +339,8 @@ def _summary(exporter: Exporter) -> None:
     if model.pending_markers and model.oldest_prepare_ms is not None:
         now += f", the oldest for {max(0.0, (now_ms - model.oldest_prepare_ms) / 1000):.1f} s"
     appends = ", ".join(f"{state} {s.cumulative_buckets[-1]}" for state, s in zip(states, snapshots, strict=True))
-    p99 = ", ".join(_ms(s.quantiles[0]) for s in snapshots)
+    # Beside each p99, the samples it is of: under 100 it is their maximum, or nearly.
+    p99 = ", ".join(f"{_ms(s.quantiles[0])} of {s.window_count}" for s in snapshots)
     window = _duration(exporter.settings.latency_window_seconds)
     print(
         f"[{time.strftime('%H:%M:%S')}] since start: appends {appends} (p99 of the last {window}: {p99}), "

@@ -8,6 +8,7 @@ CLI: ``python -m txn_workshop.harness.jars [VERSION ...]`` (default: all pinned 
 
 from __future__ import annotations
 
+import shlex
 import sys
 from importlib import resources
 from pathlib import Path
@@ -16,7 +17,24 @@ from exporter.pipeline import maven
 from txn_workshop.harness.versions import BY_VERSION, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, VERSIONS
 
 # Re-exported: callers import the pinned versions from here, as before the version table.
-__all__ = ["DEFAULT_KAFKA_VERSION", "KAFKA_VERSIONS", "KafkaJarsError", "kafka_libs", "tools_libs", "tools_version"]
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "KAFKA_VERSIONS",
+    "KafkaJarsError",
+    "kafka_libs",
+    "tool_scripts",
+    "tools_libs",
+    "tools_version",
+]
+# The scripts of a Kafka distribution that the transactions view's commands name, and their main
+# class: the version table's field where the class moved between pinned versions, else the class.
+TOOL_SCRIPTS: dict[str, str] = {
+    "kafka-transactions.sh": "transactions_command_class",
+    "kafka-topics.sh": "org.apache.kafka.tools.TopicCommand",
+    "kafka-configs.sh": "config_command_class",
+    "kafka-log-dirs.sh": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-reassign-partitions.sh": "reassign_partitions_class",
+}
 
 
 class KafkaJarsError(RuntimeError):
@@ -48,6 +66,25 @@ def kafka_libs(version: str = DEFAULT_KAFKA_VERSION) -> Path:
             KafkaJarsError,
         )
     return home / "libs"
+
+
+def tool_scripts(directory: Path, version: str = DEFAULT_KAFKA_VERSION) -> Path:
+    """Writes into ``directory`` a script per TOOL_SCRIPTS name that runs that Kafka tool against a
+    ``version`` broker from the cached jars (tools_libs), as a distribution's bin/ would: the demo
+    installs no distribution, and with ``directory`` on PATH the commands it shows run as printed."""
+    libs = tools_libs(version)
+    row = BY_VERSION[version]
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, main in TOOL_SCRIPTS.items():
+        main_class = main if "." in main else getattr(row, main)
+        script = directory / name
+        script.write_text(
+            "#!/bin/sh\n"
+            f"# Kafka {tools_version(version)}'s {name} from the jars cached by kafka-txn-exporter's workshop.\n"
+            f'exec java -Xmx256m -cp {shlex.quote(str(libs) + "/*")} {main_class} "$@"\n'
+        )
+        script.chmod(0o755)
+    return directory
 
 
 def _profiles(version: str) -> list[str]:
