@@ -1,13 +1,16 @@
 """The wheel as a user installs it: built from the checkout, installed with its dependencies into a
 fresh venv (not .venv, whose editable install reads exporter/ in place and so hides any file the
 wheel leaves out), and run from a directory outside the checkout, where only what the wheel carries
-can be imported or read. The image installs this same wheel (tests/deploy/test_dockerfile.py)."""
+can be imported or read: without extras (every command's help; the pipeline saying how to install
+what it needs), and with the `spark` extra (the pipeline runs). The image installs this same wheel
+(tests/deploy/test_dockerfile.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -22,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # What the checkout holds beside the exporter and must stay out of its wheel: the workshop is a
 # distribution of its own (workshop/pyproject.toml), the rest is never installed.
-NOT_SHIPPED = ("txn_workshop", "workshop", "tests", "bench", "generators", "generate", "dashboards", "alerts", "mixin")
+NOT_SHIPPED = ("txn_workshop", "workshop", "tests", "bench", "generators", "dashboards", "alerts", "mixin")
 
 
 def _checkout_files() -> list[str]:
@@ -68,6 +71,63 @@ def _build_wheel(tmp_path: Path, files: list[str]) -> Path:
     return wheel
 
 
+def _fresh_venv(tmp_path: Path, requirement: str) -> Path:
+    """A fresh venv (the interpreter running the tests, none of .venv's packages) with `requirement`
+    (the wheel, with or without an extra) installed with its dependencies as a user's pip would."""
+    venv = tmp_path / "venv"
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", str(venv)], env=_pip_env(), capture_output=True, text=True, timeout=120
+    )
+    assert made.returncode == 0, made.stderr
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", requirement],
+        cwd=tmp_path,
+        env=_pip_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    return venv
+
+
+def _runner(tmp_path: Path, venv: Path):
+    """Runs a command from elsewhere: the checkout is neither the working directory nor on any path."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bin_dir = tmp_path / "bin"  # for stand-ins of other tools (the fake mvn below)
+    bin_dir.mkdir()
+    run_env = {
+        "PATH": f"{venv / 'bin'}:{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "TXN_EXPORTER_CACHE": str(tmp_path / "cache"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    if "JAVA_HOME" in os.environ:
+        run_env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, cwd=elsewhere, env=run_env, capture_output=True, text=True, timeout=timeout)
+
+    return run, bin_dir
+
+
+# Every command and subcommand of the installed parser, by its words (["pipeline", "build"], ...).
+_LIST_COMMANDS = """
+import argparse, json
+from exporter.cli import build_parser
+
+def commands(parser, words=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield [*words, name]
+                yield from commands(sub, (*words, name))
+
+print(json.dumps(list(commands(build_parser()))))
+"""
+
+
 def _pip_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"  # the pip cache stays allowed here: it keeps this fast
@@ -101,44 +161,30 @@ def test_the_installed_wheel_runs_and_reads_its_resources_outside_the_checkout(t
     assert tops == {"exporter", wheel.name.split("-py3")[0] + ".dist-info"}, tops
     assert not [name for name in names if name.split("/", 1)[0] in NOT_SHIPPED]
 
-    # A fresh venv (the interpreter running the tests, none of .venv's packages), the wheel installed
-    # with its dependencies as a user's pip would (about 10 s from pip's cache).
-    venv = tmp_path / "venv"
-    made = subprocess.run(
-        [sys.executable, "-m", "venv", str(venv)], env=_pip_env(), capture_output=True, text=True, timeout=120
-    )
-    assert made.returncode == 0, made.stderr
-    installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-        cwd=tmp_path,
-        env=_pip_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    # The wheel alone, without extras (about 10 s from pip's cache).
+    venv = _fresh_venv(tmp_path, str(wheel))
+    run, bin_dir = _runner(tmp_path, venv)
 
-    # Run from elsewhere: the checkout is neither the working directory nor on any path.
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    bin_dir = tmp_path / "bin"  # the fake mvn below
-    bin_dir.mkdir()
-    run_env = {
-        "PATH": f"{venv / 'bin'}:{bin_dir}:/usr/bin:/bin",
-        "HOME": str(tmp_path / "home"),
-        "TXN_EXPORTER_CACHE": str(tmp_path / "cache"),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(args, cwd=elsewhere, env=run_env, capture_output=True, text=True, timeout=120)
-
+    # Every command's help, the pipeline's too, without the spark extra the pipeline needs.
     helped = run("txn-exporter", "--help")
     assert helped.returncode == 0 and "run" in helped.stdout, helped.stderr
-    run_help = run("txn-exporter", "run", "--help")
-    assert run_help.returncode == 0 and "--web-config-file" in run_help.stdout, run_help.stderr
-    pipeline_help = run("txn-exporter", "pipeline", "build", "--help")
-    assert pipeline_help.returncode == 0 and "--kafka" in pipeline_help.stdout, pipeline_help.stderr
+    listed = run("python", "-c", _LIST_COMMANDS)
+    assert listed.returncode == 0, listed.stderr
+    commands = json.loads(listed.stdout)
+    assert {"run", "decode", "hanging", "transactions", "pipeline"} <= {c[0] for c in commands}, commands
+    assert ["pipeline", "build"] in commands and "demo" not in {c[0] for c in commands}, commands
+    for words in commands:
+        command_help = run("txn-exporter", *words, "--help")
+        assert command_help.returncode == 0 and command_help.stdout.startswith("usage:"), (words, command_help.stderr)
+    assert "--web-config-file" in run("txn-exporter", "run", "--help").stdout
+    assert "--kafka" in run("txn-exporter", "pipeline", "build", "--help").stdout
+    # The pipeline itself: one line on how to install what it needs, exit 2.
+    for words in (["pipeline"], ["pipeline", "build", "--out", "out", "--segments", "c=nowhere"]):
+        refused = run("txn-exporter", *words)
+        assert refused.returncode == 2 and refused.stdout == "", (words, refused.stdout, refused.stderr)
+        assert refused.stderr.count("\n") == 1 and refused.stderr.endswith(
+            ": pip install 'kafka-txn-exporter[spark]'\n"
+        ), (words, refused.stderr)
 
     # Every data file, read through the installed package as the exporter reads it.
     read = run(
@@ -185,3 +231,37 @@ def test_the_installed_wheel_runs_and_reads_its_resources_outside_the_checkout(t
     assert pom.is_relative_to(venv) and pom.name == "spark-kafka-pom.xml", pom
     assert given.read_bytes() == (ROOT / "exporter" / "pipeline" / "spark-kafka-pom.xml").read_bytes()
     assert "-Dconnector.version=4.2.0" in args
+
+
+@pytest.mark.image
+@pytest.mark.spark
+@pytest.mark.timeout(1500)
+def test_the_wheel_with_the_spark_extra_runs_the_pipeline(tmp_path: Path) -> None:
+    """`pip install 'kafka-txn-exporter[spark]'` (pyspark is big: a minute or two from pip's cache),
+    then the pipeline's batch build and its report, on segment files, from outside the checkout."""
+    if shutil.which("java") is None and "JAVA_HOME" not in os.environ:
+        pytest.skip("Spark needs Java")
+    from exporter.codec import TransactionState
+    from tests.pipeline.builders import Log
+
+    wheel = _build_wheel(tmp_path, _checkout_files())
+    venv = _fresh_venv(tmp_path, f"{wheel}[spark]")
+    run, _ = _runner(tmp_path, venv)
+    t = 1_764_000_000_000
+    log = Log(partition=0)
+    log.transaction("app-1", t, t + 200, t + 300)
+    log.transaction("app-2", t + 1_000, t + 1_500, t + 1_600, commit=False, pid=2)
+    log.add("app-3", t + 2_000, TransactionState.ONGOING, pid=3, partitions={"orders": [0]}, start=t + 2_000)
+    log.write(tmp_path / "segments")
+    out = tmp_path / "out"
+
+    built = run(
+        "txn-exporter", "pipeline", "build", "--out", str(out), "--segments", f"c={tmp_path / 'segments'}", timeout=600
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert list((out / "lifecycles").rglob("*.parquet")), sorted(p.name for p in out.iterdir())
+    reported = run(
+        "txn-exporter", "pipeline", "report", "--out", str(out), "--html", str(tmp_path / "report.html"), timeout=600
+    )
+    assert reported.returncode == 0, reported.stdout[-3000:] + reported.stderr[-3000:]
+    assert "<html" in (tmp_path / "report.html").read_text().lower()
