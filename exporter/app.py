@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import config, web_config
-from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, HangingScanCompleted
+from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, HangingScanCompleted, TransitionAppended
 from exporter.http_server import MetricsServer
 from exporter.metrics import otlp
 from exporter.metrics.prometheus import TransactionCollector
@@ -62,7 +62,9 @@ class Exporter:
         exponential = (
             otlp.ExponentialRecorders(self.recorders) if push and settings.otlp_histogram == "exponential" else None
         )
-        self.model = CoordinatorModel(exponential.sinks() if exponential else self.recorders.sinks())
+        self.model = CoordinatorModel(
+            exponential.sinks() if exponential else self.recorders.sinks(), coordinator_log=bool(settings.broker_log)
+        )
         self.registry = CollectorRegistry(auto_describe=True)
         collector = TransactionCollector(
             self.model,
@@ -90,6 +92,7 @@ class Exporter:
             metadata_refresh_seconds=settings.metadata_refresh_seconds,
             kafka_settings=settings.kafka,
             latency_resolution_ms=settings.latency_resolution_ms,
+            freshness_ms=int(settings.freshness_seconds * 1000),
         )
         self.broker_logs = [
             BrokerLogFollower(path, from_start=settings.broker_log_from_start) for path in settings.broker_log
@@ -166,11 +169,16 @@ class Exporter:
         # The cluster-state client connects ahead of the first diagnosis, once Kafka has answered the
         # tail: before that it would only log the same connection failures again.
         connect_cluster_state = True
+        next_tick = 0.0
         try:
             while not stop.is_set():
                 events = self.tail.poll()
-                if events:
-                    self.model.apply_batch(events)
+                now = time.time()
+                if events or now >= next_tick:  # (a tick counts the records and lines that waited in vain)
+                    next_tick = now + 1.0
+                    self.model.apply_batch(events, int(now * 1000))
+                if self.broker_logs:
+                    self.tail.fetch_for_freshness(self.model.coordinator_clock())
                 if connect_cluster_state and self.tail.not_ready is None:
                     connect_cluster_state = False
                     self.cluster_state.start()
@@ -229,6 +237,8 @@ class Exporter:
         event (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set."""
         failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
         wait = BROKER_LOG_POLL_SECONDS
+        # Read at least twice within the freshness: a `succeeded` line times its record no later.
+        quiet = min(BROKER_LOG_QUIET_POLL_SECONDS, self.settings.freshness_seconds / 2)
         while True:
             events = []
             for n, broker_log in enumerate(self.broker_logs):
@@ -241,10 +251,10 @@ class Exporter:
                 else:
                     failing.discard(n)
             if events:  # (any line read makes one: the lines' count)
-                self.model.apply_batch(events)
+                self.model.apply_batch(events, int(time.time() * 1000))
                 if any(type(event) is CoordinatorChanged for event in events):
                     self.tail.refresh_ownership_soon()
-            wait = next_broker_log_wait(wait, events)
+            wait = next_broker_log_wait(wait, events, quiet)
             if stop.wait(wait):
                 return
 
@@ -268,12 +278,16 @@ class Exporter:
         return self.tail.not_ready or "ready"
 
 
-def next_broker_log_wait(wait: float, events: Sequence[object]) -> float:
+def next_broker_log_wait(wait: float, events: Sequence[object], quiet: float = BROKER_LOG_QUIET_POLL_SECONDS) -> float:
     """The wait before the broker log's next read, after a read that brought `events` (see
-    BROKER_LOG_POLL_SECONDS): the shortest after an event, else twice the last, at most the quiet one."""
-    if any(type(event) is not BrokerLogStats for event in events):
+    BROKER_LOG_POLL_SECONDS): the shortest after an event, else twice the last, at most `quiet`. The
+    `succeeded` lines of appends, which a busy coordinator writes all the time, do not hasten it."""
+    if any(type(event) not in _ROUTINE for event in events):
         return BROKER_LOG_POLL_SECONDS
-    return min(wait * 2, BROKER_LOG_QUIET_POLL_SECONDS)
+    return min(wait * 2, quiet)
+
+
+_ROUTINE = (BrokerLogStats, TransitionAppended)
 
 
 def _own_name(host: str, port: int) -> str:

@@ -18,11 +18,16 @@ error. Formats, by logger (package `kafka.coordinator.transaction`):
   ...` (`PendingCompleteTxn[` from 4.4): the final COMPLETE_* append goes to the retry queue.
 - TransactionCoordinator: `Elected as the txn coordinator for partition <n> at epoch <e>` /
   `Resigned as the txn coordinator for partition <n> at epoch <Some(e)|None>`.
+
+`parse_succeeded(text)` reads the line the coordinator's clock is read from: TransactionStateManager
+DEBUG `Updating <tid>'s transaction state to <meta> with coordinator epoch <e> for <tid> succeeded`,
+written in a successful append's callback (the same words 3.6 to 4.4; `<meta>` as above).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from exporter.broker_log.errors import error_name
@@ -46,6 +51,17 @@ class AppendFailureLine(NamedTuple):
     error: str
     # True for the DEBUG line (the raw append error), False for the INFO line (the mapped error).
     raw: bool
+
+
+class TransitionLine(NamedTuple):
+    """A `succeeded` line: the transition it names (as its record carries it) and the frame's time."""
+
+    transactional_id: str
+    target_state: int
+    producer_id: int
+    producer_epoch: int
+    last_update_ms: int
+    time: str  # as the log wrote it (exporter.broker_log.local_time places it)
 
 
 Parsed = AppendFailureLine | MarkerWriteRetried | MarkerWriteFailed | CompleteAppendRetried | CoordinatorChanged
@@ -72,6 +88,7 @@ TARGET_STATES: dict[str, int] = {
 # backtracks costs tens of microseconds, str.find a fraction of one (see bench/broker_log_lines.py).
 _EXCEPTION = re.compile(r"[\w.$]+")
 _WORD = re.compile(r"\w+")
+_INTEGER = re.compile(r"-?[0-9]+")
 _MARKER_PREFIX = re.compile(r"Sending (.*)'s transaction marker (for|from) partition (\S+) has ")
 _COMPLETE_RETRY = re.compile(r"Not available to append PendingCompleteTxn[(\[]transactionalId=(.*?), coordinatorEpoch=")
 _COORDINATOR = re.compile(r"(Elected|Resigned) as the txn coordinator for partition (\d+) at epoch")
@@ -99,6 +116,59 @@ def parse_entry(text: str) -> Parsed | str | None:
         ident_end = message.find("]")
         message = message[ident_end + 1 :].removeprefix(":").removeprefix(" ")
     return handler(message)
+
+
+_UPDATING = "Updating "
+_TO = "'s transaction state to "
+_EPOCH = " with coordinator epoch "
+_SUCCEEDED = " succeeded"
+
+
+def parse_succeeded(text: str) -> TransitionLine | str:
+    """A TransactionStateManager `succeeded` line (see the module's docstring), or MALFORMED (no
+    `[time] LEVEL message (logger)` frame) or UNRECOGNIZED. The id is written twice, around `<meta>`,
+    and may hold any text (`'s `, ` for ` included): the split is the one where both copies agree."""
+    time_end = text.find("] ")
+    level_end = text.find(" ", time_end + 2)
+    logger_at = text.rfind(" (")
+    if text[:1] != "[" or not text.endswith(")") or time_end < 0 or not 0 <= level_end <= logger_at:
+        return MALFORMED
+    message = text[level_end + 1 : logger_at]
+    if message.startswith("["):  # "[Transaction State Manager 1]: "
+        message = message[message.find("]") + 1 :].removeprefix(":").removeprefix(" ")
+    if not (message.startswith(_UPDATING) and message.endswith(_SUCCEEDED)):
+        return UNRECOGNIZED
+    body = message[: -len(_SUCCEEDED)]
+    at = body.rfind(_EPOCH)
+    while at > len(_UPDATING):
+        epoch, separator, tid = body[at + len(_EPOCH) :].partition(" for ")
+        if separator and epoch.isdigit() and body.startswith(tid + _TO, len(_UPDATING)):
+            transition = _transition(tid, body[len(_UPDATING) + len(tid) + len(_TO) : at], text[1:time_end])
+            return UNRECOGNIZED if transition is None else transition
+        at = body.rfind(_EPOCH, 0, at)
+    return UNRECOGNIZED
+
+
+def _transition(tid: str, meta: str, time: str) -> TransitionLine | None:
+    """The record's fields `<meta>` names: the producer's first (its head), the last update after the
+    partitions (its tail, which an over-long line keeps too)."""
+    state = _WORD.match(meta, meta.find("txnState=") + 9) if "txnState=" in meta else None
+    producer_id = _number(meta, "producerId=", meta.find)
+    producer_epoch = _number(meta, "producerEpoch=", meta.find)
+    last_update = _number(meta, "txnLastUpdateTimestamp=", meta.rfind)
+    if state is None or state[0] not in TARGET_STATES or None in (producer_id, producer_epoch, last_update):
+        return None
+    return TransitionLine(tid, TARGET_STATES[state[0]], producer_id, producer_epoch, last_update, time)  # type: ignore[arg-type]  # because None was ruled out above
+
+
+def _number(meta: str, name: str, find: Callable[[str], int]) -> int | None:
+    """The integer after `name` where `name` starts a field (not `lastProducerEpoch=` for
+    `producerEpoch=`: the names are case-sensitive, and a field follows `(`, `[` or a space)."""
+    at = find(name)
+    if at <= 0 or meta[at - 1] not in "([ ":
+        return None
+    match = _INTEGER.match(meta, at + len(name))
+    return None if match is None else int(match[0])
 
 
 def parse_fatal_continuation(text: str) -> MarkerWriteFailed | None:

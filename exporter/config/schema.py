@@ -206,6 +206,18 @@ class Settings(BaseModel):
             "record), so a larger value costs the exporter and its broker less (replaces fetch_interval_ms)",
         ),
     ] = DEFAULT_LATENCY_RESOLUTION_MS
+    freshness_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            ge=0.05,
+            le=60,
+            allow_inf_nan=False,
+            description="while the coordinator's own clock times the appends (--broker-log bringing its DEBUG "
+            "`succeeded` lines), the longest time from an append to its effect on /metrics and /transactions: the "
+            "topic and the log are each read at least twice that often, and no more, whatever the load",
+        ),
+    ] = 1.0
     latency_window_seconds: Annotated[
         float,
         Cli("SECONDS"),

@@ -37,6 +37,9 @@ class PartitionAssigned:
     """The exporter starts following a `__transaction_state` partition (replay begins)."""
 
     partition: int
+    # Whether the exporter's own broker leads it (always, unless --all-partitions): then its
+    # coordinator's `succeeded` lines are in the broker log read, and time its appends.
+    here: bool = True
 
 
 @dataclass(slots=True)
@@ -132,6 +135,25 @@ class CoordinatorChanged:
     elected: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TransitionAppended:
+    """The coordinator's own word that a state transition's `__transaction_state` append succeeded:
+    its DEBUG `succeeded` line, written in the append's callback once the in-sync replicas have the
+    record. The first five fields are the record's own (its key's id, its value's state, producer id
+    and epoch, TransactionLastUpdateTimestampMs), so the line pairs with exactly one record."""
+
+    transactional_id: str
+    target_state: int
+    producer_id: int
+    producer_epoch: int
+    last_update_ms: int
+    # When the line was written, on the coordinator's clock, as UTC epoch ms (the log's local time
+    # placed by exporter.broker_log.local_time).
+    appended_ms: int
+    # Wall clock (ms) when the exporter read the line.
+    seen_ms: int = field(default=0, compare=False)
+
+
 @dataclass(slots=True)
 class BrokerLogStats:
     """What the broker-log source read since its previous stats event (deltas, for self-metrics)."""
@@ -144,6 +166,10 @@ class BrokerLogStats:
     # Coordinator lines that looked like one the exporter reads but did not parse.
     unrecognized: int = 0
     rotations: int = 0
+    # `succeeded` lines whose time could not be placed in UTC (no time, or not in a layout read here).
+    unplaced: int = 0
+    # Not a delta: the log's local time minus UTC in force (ms), once learned from its lines.
+    utc_offset_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,9 +99,10 @@ DEFAULT_QUANTILE_WINDOW_SECONDS = 300.0
 DEFAULT_QUANTILE_WINDOW_SLICES = 5
 
 _RECEIVE_CAVEAT = (
-    " Measured as consumer receive time minus the record timestamp (the broker clock when the append"
-    " was submitted), so it bounds the append latency from above: the excess is the fetch delay, at most"
-    " the exporter's --latency-resolution-ms in steady state; live records only."
+    " Live records only. Timed by the coordinator's own clock where --broker-log brings its DEBUG"
+    " `succeeded` lines (the line's time minus the record's timestamp: exact to the ms), else by the"
+    " fetch (the exporter's receipt minus the record's timestamp: an upper bound, looser by at most"
+    " --latency-resolution-ms in steady state); txn_exporter_append_latency_clock_info says which."
 )
 
 APPEND_LATENCY = MetricSpec(
@@ -118,8 +119,8 @@ APPEND_LATENCY_QUANTILE = MetricSpec(
     "kafka_transaction_state_log_append_latency_quantile_seconds",
     MetricType.GAUGE,
     "Exact quantiles (3 significant digits, HdrHistogram) of the __transaction_state append latency"
-    " over a sliding window (default 5 minutes), by target state; NaN when the window is empty. An upper"
-    " bound, to within --latency-resolution-ms.",
+    " over a sliding window (default 5 minutes), by target state; NaN when the window is empty. Timed"
+    " by the clock txn_exporter_append_latency_clock_info names (exact, or an upper bound).",
     unit="seconds",
     labels=("target_state", "quantile"),
     kip1344="transaction-state-log-append-latency-ms",
@@ -160,7 +161,8 @@ MARKER_COMPLETION = MetricSpec(
 RECORDS = MetricSpec(
     "kafka_transaction_state_log_records_total",
     MetricType.COUNTER,
-    "Live __transaction_state records by target state (replayed records are not counted).",
+    "Live __transaction_state records by target state (replayed records are not counted): the append"
+    " latency histogram's count plus the records left untimed.",
     labels=("target_state",),
 )
 TOMBSTONES = MetricSpec(
@@ -344,6 +346,48 @@ BROKER_LOG_ROTATIONS = MetricSpec(
     MetricType.COUNTER,
     "Rotations of the broker log files seen (renamed, or truncated in place by copytruncate).",
 )
+BROKER_LOG_UNPLACED_LINES = MetricSpec(
+    "txn_exporter_broker_log_unplaced_lines_total",
+    MetricType.COUNTER,
+    "The coordinator's `succeeded` lines whose time is in no layout the exporter reads (`yyyy-MM-dd"
+    " HH:mm:ss,SSS`, or epoch ms): they time no append.",
+)
+BROKER_LOG_UTC_OFFSET = MetricSpec(
+    "txn_exporter_broker_log_utc_offset_seconds",
+    MetricType.GAUGE,
+    "The broker log's local time minus UTC, learned from its `succeeded` lines (each names a UTC time"
+    " of its transition) and re-learned when it changes (DST); absent until one is read.",
+    unit="seconds",
+)
+APPEND_LATENCY_CLOCK = MetricSpec(
+    "txn_exporter_append_latency_clock_info",
+    MetricType.INFO,
+    "The clock timing the append latency: coordinator (its DEBUG `succeeded` lines in the broker"
+    " log, while they come) or fetch (the exporter's receipt: an upper bound).",
+    labels=("clock",),
+)
+APPEND_LATENCY_TRANSITIONS = MetricSpec(
+    "txn_exporter_append_latency_transitions_total",
+    MetricType.COUNTER,
+    "Live __transaction_state records by target state and the clock that timed their append:"
+    " coordinator, fetch, or untimed (the coordinator's clock in force, and the record's `succeeded`"
+    " line not read within 10 s). They add up to kafka_transaction_state_log_records_total.",
+    labels=("target_state", "clock"),
+)
+APPEND_CLOCK_UNMATCHED = MetricSpec(
+    "txn_exporter_append_clock_unmatched_total",
+    MetricType.COUNTER,
+    "Live records and `succeeded` lines that waited for each other in vain, by kind (record, line)"
+    " and reason: expired (the other not read within 10 s), evicted (over 16384 waiting), already_timed"
+    " (a line whose record the fetch clock had timed, as the coordinator's clock came back).",
+    labels=("kind", "reason"),
+)
+APPEND_LATENCY_NEGATIVE = MetricSpec(
+    "txn_exporter_append_latency_negative_total",
+    MetricType.COUNTER,
+    "Appends the coordinator's clock timed below 0 ms (its line's time before the record's"
+    " timestamp: the broker's clock stepped back), recorded as 0.",
+)
 HTTP_REJECTED_CONNECTIONS = MetricSpec(
     "txn_exporter_http_rejected_connections_total",
     MetricType.COUNTER,
@@ -390,6 +434,12 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     BROKER_LOG_SKIPPED_LINES,
     BROKER_LOG_TRUNCATED_LINES,
     BROKER_LOG_ROTATIONS,
+    BROKER_LOG_UNPLACED_LINES,
+    BROKER_LOG_UTC_OFFSET,
+    APPEND_LATENCY_CLOCK,
+    APPEND_LATENCY_TRANSITIONS,
+    APPEND_CLOCK_UNMATCHED,
+    APPEND_LATENCY_NEGATIVE,
     HTTP_REJECTED_CONNECTIONS,
     BUILD_INFO,
 )

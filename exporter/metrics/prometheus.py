@@ -45,7 +45,7 @@ from exporter import __version__
 from exporter.metrics import catalogue as c
 from exporter.metrics.latency import LatencyRecorder, LatencySnapshot, Observation
 from exporter.metrics.recorders import LatencyRecorders
-from exporter.model import CoordinatorModel, ModelSnapshot
+from exporter.model import AppendClockRow, CoordinatorModel, ModelSnapshot
 
 _QUANTILE_LABELS = tuple(floatToGoString(q) for q in c.QUANTILES)
 
@@ -113,23 +113,26 @@ class TransactionCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         now_ms = int(self._clock() * 1000)
-        model, histograms = self._model.snapshot(now_ms, self._late_padding_ms, lambda: self._histograms(now_ms))
+        model, (histograms, observed) = self._model.snapshot(
+            now_ms, self._late_padding_ms, lambda: self._histograms(now_ms)
+        )
         yield from histograms
+        yield from _append_clock_families(model.append_clock, observed)
         yield from self._model_families(model, now_ms)
         yield _single(c.HTTP_REJECTED_CONNECTIONS, self._http_rejected_connections())
         yield self._build_info()
 
-    def _histograms(self, now_ms: int) -> list[Metric]:
-        """The recorders' families; read inside the model's snapshot, as the model writes them."""
+    def _histograms(self, now_ms: int) -> tuple[list[Metric], list[int]]:
+        """The recorders' families, and the append-latency observations by target state id; read
+        inside the model's snapshot, as the model writes them."""
         latency = _histogram(c.APPEND_LATENCY)
         quantiles = _scalar(c.APPEND_LATENCY_QUANTILE)
-        # Every live record with a target state is exactly one append-latency observation.
-        records = _scalar(c.RECORDS)
+        observed = []
         for state, recorder in zip(c.TARGET_STATES, self._recorders.append_latency):
             snapshot = self._add_histogram(latency, (state,), recorder, now_ms)
             for label, value in zip(_QUANTILE_LABELS, snapshot.quantiles):
                 quantiles.add_metric((state, label), value)
-            records.add_metric((state,), snapshot.cumulative_buckets[-1])
+            observed.append(snapshot.cumulative_buckets[-1])
 
         completion = _histogram(c.MARKER_COMPLETION)
         for result, recorder in self._recorders.marker_completion.items():
@@ -138,7 +141,7 @@ class TransactionCollector(Collector):
         duration = _histogram(c.TRANSACTION_DURATION)
         for result, recorder in self._recorders.transaction_duration.items():
             self._add_histogram(duration, (result,), recorder, now_ms, self._duration_bounds)
-        return [latency, quantiles, records, completion, duration]
+        return [latency, quantiles, completion, duration], observed
 
     @staticmethod
     def _model_families(model: ModelSnapshot, now_ms: int) -> list[Metric]:
@@ -163,6 +166,9 @@ class TransactionCollector(Collector):
         families.append(_labelled(c.BROKER_LOG_SKIPPED_LINES, ((r, skipped[r]) for r in c.BROKER_LOG_SKIP_REASONS)))
         families.append(_single(c.BROKER_LOG_TRUNCATED_LINES, broker_log.truncated))
         families.append(_single(c.BROKER_LOG_ROTATIONS, broker_log.rotations))
+        families.append(_single(c.BROKER_LOG_UNPLACED_LINES, broker_log.unplaced))
+        if broker_log.utc_offset_ms is not None:
+            families.append(_single(c.BROKER_LOG_UTC_OFFSET, broker_log.utc_offset_ms / 1000))
 
         phases = dict.fromkeys(c.PARTITION_PHASES, 0)
         lag = _scalar(c.PARTITION_CONSUMER_LAG)
@@ -199,6 +205,25 @@ class TransactionCollector(Collector):
         info = _info(c.BUILD_INFO)
         info.add_metric((), {"version": __version__, "python_version": platform.python_version()})
         return info
+
+
+def _append_clock_families(row: AppendClockRow, observed: list[int]) -> list[Metric]:
+    """Which clock times the appends, the records each timed and the untimed (their sum by target
+    state: the records count), the records and lines that waited in vain, the negative ones."""
+    clock = _info(c.APPEND_LATENCY_CLOCK)
+    clock.add_metric((), {"clock": row.clock})
+    transitions = _scalar(c.APPEND_LATENCY_TRANSITIONS)
+    records = _scalar(c.RECORDS)
+    for state, name in enumerate(c.TARGET_STATES):
+        coordinator, untimed = row.coordinator_timed[state], row.untimed[state]
+        transitions.add_metric((name, "coordinator"), coordinator)
+        transitions.add_metric((name, "fetch"), observed[state] - coordinator)
+        transitions.add_metric((name, "untimed"), untimed)
+        records.add_metric((name,), observed[state] + untimed)
+    unmatched = _scalar(c.APPEND_CLOCK_UNMATCHED)
+    for (kind, reason), count in row.unmatched.items():
+        unmatched.add_metric((kind, reason), count)
+    return [clock, transitions, records, unmatched, _single(c.APPEND_LATENCY_NEGATIVE, row.negative)]
 
 
 def exemplar(kept: Observation) -> Exemplar:

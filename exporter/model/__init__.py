@@ -18,6 +18,7 @@ aborts: exporter.contracts.lifecycle.is_timeout_abort, shared with the Spark pip
 
 from exporter.model.coordinator import CoordinatorModel, Event
 from exporter.model.reading import (
+    AppendClockRow,
     AppendErrorRow,
     InFlightSelection,
     InFlightTransaction,
@@ -29,6 +30,7 @@ from exporter.model.reading import (
 from exporter.model.sinks import DurationSink, ObservationSinks
 
 __all__ = [
+    "AppendClockRow",
     "AppendErrorRow",
     "CoordinatorModel",
     "DurationSink",

@@ -30,7 +30,11 @@ Decisions a reader of the metrics needs to know:
   beyond the packed state (`in_flight_transactions()`, for the transactions view); a marker error from the broker
   log is noted on its PREPARE_* transaction, per data partition. An error read before the prepare
   record is not noted (the coordinator logs the next retry again).
-- Broker-log events (exporter.sources.broker_log_tail) only count, except one: a final COMPLETE_* append
+- Append latency is timed by the coordinator's own clock where the broker log brings its
+  `succeeded` lines, else by the fetch (exporter.model.append_clock); the records count per target
+  state is the histogram's count plus the records left untimed.
+- Broker-log events (exporter.sources.broker_log_tail) only count, except two: a `succeeded` line
+  times its transition (above), and a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
   the pending-markers count (KIP-1344 excludes them) until its COMPLETE_* record arrives. A retry
   of an id the model does not hold as pending (its record not read yet, or already completed) is
@@ -62,9 +66,11 @@ from exporter.contracts.events import (
     TopicEvent,
     TransactionLogAppendFailed,
     TransactionLogRecords,
+    TransitionAppended,
     UndecodableRecord,
 )
 from exporter.contracts.lifecycle import CAUSE_TIMEOUT, TRANSACTION_RESULTS, is_stuck_prepare, is_timeout_abort
+from exporter.model.append_clock import COORDINATOR, FETCH, AppendClock
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
@@ -78,6 +84,7 @@ from exporter.model.partition import (
     unpack,
 )
 from exporter.model.reading import (
+    AppendClockRow,
     InFlightSelection,
     ModelSnapshot,
     PartitionRow,
@@ -97,6 +104,7 @@ Event = (
     | CoordinatorChanged
     | BrokerLogStats
     | HangingScanCompleted
+    | TransitionAppended
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
@@ -149,11 +157,15 @@ T = TypeVar("T")
 
 
 class CoordinatorModel:
-    def __init__(self, sinks: ObservationSinks) -> None:
+    def __init__(self, sinks: ObservationSinks, coordinator_log: bool = False) -> None:
+        """`coordinator_log`: whether a broker log is read (--broker-log), whose `succeeded` lines may
+        time the appends (AppendClock); without one, the fetch clock times every record."""
         self._lock = threading.Lock()
         self._partitions: dict[int, PartitionState] = {}
         # Bound once: a method lookup per record is measurable at 250k records/s.
         self._record_append_latency = tuple(sink.record for sink in sinks.append_latency)
+        self._append_clock = AppendClock(self._record_append_latency)
+        self._coordinator_log = coordinator_log
         self._record_completion = (
             sinks.marker_completion_commit.record,
             sinks.marker_completion_abort.record,
@@ -205,6 +217,9 @@ class CoordinatorModel:
         inflight = part.inflight
         partition = event.partition
         record_append_latency = self._record_append_latency
+        # Whether these records' lines may come (AppendClock): the broker log read is their coordinator's.
+        logged = self._coordinator_log and part.here
+        clock = self._append_clock
         for record in records:
             tid = record.transactional_id
             live = not replay
@@ -253,12 +268,18 @@ class CoordinatorModel:
                 entered = value.start_timestamp_ms if new == _ONGOING_STATE else record.timestamp_ms
                 inflight[new][tid] = (entered, tid, partition, packed, record, None)
             if not live:
+                if logged and new != ABSENT and clock.waiting[1]:
+                    clock.replayed((tid, new, producer_id, value.producer_epoch, value.last_update_timestamp_ms))
                 continue
             if new == ABSENT:
                 self._tombstones += 1
                 continue
             timestamp_ms = record.timestamp_ms
-            record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
+            if logged:
+                key = (tid, new, producer_id, value.producer_epoch, value.last_update_timestamp_ms)
+                clock.record(key, timestamp_ms, received_ms, producer_id, True)
+            else:
+                record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
                 self._producer_id_rotations += 1
             if action & _COMPLETES:
@@ -307,12 +328,15 @@ class CoordinatorModel:
                     label,
                 )
 
-    def apply_batch(self, events: Iterable[Event]) -> None:
-        """Applies events in order under `lock`, taking it once for the whole batch."""
+    def apply_batch(self, events: Iterable[Event], now_ms: int | None = None) -> None:
+        """Applies events in order under `lock`, taking it once for the whole batch; then, at `now_ms`
+        (the wall clock, if given), counts the records and lines that waited for each other in vain."""
         apply = self.apply
         with self._lock:
             for event in events:
                 apply(event)
+            if now_ms is not None:
+                self._append_clock.expire(now_ms)
 
     def _apply_control(self, event: Event) -> None:
         if type(event) is UndecodableRecord:
@@ -338,7 +362,7 @@ class CoordinatorModel:
                 part.high_watermark = event.high_watermark
         elif type(event) is PartitionAssigned:
             # A (re)assignment replays the partition from scratch.
-            self._partitions[event.partition] = PartitionState(live=False)
+            self._partitions[event.partition] = PartitionState(live=False, here=event.here)
         elif type(event) is PartitionReplayed:
             part = self._partitions.get(event.partition)
             if part is not None:
@@ -351,7 +375,9 @@ class CoordinatorModel:
             self._apply_broker_log(event)
 
     def _apply_broker_log(self, event: Event) -> None:
-        if type(event) is MarkerWriteRetried:
+        if type(event) is TransitionAppended:
+            self._append_clock.line(event)
+        elif type(event) is MarkerWriteRetried:
             self._marker_retries[event.error] = self._marker_retries.get(event.error, 0) + 1
             self._note_marker_error(event)
         elif type(event) is TransactionLogAppendFailed:
@@ -375,13 +401,19 @@ class CoordinatorModel:
             totals.malformed += event.malformed
             totals.unrecognized += event.unrecognized
             totals.rotations += event.rotations
+            totals.unplaced += event.unplaced
+            if event.utc_offset_ms is not None:
+                totals.utc_offset_ms = event.utc_offset_ms
         elif type(event) is HangingScanCompleted:
             if event.ok:
                 self._hanging_scan = event
             else:
                 self._hanging_scan_errors += 1
         elif type(event) is CoordinatorChanged:
-            pass  # an ownership signal for the topic source (exporter.app); nothing to count
+            # An ownership signal for the topic source (exporter.app); and whose lines the log holds.
+            coordinated = self._partitions.get(event.partition)
+            if coordinated is not None:
+                coordinated.here = event.elected
         else:
             raise TypeError(f"not a source event: {event!r}")
 
@@ -450,6 +482,7 @@ class CoordinatorModel:
                     PartitionRow(partition, part.live, part.consumer_lag(), part.last_record_timestamp_ms)
                     for partition, part in sorted(self._partitions.items())
                 ),
+                append_clock=self._append_clock_row(),
             )
             return snapshot, read_sinks()
 
@@ -479,11 +512,26 @@ class CoordinatorModel:
                     return TrackedId(TransactionState(state), producer_id, producer_epoch)
         return None
 
+    def coordinator_clock(self) -> bool:
+        """Whether the coordinator's own clock times the appends (see exporter.model.append_clock)."""
+        with self._lock:
+            return self._append_clock.coordinator
+
     def last_hanging_scan(self) -> HangingScanCompleted | None:
         with self._lock:
             return self._hanging_scan
 
     # --- Aggregates (under the lock) ---
+
+    def _append_clock_row(self) -> AppendClockRow:
+        clock = self._append_clock
+        return AppendClockRow(
+            clock=COORDINATOR if clock.coordinator else FETCH,
+            coordinator_timed=tuple(clock.coordinator_timed),
+            untimed=tuple(clock.untimed),
+            unmatched=dict(clock.unmatched),
+            negative=clock.negative,
+        )
 
     def _transactions_by_state(self) -> tuple[int, ...]:
         """Tracked transactional ids by current state id (EMPTY..COMPLETE_ABORT), live partitions."""

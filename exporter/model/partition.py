@@ -46,6 +46,7 @@ class PartitionState:
 
     __slots__ = (
         "append_errors",
+        "here",
         "high_watermark",
         "inflight",
         "last_record",
@@ -58,7 +59,7 @@ class PartitionState:
         "states",
     )
 
-    def __init__(self, live: bool) -> None:
+    def __init__(self, live: bool, here: bool = True) -> None:
         self.states: dict[str, int] = {}
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
@@ -77,6 +78,9 @@ class PartitionState:
         self.next_offset = 0
         self.high_watermark: int | None = None
         self.append_errors: dict[tuple[int, str], tuple[int, int]] = {}
+        # Whether the coordinator whose log is read (--broker-log) leads it: only then do its records
+        # wait for that log's `succeeded` lines (exporter.model.append_clock).
+        self.here = here
 
     @property
     def last_record_timestamp_ms(self) -> int | None:

@@ -30,6 +30,17 @@ class PartitionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class AppendClockRow:
+    """Which clock times the appends, and what each timed (exporter.model.append_clock)."""
+
+    clock: str  # in force: "coordinator" or "fetch"
+    coordinator_timed: tuple[int, ...]  # by target state id, EMPTY..COMPLETE_ABORT
+    untimed: tuple[int, ...]  # live records whose line never came, by target state id
+    unmatched: dict[tuple[str, str], int]  # (record | line, reason) -> count
+    negative: int  # coordinator-clock latencies below 0, recorded as 0
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSnapshot:
     """The model's counters and gauges at one instant (see exporter.model.coordinator's rules)."""
 
@@ -53,6 +64,7 @@ class ModelSnapshot:
     hanging_scan: HangingScanCompleted | None  # the last completed scan
     hanging_scan_errors: int
     partitions: tuple[PartitionRow, ...]  # in partition order
+    append_clock: AppendClockRow
 
 
 class TrackedId(NamedTuple):

@@ -104,6 +104,7 @@ class BrokerLogFollower:
         self._skip_fragment = False  # started mid-line at the end: drop up to the first newline
         self._stats = BrokerLogStats()
         self._warned: set[str] = set()  # gaps of the log already warned about (exporter.broker_log.gaps)
+        self._offset_told: int | None = None  # the UTC offset of its times last logged
         try:
             self._rotated = {identity: (stat.st_size, _head_of(path)) for identity, path, stat in self._siblings()}
             fd = self._open()
@@ -119,16 +120,22 @@ class BrokerLogFollower:
         lines: list[bytes] = []
         self._read(lines)
         parser = self._parser
-        before = (parser.lines, parser.malformed, parser.unrecognized)
+        before = (parser.lines, parser.malformed, parser.unrecognized, parser.unplaced)
         events: list[Event] = list(parser.feed(lines, int(self._clock() * 1000)))
         stats = self._stats
         stats.lines += parser.lines - before[0]
         stats.malformed += parser.malformed - before[1]
         stats.unrecognized += parser.unrecognized - before[2]
+        stats.unplaced += parser.unplaced - before[3]
         for key, message in gaps(parser, self._warned):
             self._warned.add(key)
             log.warning("broker log %s: %s", self.path, message)
+        offset = parser.times.offset_ms
+        if offset != self._offset_told and offset is not None:
+            log.info("broker log %s: its times are UTC%s (learned from its `succeeded` lines)", self.path, _utc(offset))
+            self._offset_told = offset
         if stats.lines or stats.rotations or stats.truncated:
+            stats.utc_offset_ms = offset
             events.append(stats)
             self._stats = BrokerLogStats()
         return events
@@ -390,6 +397,12 @@ class BrokerLogFollower:
                 self._skip_fragment = False
             else:
                 lines.append(line)
+
+
+def _utc(offset_ms: int) -> str:
+    """`+05:30`, `-03:00`, `+00:00`."""
+    minutes = abs(offset_ms) // 60_000
+    return f"{'-' if offset_ms < 0 else '+'}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def _head_of(path: Path) -> bytes:

@@ -6,7 +6,12 @@ import tracemalloc
 
 from exporter.broker_log.parser import CACHE_BYTES, MAX_UNPAIRED, MAX_UNPAIRED_BYTES, BrokerLogParser
 from exporter.codec.states import TransactionState as S
-from exporter.contracts.events import MarkerWriteFailed, MarkerWriteRetried, TransactionLogAppendFailed
+from exporter.contracts.events import (
+    MarkerWriteFailed,
+    MarkerWriteRetried,
+    TransactionLogAppendFailed,
+    TransitionAppended,
+)
 from tests.broker_log.test_lines import META_3, META_41, debug_line, info_line
 
 NOISE = b"[2026-11-21 07:23:25,279] INFO [ReplicaManager broker=1] Something else (kafka.server.ReplicaManager)"
@@ -138,10 +143,10 @@ def test_append_failures_name_their_transactional_id_and_when_they_were_read():
     )
 
 
-def test_the_state_managers_successes_are_passed_over_and_its_failures_still_read():
+def test_the_state_managers_successes_are_read_as_transitions_and_its_failures_still_read():
     succeeded = (
         "[2026-11-25 22:11:32,123] DEBUG [Transaction State Manager 1]: Updating t-1's transaction state to "
-        + META_41.format("PREPARE_COMMIT")
+        + META_41.format("PREPARE_COMMIT").replace("txnLastUpdateTimestamp=2", "txnLastUpdateTimestamp=1795644692120")
         + " with coordinator epoch 0 for t-1 succeeded (kafka.coordinator.transaction.TransactionStateManager)"
     )
     meta = META_41.format("COMPLETE_COMMIT")
@@ -152,5 +157,6 @@ def test_the_state_managers_successes_are_passed_over_and_its_failures_still_rea
         info_line(meta).encode() + b"\r",
         "[no frame (kafka.coordinator.transaction.TransactionStateManager)",  # malformed as before
     )
-    assert events == [TransactionLogAppendFailed(S.COMPLETE_COMMIT, "NOT_ENOUGH_REPLICAS")]
+    transition = TransitionAppended("t-1", S.PREPARE_COMMIT, 2, 0, 1795644692120, 1795644692123)
+    assert events == [transition, transition, TransactionLogAppendFailed(S.COMPLETE_COMMIT, "NOT_ENOUGH_REPLICAS")]
     assert (parser.lines, parser.malformed, parser.unrecognized) == (5, 1, 0)

@@ -91,7 +91,7 @@ def feed(model: CoordinatorModel) -> None:
     model.apply(MarkerWriteRetried("NOT_ENOUGH_REPLICAS"))
     model.apply(MarkerWriteFailed("INVALID_PRODUCER_EPOCH"))
     model.apply(CompleteAppendRetried("not-pending"))
-    model.apply(BrokerLogStats(lines=40, truncated=1, malformed=2, rotations=1))
+    model.apply(BrokerLogStats(lines=40, truncated=1, malformed=2, rotations=1, utc_offset_ms=19_800_000))
     # From the data-partition view (its gauges exist once a scan completed).
     model.apply(HangingScanCompleted(partitions_scanned=8, partitions_with_late_transactions=2, hanging_transactions=1))
 
@@ -113,6 +113,12 @@ def test_exact_names_and_values_parse_back(pipeline, openmetrics):
     assert value(f"{latency}_count", target_state="PREPARE_COMMIT") == 1
     assert value(f"{latency}_sum", target_state="PREPARE_COMMIT") == pytest.approx(0.004)
     assert value(f"{latency}_count", target_state="EMPTY") == 0
+    # Without --broker-log the fetch clock times every record, and the records count is its count.
+    assert value("txn_exporter_append_latency_clock_info", clock="fetch") == 1
+    assert value("txn_exporter_append_latency_transitions_total", target_state="PREPARE_COMMIT", clock="fetch") == 1
+    assert value("txn_exporter_append_latency_transitions_total", target_state="PREPARE_COMMIT", clock="untimed") == 0
+    assert value("kafka_transaction_state_log_records_total", target_state="PREPARE_COMMIT") == 1
+    assert value("txn_exporter_broker_log_utc_offset_seconds") == 19_800
 
     quantile = "kafka_transaction_state_log_append_latency_quantile_seconds"
     assert value(quantile, target_state="PREPARE_ABORT", quantile="0.99") == 2.501

@@ -112,6 +112,9 @@ def test_events_agree_with_plain_counts_of_their_lines(version, mode):
     assert events_of("CoordinatorChanged", elected=False) == lines_with(
         "Resigned as the txn coordinator for partition "
     )
+    # Every successful append's `succeeded` line (DEBUG) is one transition, its time placed in UTC (the
+    # captures were written in UTC: the line's own time).
+    assert events_of("TransitionAppended") == lines_with(" DEBUG ", "'s transaction state to ", " succeeded (") > 0
     debug = lines_with("DEBUG ", "'s new metadata ", " failed due to ")
     assert debug > 0 and events_of("TransactionLogAppendFailed", error="NOT_ENOUGH_REPLICAS") == debug
 

@@ -32,7 +32,7 @@ from exporter.contracts.events import (
     UndecodableRecord,
 )
 from exporter.sources.topic_tail.catch_up import CatchUp
-from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, FetchPattern
+from exporter.sources.topic_tail.fetch_pattern import DEFAULT_FRESHNESS_MS, DEFAULT_LATENCY_RESOLUTION_MS, FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
@@ -86,10 +86,12 @@ class TransactionLogTail:
         clock: Callable[[], float] = time.time,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
         latency_resolution_ms: int = DEFAULT_LATENCY_RESOLUTION_MS,
+        freshness_ms: int = DEFAULT_FRESHNESS_MS,
     ) -> None:
         """`consumer_factory` makes the clients from their settings (confluent-kafka's Consumer; tests
         pass one of their own). `latency_resolution_ms`: how long a record may wait before it reaches the
-        exporter, which under load fetches at most this often (see fetch_pattern.py)."""
+        exporter, which under load fetches at most this often (see fetch_pattern.py); `freshness_ms`: how
+        long, while the coordinator's clock times the appends (fetch_for_freshness)."""
         if latency_resolution_ms < 1:
             raise ValueError("latency_resolution_ms must be at least 1")
         self._bootstrap_servers = bootstrap_servers
@@ -101,6 +103,7 @@ class TransactionLogTail:
             latency_resolution_ms,
             self._on_client_error,
             clock,
+            freshness_ms,
         )
         self._ownership = Ownership(
             bootstrap_servers,
@@ -136,6 +139,12 @@ class TransactionLogTail:
 
     def refresh_ownership_soon(self) -> None:
         self._ownership.read_soon()
+
+    def fetch_for_freshness(self, on: bool) -> None:
+        """Whether the coordinator's own clock times the appends (exporter.model.append_clock): then the
+        followed partitions are fetched for freshness only, without nudges or high-watermark errands."""
+        if on != self._fetch.fresh:
+            self._fetch.fetch_for_freshness(on, self._followed, self._next_offset)
 
     def poll(self, timeout: float = 0.2, max_records: int = 1000) -> list[TopicEvent]:
         """Returns the events of one poll: ownership changes, records, progress, status."""
@@ -200,7 +209,7 @@ class TransactionLogTail:
         followed = self._followed
         replay = self._replay
         windows = replay.windows
-        if windows:
+        if windows and not self._fetch.fresh:  # (fresh: records are timed by their lines, not stamped)
             self._fetch.ask_high_watermarks(windows)
             self._note_high_watermarks(consumer, windows)
         catching_up = self._catch_up.marks
@@ -362,7 +371,7 @@ class TransactionLogTail:
                 continue
             high, epoch = answer
             assigned.append(partition)
-            events.append(PartitionAssigned(partition))
+            events.append(PartitionAssigned(partition, ownership.here(partition)))
             self._progress_sent.pop(partition, None)  # (the model's new PartitionState has none)
             self._next_offset[partition] = 0
             ownership.assigned(partition, epoch)
@@ -374,7 +383,8 @@ class TransactionLogTail:
                 self._followed[partition] = high
                 replay.start(partition)
         if assigned:
-            if not self._fetch.busy and any(self._followed[p] is not None for p in assigned):
+            fetch = self._fetch
+            if not (fetch.busy or fetch.fresh) and any(self._followed[p] is not None for p in assigned):
                 self._fetch.go_busy("replay", sorted(set(self._followed) - set(assigned)), self._next_offset)
             self._fetch.consumer.incremental_assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in assigned])
             log.info("following %s partitions %s", TOPIC, assigned)

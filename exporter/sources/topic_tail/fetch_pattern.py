@@ -1,6 +1,6 @@
-"""The tail's fetch pattern: its two clients of the followed partitions (idle and busy), the one
-assigned them chosen by load, their settings, and the errands (leaders, nudges) the one not fetching
-runs on a thread of its own."""
+"""The tail's fetch pattern: its clients of the followed partitions (idle and busy, and fresh while
+the coordinator's own clock times the appends), the one assigned them, their settings, and the
+errands (leaders, nudges) one not fetching runs on a thread of its own."""
 
 from __future__ import annotations
 
@@ -73,7 +73,12 @@ DEFAULT_SETTINGS = {
 # broker, so the others waited for that fetch, held up to fetch.wait.max.ms (measured: p99 ~ that).
 # The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
 # whose fetches are held briefly.
+# - fresh: while the coordinator's own clock times the appends (exporter.model.append_clock), the
+#   fetches time nothing, and only freshness matters: one fetch held half the freshness (a min.bytes
+#   never reached), about two a second at any load and idle, no nudges, no high-watermark errands;
+#   replays too. Made at its first use: an exporter without --broker-log never has it.
 DEFAULT_LATENCY_RESOLUTION_MS = 10
+DEFAULT_FRESHNESS_MS = 1000
 _IDLE_WAIT_MS = 100
 BUSY_MIN_BYTES = 1 << 20
 IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
@@ -95,6 +100,7 @@ class FetchPattern:
         latency_resolution_ms: int,
         on_error: Callable[[KafkaError], None],
         clock: Callable[[], float] = time.time,
+        freshness_ms: int = DEFAULT_FRESHNESS_MS,
     ) -> None:
         """`on_error`: what the client fetching reports (librdkafka's error_cb), called inside its
         poll or consume; the other's errors are logged at DEBUG only."""
@@ -112,7 +118,10 @@ class FetchPattern:
         self._busy = self._make_consumer(
             "busy", {"fetch.min.bytes": BUSY_MIN_BYTES, "fetch.wait.max.ms": latency_resolution_ms}
         )
+        self._fresh_wait_ms = max(1, freshness_ms // 2)
+        self._fresh: Consumer | None = None
         self.consumer = self._idle  # the one assigned the followed partitions
+        self._fetching = "idle"  # its name
         # Idle: transactions whose COMPLETE_* record is due -> (partition, until when it is waited
         # for, ms); see nudge.
         self._prepared: dict[str, tuple[int, int]] = {}
@@ -136,7 +145,33 @@ class FetchPattern:
     @property
     def busy(self) -> bool:
         """Whether the followed partitions are fetched by the busy consumer (every latency_resolution_ms)."""
-        return self.consumer is not self._idle
+        return self.consumer is not self._idle and not self.fresh
+
+    @property
+    def fresh(self) -> bool:
+        """Whether they are fetched for freshness only (the coordinator's clock times the appends)."""
+        return self._fresh is not None and self.consumer is self._fresh
+
+    def fetch_for_freshness(self, on: bool, followed: Collection[int], positions: Mapping[int, int]) -> None:
+        """Moves the followed partitions to the fresh consumer (`on`), or back to the idle one, which
+        adapt() moves on to the busy one under load."""
+        if on == self.fresh:
+            return
+        if on:
+            if self._fresh is None:
+                self._fresh = self._make_consumer(
+                    "fresh", {"fetch.min.bytes": BUSY_MIN_BYTES, "fetch.wait.max.ms": self._fresh_wait_ms}
+                )
+            self._prepared.clear()
+            self._hand_over(self._fresh, sorted(followed), positions, "fresh")
+            log.info(
+                "fresh: fetching %s every %d ms at most (the coordinator's clock times the appends)",
+                TOPIC,
+                self._fresh_wait_ms,
+            )
+        else:
+            self._hand_over(self._idle, sorted(followed), positions, "idle")
+            log.info("idle: one fetch of %s held until a record is appended (the fetch clock times the appends)", TOPIC)
 
     def wait(self, timeout: float) -> float:
         """How long a poll may wait for its first record: no longer than the resolution while a
@@ -155,6 +190,8 @@ class FetchPattern:
                 return False
         self._idle.close()
         self._busy.close()
+        if self._fresh is not None:
+            self._fresh.close()
         return True
 
     def _make_consumer(self, name: str, fetching: dict[str, Any]) -> Consumer:
@@ -173,7 +210,7 @@ class FetchPattern:
         )
 
     def _client_error(self, error: KafkaError, consumer: str) -> None:
-        if consumer != ("busy" if self.busy else "idle"):
+        if consumer != self._fetching:
             # The consumer holding no partition: its idle connection closed by the broker, say. What
             # matters about Kafka is told by the one that fetches.
             log.debug("kafka client (%s, not fetching): %s: %s", consumer, error.name(), error.str())
@@ -185,14 +222,16 @@ class FetchPattern:
         DEFAULT_LATENCY_RESOLUTION_MS); `positions`: the followed partitions' next offsets."""
         polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
         self._live_polls = self._live_records = 0
-        # Serves the callbacks of the one holding no partition (a connection the broker closed, say).
-        (self._busy if self.consumer is self._idle else self._idle).poll(0)
-        if replaying:
-            return  # replays on the busy consumer (see go_busy)
+        # Serves the callbacks of those holding no partition (a connection the broker closed, say).
+        for consumer in (self._idle, self._busy, self._fresh):
+            if consumer is not None and consumer is not self.consumer:
+                consumer.poll(0)
+        if replaying or self.fresh:
+            return  # replays on the busy consumer (see go_busy); fresh until the clock changes
         if self.consumer is self._idle and polls >= self._busy_from:
             self.go_busy("load", sorted(followed), positions)
         elif self.consumer is not self._idle and records < self._idle_below:
-            self._hand_over(self._idle, sorted(followed), positions)
+            self._hand_over(self._idle, sorted(followed), positions, "idle")
             log.info("idle: one fetch of %s held until a record is appended", TOPIC)
 
     def delivered(self, events: list[TopicEvent], live: int, received_ms: int) -> None:
@@ -307,14 +346,14 @@ class FetchPattern:
 
     def go_busy(self, why: str, moving: list[int], positions: Mapping[int, int]) -> None:
         """Moves the assigned partitions `moving` to the busy consumer (see _hand_over)."""
-        self._hand_over(self._busy, moving, positions)
+        self._hand_over(self._busy, moving, positions, "busy")
         log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self.resolution_ms)
 
     def refetch(self, partitions: list[int], positions: Mapping[int, int]) -> None:
         """Has the consumer fetching fetch the assigned `partitions` again, from their next offsets."""
-        self._hand_over(self.consumer, partitions, positions)
+        self._hand_over(self.consumer, partitions, positions, self._fetching)
 
-    def _hand_over(self, consumer: Consumer, partitions: list[int], positions: Mapping[int, int]) -> None:
+    def _hand_over(self, consumer: Consumer, partitions: list[int], positions: Mapping[int, int], name: str) -> None:
         """Moves `partitions` (the assigned ones) to `consumer`, each from the next offset not yet taken
         (`positions`): what the other consumer fetched but nobody took is dropped with its assignment
         and fetched again."""
@@ -330,3 +369,4 @@ class FetchPattern:
                 [TopicPartition(TOPIC, p, positions.get(p) or OFFSET_BEGINNING) for p in partitions]
             )
         self.consumer = consumer
+        self._fetching = name

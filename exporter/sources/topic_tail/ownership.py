@@ -78,6 +78,8 @@ class Ownership:
         # record of a newer one (at their next offset) waits for ownership to be read again -> that epoch.
         self.epochs: dict[int, int] = {}
         self.fenced: dict[int, int] = {}
+        # Each partition's leader, as the last metadata read answered.
+        self._leaders: dict[int, int] = {}
 
     def due(self, now: float) -> bool:
         """Whether a metadata read is due at `now`; if so, the next is due a refresh interval later
@@ -122,6 +124,7 @@ class Ownership:
             self._next_read = self._clock() + _RETRY_SECONDS
             return None
         self.complete_view = True
+        self._leaders = {p: pm.leader for p, pm in topic.partitions.items()}
         if self._all_partitions:
             owned = set(topic.partitions) - leaderless
         else:
@@ -132,6 +135,13 @@ class Ownership:
             # Led by another broker: its own exporter sees what its coordinator appends.
             del self.created_since_ms[partition]
         return owned
+
+    def here(self, partition: int) -> bool:
+        """Whether this exporter's broker leads `partition` (always, unless all_partitions: then only
+        if its id is known and the last metadata read named it the leader)."""
+        return not self._all_partitions or (
+            self.broker_id is not None and self._leaders.get(partition) == self.broker_id
+        )
 
     def _note_created(self, partitions: dict) -> None:
         """The topic exists: if this exporter saw it absent first, nothing in it predates that."""

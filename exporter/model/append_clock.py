@@ -1,0 +1,184 @@
+"""AppendClock: which clock times each live record's append, and the join that reads the coordinator's.
+
+Two clocks can time a transition's `__transaction_state` append:
+- the coordinator's own (COORDINATOR): its DEBUG `succeeded` line, written in the append's callback,
+  minus the record's CreateTime (stamped when the coordinator built the record): the interval
+  KIP-1344's histogram measures, to the ms. It needs --broker-log and the line at DEBUG.
+- the fetch (FETCH): when the exporter received the record, minus the same CreateTime: an upper
+  bound, looser by the fetch's delay (the tail's resolution).
+
+The coordinator's clock is in force from the first `succeeded` line, and for the partitions whose
+coordinator writes the log read (`here`): their live records wait for their line (and lines for
+their record: either may come first) in insertion-ordered buffers, matched by the five fields both
+carry (id, target state, producer id and epoch, last update). A record whose line has not come
+within `hold_ms` is counted, not timed (UNTIMED); a line whose record has not come is dropped and
+counted. When records wait out the hold and no line at all came for as long (the logger set back to
+INFO, the file unreadable or rotated away, a broker restart that reset a run-time level), the fetch
+clock is in force again until a line comes back; the tail then fetches at its resolution again.
+
+Each transition is timed at most once: while the fetch clock is in force, the keys of the records it
+timed are kept for `hold_ms`, so their lines, arriving once the coordinator's clock is back, are
+dropped (counted as such) rather than waiting for a record that came already.
+
+Memory: each buffer holds at most `max_waiting` entries (the oldest leaves first, counted as
+evicted) plus, for the expiry, the keys in arrival order for `hold_ms`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from exporter.contracts.events import TransitionAppended
+
+log = logging.getLogger(__name__)
+
+COORDINATOR = "coordinator"
+FETCH = "fetch"
+UNTIMED = "untimed"
+# Why a record or a line waited in vain.
+EXPIRED = "expired"  # its partner did not come within the hold
+EVICTED = "evicted"  # more than max_waiting were waiting
+ALREADY_TIMED = "already_timed"  # (a line) its record was timed by the fetch clock
+UNMATCHED_REASONS = {"record": (EXPIRED, EVICTED), "line": (EXPIRED, EVICTED, ALREADY_TIMED)}
+
+HOLD_MS = 10_000
+MAX_WAITING = 16_384
+
+# (transactional id, target state, producer id, producer epoch, last update ms): what a record's value
+# and its `succeeded` line both name.
+Key = tuple[str, int, int, int, int]
+Record = tuple[int, int, int, str, int]  # received ms, CreateTime ms, target state, id, producer id
+Line = tuple[int, int]  # seen ms, appended ms (UTC)
+V = TypeVar("V", bound=tuple[Any, ...])  # an entry, its arrival (ms) first
+Record_ = Callable[[int, int, str, int], None]
+
+
+class AppendClock:
+    def __init__(
+        self, record_latency: Sequence[Record_], hold_ms: int = HOLD_MS, max_waiting: int = MAX_WAITING
+    ) -> None:
+        """`record_latency`: the append-latency sinks' record methods, by target state."""
+        self._record_latency = record_latency
+        self._hold_ms = hold_ms
+        self._max = max_waiting
+        self.coordinator = False  # the clock in force: the coordinator's, else the fetch's
+        self._records: OrderedDict[Key, Record] = OrderedDict()
+        self._lines: OrderedDict[Key, Line] = OrderedDict()
+        # Records the fetch clock timed, by key, with when they were received (see the docstring).
+        self._fetch_timed: OrderedDict[Key, tuple[int]] = OrderedDict()
+        self._last_line_ms = 0  # when the last `succeeded` line was read
+        # Counters: transitions timed by the coordinator's clock and untimed, by target state (those
+        # the fetch clock timed are the histograms' counts less the coordinator's); unmatched records
+        # and lines by (kind, reason); coordinator-clock latencies below 0, recorded as 0.
+        self.coordinator_timed = [0] * 6
+        self.untimed = [0] * 6
+        self.unmatched: dict[tuple[str, str], int] = {
+            (kind, reason): 0 for kind, reasons in UNMATCHED_REASONS.items() for reason in reasons
+        }
+        self.negative = 0
+
+    def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int, here: bool) -> None:
+        """A live record with a target state, received at `received_ms`; `here`: its partition's
+        coordinator writes the log read."""
+        state = key[1]
+        if not (self.coordinator and here):
+            self._record_latency[state](received_ms - timestamp_ms, received_ms, key[0], producer_id)
+            if here:
+                self._remember(self._fetch_timed, key, (received_ms,), None)
+            return
+        line = self._lines.pop(key, None)
+        if line is not None:
+            self._time(line[1], timestamp_ms, max(received_ms, line[0]), state, key[0], producer_id)
+        else:
+            self._remember(self._records, key, (received_ms, timestamp_ms, state, key[0], producer_id), "record")
+
+    def line(self, event: TransitionAppended) -> None:
+        """The coordinator's `succeeded` line of a transition."""
+        self._last_line_ms = event.seen_ms
+        if not self.coordinator:
+            self.coordinator = True
+            log.info("append latency: timed by the coordinator's own clock (its `succeeded` lines in the broker log)")
+        key = (
+            event.transactional_id,
+            event.target_state,
+            event.producer_id,
+            event.producer_epoch,
+            event.last_update_ms,
+        )
+        if self._fetch_timed and self._fetch_timed.pop(key, None) is not None:
+            self.unmatched["line", ALREADY_TIMED] += 1
+            return
+        record = self._records.pop(key, None)
+        if record is None:
+            self._remember(self._lines, key, (event.seen_ms, event.appended_ms), "line")
+            return
+        received_ms, timestamp_ms, state, tid, producer_id = record
+        self._time(event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), state, tid, producer_id)
+
+    def replayed(self, key: Key) -> None:
+        """A replayed record (history, never timed): its line, if waiting, is not a missing record's."""
+        if self._lines:
+            self._lines.pop(key, None)
+
+    def expire(self, now_ms: int) -> None:
+        """Counts what waited longer than the hold at `now_ms`, and goes back to the fetch clock when
+        records waited in vain while no line came."""
+        cutoff = now_ms - self._hold_ms
+        records_expired = self._expire(self._records, "record", cutoff)
+        self._expire(self._lines, "line", cutoff)
+        self._expire(self._fetch_timed, None, cutoff)
+        if records_expired and self.coordinator and self._last_line_ms < cutoff:
+            self.coordinator = False
+            log.warning(
+                "append latency: no `succeeded` line in the broker log for %.0f s while %d record(s) waited for "
+                "theirs (the logger kafka.coordinator.transaction.TransactionStateManager no longer at DEBUG, or "
+                "the file unreadable or rotated away?): timed by the fetch bound until the lines come back; see "
+                "txn_exporter_append_latency_clock_info",
+                self._hold_ms / 1000,
+                records_expired,
+            )
+
+    @property
+    def waiting(self) -> tuple[int, int]:
+        """(records waiting for their line, lines waiting for their record)."""
+        return len(self._records), len(self._lines)
+
+    def _time(self, appended_ms: int, timestamp_ms: int, now_ms: int, state: int, tid: str, producer_id: int) -> None:
+        latency = appended_ms - timestamp_ms
+        if latency < 0:  # the line's time placed a little early (a clock step): never below 0
+            self.negative += 1
+            latency = 0
+        self.coordinator_timed[state] += 1
+        self._record_latency[state](latency, now_ms, tid, producer_id)
+
+    def _remember(self, buffer: OrderedDict[Key, V], key: Key, entry: V, kind: str | None) -> None:
+        """Adds `entry` at the buffer's end; the oldest beyond max_waiting leaves, counted as evicted,
+        and so does a waiting one of the same key (a transition repeated within one ms: the next line
+        or record matches the newer)."""
+        evicted = [(key, buffer.pop(key))] if key in buffer else []
+        buffer[key] = entry
+        while len(buffer) > self._max:
+            evicted.append(buffer.popitem(last=False))
+        if evicted and kind is not None:
+            self.unmatched[kind, EVICTED] += len(evicted)
+            if kind == "record":
+                for old, _ in evicted:
+                    self.untimed[old[1]] += 1
+
+    def _expire(self, buffer: OrderedDict[Key, V], kind: str | None, cutoff: int) -> int:
+        """Drops the entries that arrived before `cutoff`, counted for `kind`; returns how many."""
+        expired = 0
+        while buffer:
+            key, entry = next(iter(buffer.items()))
+            if entry[0] >= cutoff:
+                break
+            del buffer[key]
+            expired += 1
+            if kind == "record":
+                self.untimed[key[1]] += 1
+        if expired and kind is not None:
+            self.unmatched[kind, EXPIRED] += expired
+        return expired

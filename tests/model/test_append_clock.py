@@ -1,0 +1,138 @@
+"""The coordinator's clock in the model (exporter.model.append_clock): records and their `succeeded`
+lines matched in either order, the untimed and the unmatched counted, the switch to the fetch clock
+and back, each transition timed at most once."""
+
+from __future__ import annotations
+
+from exporter.contracts.events import CoordinatorChanged, PartitionAssigned, PartitionReplayed, TransitionAppended
+from exporter.model import CoordinatorModel, ObservationSinks
+from exporter.model.append_clock import HOLD_MS, AppendClock
+from tests.model.builders import S, log_event, snapshot
+from tests.model.test_coordinator import ListSink
+
+
+def clocked_model(here: bool = True) -> tuple[CoordinatorModel, list[ListSink]]:
+    append = [ListSink() for _ in range(6)]
+    model = CoordinatorModel(ObservationSinks(append, ListSink(), ListSink()), coordinator_log=True)
+    model.apply(PartitionAssigned(0, here))
+    model.apply(PartitionReplayed(0))
+    return model, append
+
+
+def line(tid: str, state: S, timestamp_ms: int, appended_ms: int, seen_ms: int | None = None) -> TransitionAppended:
+    """The `succeeded` line of log_event(tid, state, timestamp_ms=...)'s record (its last update is its
+    timestamp there), written at `appended_ms`."""
+    return TransitionAppended(
+        tid, state, 4000, 2, timestamp_ms, appended_ms, appended_ms + 100 if seen_ms is None else seen_ms
+    )
+
+
+def clock(model: CoordinatorModel):
+    return snapshot(model).append_clock
+
+
+def test_without_lines_the_fetch_clock_times_every_record_at_receipt() -> None:
+    model, append = clocked_model()
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
+    assert append[S.ONGOING].values == [30]
+    assert clock(model).clock == "fetch"
+
+
+def test_a_line_brings_the_coordinators_clock_and_times_its_record_in_either_order() -> None:
+    model, append = clocked_model()
+    model.apply(line("a", S.ONGOING, 1000, 1001))  # the line first
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1400))
+    model.apply(log_event("a", S.PREPARE_COMMIT, timestamp_ms=2000, received_ms=2400))  # the record first
+    assert append[S.PREPARE_COMMIT].values == []  # waiting for its line
+    model.apply(line("a", S.PREPARE_COMMIT, 2000, 2002))
+    assert append[S.ONGOING].values == [1] and append[S.PREPARE_COMMIT].values == [2]
+    row = clock(model)
+    assert (
+        row.clock == "coordinator"
+        and row.coordinator_timed[S.ONGOING] == 1
+        and row.coordinator_timed[S.PREPARE_COMMIT] == 1
+    )
+
+
+def test_a_record_whose_line_never_comes_is_counted_untimed_and_a_lone_line_dropped() -> None:
+    model, append = clocked_model()
+    model.apply(line("x", S.ONGOING, 500, 501))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
+    model.apply_batch([line("b", S.ONGOING, 1100, 1101, seen_ms=HOLD_MS + 1500)], now_ms=1010 + HOLD_MS + 1)
+    row = clock(model)
+    assert append[S.ONGOING].values == []
+    assert row.untimed[S.ONGOING] == 1 and row.unmatched[("record", "expired")] == 1
+    assert row.unmatched[("line", "expired")] == 1  # x's; b's still waits
+    assert row.clock == "coordinator"  # a line came within the hold: the lines have not stopped
+
+
+def test_when_lines_stop_the_fetch_clock_is_back_and_the_coordinators_returns_with_them(caplog) -> None:
+    model, append = clocked_model()
+    model.apply(line("a", S.ONGOING, 1000, 1001, seen_ms=1100))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1200))
+    model.apply(log_event("b", S.ONGOING, timestamp_ms=2000, received_ms=2200))  # its line never comes
+    model.apply_batch([], now_ms=2200 + HOLD_MS + 1)
+    assert clock(model).clock == "fetch" and "no `succeeded` line" in caplog.text
+    model.apply(log_event("c", S.ONGOING, timestamp_ms=20_000, received_ms=20_010))  # timed at receipt
+    model.apply(line("c", S.ONGOING, 20_000, 20_001))  # its line after it: not timed again
+    model.apply(line("d", S.ONGOING, 21_000, 21_002))
+    model.apply(log_event("d", S.ONGOING, timestamp_ms=21_000, received_ms=21_300))
+    row = clock(model)
+    assert append[S.ONGOING].values == [1, 10, 2]
+    assert row.clock == "coordinator" and row.unmatched[("line", "already_timed")] == 1
+    assert row.coordinator_timed[S.ONGOING] == 2 and row.untimed[S.ONGOING] == 1
+
+
+def test_partitions_another_broker_leads_keep_the_fetch_clock_until_this_one_is_elected() -> None:
+    model, append = clocked_model(here=False)
+    model.apply(line("x", S.ONGOING, 10, 11))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
+    assert append[S.ONGOING].values == [30]
+    model.apply(CoordinatorChanged(0, elected=True))
+    model.apply(log_event("b", S.ONGOING, timestamp_ms=2000, received_ms=2030))
+    model.apply(line("b", S.ONGOING, 2000, 2004))
+    assert append[S.ONGOING].values == [30, 4]
+
+
+def test_replayed_records_take_their_lines_without_being_timed_or_counting_them_missing() -> None:
+    model, append = clocked_model()
+    model.apply(line("a", S.ONGOING, 1000, 1001))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=5000, replay=True))
+    model.apply_batch([], now_ms=1101 + HOLD_MS + 1)
+    row = clock(model)
+    assert append[S.ONGOING].values == [] and row.unmatched[("line", "expired")] == 0
+
+
+def test_a_negative_latency_is_recorded_as_0_and_counted() -> None:
+    model, append = clocked_model()
+    model.apply(line("a", S.ONGOING, 1000, 998))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
+    assert append[S.ONGOING].values == [0] and clock(model).negative == 1
+
+
+def test_waiting_is_bounded_and_evictions_counted() -> None:
+    sinks = [ListSink() for _ in range(6)]
+    bounded = AppendClock([sink.record for sink in sinks], max_waiting=3)
+    bounded.line(line("z", S.ONGOING, 1, 2))
+    for n in range(5):
+        bounded.record(("r" + str(n), S.ONGOING, 4000, 2, 1000 + n), 1000 + n, 1100 + n, 4000, True)
+    for n in range(6):
+        bounded.line(line(f"l{n}", S.ONGOING, 2000 + n, 2001 + n))
+    assert bounded.unmatched[("record", "evicted")] == 2 and bounded.untimed[S.ONGOING] == 2
+    assert bounded.unmatched[("line", "evicted")] == 4  # z and l0..l2
+    assert bounded.waiting == (3, 3)
+    bounded.record(("r4", S.ONGOING, 4000, 2, 1004), 1004, 1104, 4000, True)  # a repeat: the older counted
+    assert bounded.unmatched[("record", "evicted")] == 3 and bounded.waiting == (3, 3)
+
+
+def test_the_records_count_is_the_timed_and_the_untimed() -> None:
+    """As the collector renders it: kafka_transaction_state_log_records_total per target state is the
+    histogram's count plus the untimed."""
+    model, append = clocked_model()
+    model.apply(line("x", S.ONGOING, 1, 2))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
+    model.apply(log_event("b", S.ONGOING, timestamp_ms=1001, received_ms=1011))
+    model.apply(line("a", S.ONGOING, 1000, 1003))
+    model.apply_batch([], now_ms=1011 + HOLD_MS + 1)
+    row = clock(model)
+    assert len(append[S.ONGOING].values) + row.untimed[S.ONGOING] == 2
