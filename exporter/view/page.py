@@ -49,7 +49,7 @@ form{display:flex;flex-wrap:wrap;gap:.4em .8em;align-items:end;margin:.4em 0 .8e
 label{display:flex;flex-direction:column;font-size:.85em;color:#444}
 input,select,button{font:inherit;padding:.2em .3em}input{width:7em}
 table{border-collapse:collapse;width:100%}
-th,td{text-align:left;vertical-align:top;padding:.3em .5em;border-bottom:1px solid #ddd}
+th,td{text-align:left;vertical-align:top;padding:.3em .5em;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
 th{background:#f3f3f3;font-weight:600}
 td.id,code{font-family:ui-monospace,monospace;word-break:break-all}td.n{white-space:nowrap}
 @media (min-width:48em){span.n{white-space:nowrap}}
@@ -159,7 +159,7 @@ def _transactions(rows: list[TransactionRow], now_ms: int, broker_column: bool =
     for r in rows:
         errors = (
             "<br>".join(
-                f'<span class="n">{text(e["partition"])}: <span class="error">{text(e["error"])}</span></span>'
+                f'{text(e["partition"])}: <span class="error">{_breakable(e["error"])}</span>'
                 f" x{e['count']}, last {since(e['last_seen_ms'], now_ms)} ago"
                 for e in r["marker_errors"]
             )
@@ -194,6 +194,12 @@ def _transactions(rows: list[TransactionRow], now_ms: int, broker_column: bool =
                 f"{_diagnosis(d, now_ms)}</td></tr>"
             )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _breakable(name: str) -> str:
+    """A Kafka error name (NOT_ENOUGH_REPLICAS_AFTER_APPEND) that may wrap after each underscore:
+    in a column beside nine others, or on a phone, the name is wider than its cell."""
+    return text(name).replace("_", "_<wbr>")
 
 
 def _diagnosis(d: Diagnosis, now_ms: int) -> str:
