@@ -7,6 +7,8 @@
 At most ``MAX_JVMS`` brokers run at once (CI has 2 cores): asking for another one stops the least
 recently used session broker, which restarts on its next use with its data kept.
 Tests using these fixtures get the ``kafka`` marker: deselect them with ``-m "not kafka"``.
+`make check` runs the tests without the markers ``kafka``, ``spark``, ``image`` and ``tools`` (pyproject.toml
+says what each needs); a test that needs a program or download of scripts/setup's full mode is marked ``tools``.
 
 The whole suite runs on the table's full-suite versions (``BROKER_PARAMS``: the newest 4.x with
 transaction.version 2 and 0, the newest 3.x); the per-version checks on every pinned version. Those

@@ -37,6 +37,22 @@ def test_make_test_runs_the_checks_first_and_the_tests_last() -> None:
     ]
 
 
+def test_make_check_runs_the_same_checks_then_the_tests_that_need_nothing_fetched() -> None:
+    """The fast loop: its setup installs the Python packages only (no Java, jars, Debian packages, Go
+    or npm), and pytest leaves out every marker that needs more (pyproject.toml's markers)."""
+    dry = subprocess.run(["make", "-n", "check"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    assert dry.stdout.splitlines()[0] == "scripts/setup check"
+    commands = [line for line in dry.stdout.splitlines() if line.startswith(".venv/bin/")]
+    assert commands == [
+        ".venv/bin/ruff format --check .",
+        ".venv/bin/ruff check .",
+        ".venv/bin/mypy",
+        '.venv/bin/pytest -n 2 -m "not kafka and not spark and not image and not tools"',
+    ]
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert {m.split(":")[0] for m in markers} == {"kafka", "spark", "image", "tools"}
+
+
 @pytest.mark.image
 def test_demo_setup_is_quiet_and_installs_neither_spark_nor_test_tools(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md", "Makefile"):
@@ -127,6 +143,7 @@ def _setup(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.tools
 def test_setup_sends_go_and_npm_output_to_its_log(tmp_path: Path) -> None:
     env = _tools_env(tmp_path)
     done = _setup(env)
@@ -142,6 +159,7 @@ def test_setup_sends_go_and_npm_output_to_its_log(tmp_path: Path) -> None:
     assert (again.returncode, again.stdout, again.stderr) == (0, "setup: ready\n", "")
 
 
+@pytest.mark.tools
 @pytest.mark.parametrize("tool", ["go", "npm"])
 def test_a_failing_setup_step_shows_its_log(tmp_path: Path, tool: str) -> None:
     """The tool's own output, then one line saying which step failed; no traceback."""

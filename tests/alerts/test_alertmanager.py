@@ -13,6 +13,7 @@ from alerts import generate
 from tests.alerts.tools import Alertmanager, require
 
 CONFIG = Path(generate.__file__).parent / "alertmanager.example.yml"
+pytestmark = pytest.mark.tools
 
 
 def test_amtool_check_config():

@@ -24,6 +24,7 @@ def _alerting_rules() -> list[dict]:
     return [rule for group in document["groups"] for rule in group["rules"] if "alert" in rule]
 
 
+@pytest.mark.tools
 def test_promtool_check_rules_with_lint_fatal():
     result = subprocess.run(
         [require("promtool"), "check", "rules", "--lint=all", "--lint-fatal", str(RULES)],
@@ -33,6 +34,7 @@ def test_promtool_check_rules_with_lint_fatal():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.tools
 def test_promtool_unit_tests_pass():
     result = subprocess.run(
         [require("promtool"), "test", "rules", *map(str, UNIT_TESTS)], capture_output=True, text=True, cwd=ALERTS_DIR
@@ -40,6 +42,7 @@ def test_promtool_unit_tests_pass():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.tools
 def test_every_alert_has_a_firing_and_a_not_firing_unit_test():
     firing: set[str] = set()
     quiet: set[str] = set()

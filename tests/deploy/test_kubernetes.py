@@ -24,6 +24,7 @@ from exporter.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAYS = sorted(p.parent.name for p in (ROOT / "deploy" / "overlays").glob("*/kustomization.yaml"))
+pytestmark = pytest.mark.tools
 
 
 @functools.cache

@@ -122,6 +122,7 @@ def test_changed_config_changes_selectors_thresholds_and_links_everywhere() -> N
             assert broker_jmx or 'namespace="kafka"' in expr, (name, expr)
 
 
+@pytest.mark.tools
 def test_changed_rules_pass_promtool(tmp_path: Path) -> None:
     promtool = shutil.which("promtool") or pytest.fail("promtool is not on PATH: run scripts/setup")
     built = build(CHANGED)

@@ -9,6 +9,8 @@ from exporter.pipeline import connector_jars as connector_jars_module
 from exporter.pipeline import maven
 from exporter.pipeline.connector_jars import CONNECTOR_ARTIFACTS, SparkJarsError, connector_jars
 
+pytestmark = pytest.mark.tools
+
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):

@@ -263,6 +263,7 @@ def test_credentials_passed_on_only_where_they_stay_encrypted(tmp_path):
             server.stop()
 
 
+@pytest.mark.tools
 def test_the_cluster_page_in_headless_chromium(pair):
     first, _, _ = pair
     url = f"http://127.0.0.1:{first.port}{PATH}?scope=cluster"

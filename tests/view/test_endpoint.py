@@ -117,6 +117,7 @@ def test_basic_auth_as_every_other_path(auth_server):
     assert status == 200 and [r["transactional_id"] for r in json.loads(body)["transactions"]] == ["orders-writer-1"]
 
 
+@pytest.mark.tools
 def test_the_page_in_headless_chromium_with_and_without_credentials(auth_server):
     url = f"http://127.0.0.1:{auth_server.port}{PATH}?state=ONGOING,PREPARE_COMMIT"
     dom = chromium.dump_dom(url.replace("http://", f"http://ops:{PASSWORD}@"))

@@ -11,6 +11,8 @@ from txn_workshop.harness import java_workload
 from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs
 from txn_workshop.harness.java_workload import MAIN_CLASS, JavaWorkloadError, compiled_classes
 
+pytestmark = pytest.mark.tools
+
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):

@@ -58,6 +58,7 @@ def test_an_unpinned_version_is_a_clear_error():
         jars.kafka_libs("3.5.2")
 
 
+@pytest.mark.tools
 @pytest.mark.parametrize("version", KAFKA_VERSIONS)
 def test_the_row_names_classes_and_logging_its_jars_have(version):
     row = kafka_version(version)
@@ -78,6 +79,7 @@ def test_the_row_names_classes_and_logging_its_jars_have(version):
     assert (Path(jars.__file__).parent / row.log4j_config).exists()
 
 
+@pytest.mark.tools
 def test_the_jars_command_lists_every_version():
     out = subprocess.run(
         [sys.executable, "-m", "txn_workshop.harness.jars"], capture_output=True, text=True, check=True
@@ -103,6 +105,7 @@ def test_a_broker_reads_the_row_of_the_version_it_runs(tmp_path):
     assert broker.kafka == kafka_version("4.4.0")
 
 
+@pytest.mark.tools
 def test_zookeeper_mode_is_the_3x_rows_and_its_checks_their_newest_and_oldest():
     """4.0 removed ZooKeeper mode (KIP-833): its jars have no ZooKeeper; every 3.x row's jars have the
     server the harness runs (harness.zookeeper)."""
