@@ -3,7 +3,8 @@
 Layout: ``<cache>/kafka/<version>/libs/*.jar`` plus a ``.complete`` marker, resolved and cached as
 exporter.pipeline.maven does it (atomically; offline once cached).
 
-CLI: ``python -m txn_workshop.harness.jars [VERSION ...]`` (default: all pinned versions).
+CLI: ``python -m txn_workshop.harness.jars [--missing] [VERSION ...]`` (default: all pinned versions);
+``--missing`` fetches nothing and prints what a run would fetch, in words (scripts/setup's line).
 """
 
 from __future__ import annotations
@@ -97,8 +98,34 @@ def _profiles(version: str) -> list[str]:
     return (["tools"] if row.tools_version == version else []) + (["log4j2"] if row.log4j == 2 else [])
 
 
+def missing(versions: list[str]) -> str:
+    """What resolving ``versions`` would fetch, in words: "" when all is cached, else e.g. "Kafka
+    4.4.0's jars, and 4.3.1's for its tools"."""
+    home = maven.cache_root() / "kafka"
+    brokers = [v for v in versions if not maven.cached(home / v)]
+    tools = [
+        t for t in dict.fromkeys(tools_version(v) for v in versions) if t not in versions and not maven.cached(home / t)
+    ]
+    if not brokers and not tools:
+        return ""
+    said = f"Kafka {_listed(brokers)}'s jars" if brokers else ""
+    if tools:
+        said += (
+            ", and " if said else "Kafka "
+        ) + f"{_listed(tools)}'s for {'its' if len(versions) == 1 else 'the'} tools"
+    return said
+
+
+def _listed(versions: list[str]) -> str:
+    return versions[0] if len(versions) == 1 else ", ".join(versions[:-1]) + " and " + versions[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
-    versions = (sys.argv[1:] if argv is None else argv) or list(KAFKA_VERSIONS)
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--missing"]:
+        print(missing(args[1:] or list(KAFKA_VERSIONS)))
+        return 0
+    versions = args or list(KAFKA_VERSIONS)
     for version in versions:
         try:
             print(f"{version}\t{kafka_libs(version)}", flush=True)
