@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.view import chromium
 from txn_workshop.demo import FREE_SECONDS, HOLD_SECONDS, LISTEN
 from txn_workshop.harness.jars import TOOL_SCRIPTS
 from txn_workshop.harness.processes import free_port
@@ -160,6 +161,9 @@ def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], s
                 view = _view(listen)  # asked until a held row has its diagnosis (stuck, or its markers erring)
                 if _commands(view):
                     ran["view"] = view
+                    request = urllib.request.Request(f"http://{listen}/transactions", headers={"Accept": "text/html"})
+                    with urllib.request.urlopen(request, timeout=30) as answer:
+                        ran["page"] = answer.read().decode()
                 if "table" not in ran:
                     command = next(line.split("in a terminal: ", 1)[1] for line in lines if "in a terminal: " in line)
                     ran["table"] = _shell(
@@ -201,7 +205,10 @@ def test_a_hold_is_announced_once_both_transactions_are_pending_and_released_bef
     lines, _, _, _ = through_a_hold
     holding, releasing = _index(lines, HOLDING), _index(lines, RELEASING)
     assert holding is not None and releasing is not None, lines
-    assert sum(map(bool, map(HOLDING.match, lines))) == 1 and sum(map(bool, map(RELEASING.match, lines))) == 1
+    # One hold line, then one release line (the fixture runs Kafka's tools after it: a next hold may begin).
+    assert sum(map(bool, map(HOLDING.match, lines[:releasing]))) == 1
+    nxt = _index(lines[releasing + 1 :], HOLDING)
+    assert _index(lines[releasing + 1 : None if nxt is None else releasing + 1 + nxt], RELEASING) is None
     held = [_summary(line) for line in lines[holding + 1 : releasing]]
     assert held and all(summary is not None and summary[3] == 2 for summary in held), lines
     retries = [summary[2] for summary in held if summary]
@@ -307,3 +314,14 @@ def test_what_the_newcomer_reads_says_that_kafka_resends_markers_without_backoff
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "the demo does not follow the broker's log" not in readme
     assert "read from the coordinator's log that the demo follows with `--broker-log`" in readme
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_the_transactions_page_of_a_hold_fits_a_laptop_and_a_phone(through_a_hold, width, tmp_path) -> None:
+    """The page as the demo served it during the hold, its stuck rows diagnosed, laid out by Debian's
+    chromium: no sideways scrolling; long error names and commands wrap."""
+    _, _, _, ran = through_a_hold
+    page = ran["page"]
+    assert "demo-held" in page and 'data-label="Diagnosis"' in page and "kafka-configs.sh" in page
+    scroll, client = chromium.widths(page, width, tmp_path)
+    assert width * 0.8 < client <= width and scroll <= client, (scroll, client)
