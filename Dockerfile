@@ -7,13 +7,17 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY requirements/image.txt ./requirements/
 COPY exporter ./exporter
 # The wheel a user installs is built, then that file installed: the image carries what the wheel
-# carries (tests/test_wheel.py checks its contents), not what the source tree holds.
+# carries (tests/test_wheel.py checks its contents), not what the source tree holds. Its
+# dependencies first, as requirements/image.txt pins them (CI's versions, `make lock`), each file
+# checked against its hash; then the wheel without any.
 # tests/deploy/test_dockerfile.py runs these very lines in a fresh venv.
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
     && python -m venv /opt/txn-exporter \
-    && /opt/txn-exporter/bin/pip install --no-compile /wheels/kafka_txn_exporter-*.whl \
+    && /opt/txn-exporter/bin/pip install --no-compile --require-hashes -r requirements/image.txt \
+    && /opt/txn-exporter/bin/pip install --no-compile --no-deps /wheels/kafka_txn_exporter-*.whl \
     && /opt/txn-exporter/bin/python -m compileall -q /opt/txn-exporter
 
 FROM ${PYTHON_IMAGE}

@@ -1,6 +1,6 @@
 # The commands of the README. Each sets up what it needs first (idempotent, fast when done):
 # the demo only the package and one Kafka version, the tests and the generators everything.
-.PHONY: setup setup-demo setup-check demo test check generate
+.PHONY: setup setup-demo setup-check demo test check generate lock
 
 setup:
 	@scripts/setup
@@ -39,3 +39,15 @@ check: setup-check
 # metric table, docs/architecture.md) from its one source, in order: generators/run.py lists them.
 generate: setup
 	.venv/bin/python -m generators
+
+# The hashed locks scripts/setup and the Dockerfile install from, remade after a change to
+# pyproject.toml's dependencies: requirements/ci.txt holds the product's, its dev and spark extras'
+# (the workshop's one dependency is the product itself), requirements/image.txt the product's alone
+# at ci.txt's versions. Resolved by uv for CPython 3.11 on x86_64 Linux (CI's and the image's), with
+# every file's hash on PyPI; a pin is kept while pyproject.toml allows it (`make lock UPGRADE=--upgrade`
+# takes the newest of everything).
+LOCK = .venv/bin/uv pip compile pyproject.toml --quiet --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock" $(UPGRADE)
+lock: setup-check
+	$(LOCK) --extra dev --extra spark -o requirements/ci.txt
+	$(LOCK) -c requirements/ci.txt -o requirements/image.txt

@@ -114,7 +114,7 @@ def _tools_env(tmp_path: Path, fetched: tuple[str, ...] = ()) -> dict[str, str]:
     home = cache_root()
     gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True).stdout.strip()
     stamp = ROOT / ".venv" / ".installed"
-    inputs = (ROOT / "pyproject.toml", ROOT / "workshop" / "pyproject.toml")
+    inputs = (ROOT / "pyproject.toml", ROOT / "workshop" / "pyproject.toml", ROOT / "requirements" / "ci.txt")
     if not stamp.exists() or any(p.stat().st_mtime > stamp.stat().st_mtime for p in inputs):
         pytest.skip("run make setup first: this test must not install into .venv")
     if not (home / "schemas").is_dir() or not Path(gomodcache, "cache", "download").is_dir():

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 PREFIX = "/opt/txn-exporter"
 WHEELS = "/wheels"
+LOCK = "requirements/image.txt"
 
 
 def _instructions() -> list[tuple[str, str]]:
@@ -74,17 +75,25 @@ def _install_line() -> str:
 
 def test_the_image_installs_the_wheel_it_builds() -> None:
     """Not `pip install .`: a file the wheel leaves out (package data) would still be missing from
-    every user's install while the image, built from the source tree, hid it."""
+    every user's install while the image, built from the source tree, hid it. Its dependencies come
+    from the image's lock alone, each file checked against its hash (not whatever PyPI has newest at
+    build time); the wheel adds none."""
     steps = [step.split() for step in _install_line().split("&&")]
     builds = [step for step in steps if step[1:4] == ["-m", "pip", "wheel"]]
     assert len(builds) == 1, steps
     build = builds[0]
     assert "--no-deps" in build and build[-1] == "." and build[build.index("--wheel-dir") + 1] == WHEELS
     installs = [step for step in steps if "pip" in step[0] and step[1] == "install"]
-    assert len(installs) == 1, steps
-    targets = [arg for arg in installs[0][2:] if not arg.startswith("-")]
+    assert len(installs) == 2, steps
+    locked, wheel = installs
+    assert "--require-hashes" in locked and locked[locked.index("-r") + 1] == LOCK
+    assert [arg for arg in locked[2:] if not arg.startswith("-")] == [LOCK], locked
+    assert "--no-deps" in wheel
+    targets = [arg for arg in wheel[2:] if not arg.startswith("-")]
     assert targets == [f"{WHEELS}/kafka_txn_exporter-*.whl"], targets
-    assert steps.index(build) < steps.index(installs[0])
+    assert steps.index(build) < steps.index(locked) < steps.index(wheel)
+    copied = " ".join(args for word, args in _instructions() if word == "COPY")
+    assert LOCK in copied and f"!{LOCK}" in (ROOT / ".dockerignore").read_text().splitlines()
 
 
 @pytest.mark.image
@@ -92,7 +101,8 @@ def test_image_install_gives_a_working_sidecar_without_extras(tmp_path: Path) ->
     # The build context as the Dockerfile copies it (see .dockerignore).
     context = tmp_path / "src"
     context.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", LOCK):
+        (context / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, context / name)
     shutil.copytree(ROOT / "exporter", context / "exporter", ignore=shutil.ignore_patterns("__pycache__"))
     prefix = tmp_path / "venv"
