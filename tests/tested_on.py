@@ -48,6 +48,9 @@ CHECKS: dict[str, str] = {
     "append-latency bound at most 5 ms above the coordinator's own at p50 and p99 (or 3 ms above a bare client's in the "
     "same run, where the machine alone makes more), and below it no more often than that client's "
     "(tests/integration/test_broker_truth.py)",
+    "coordinator clock": "with the coordinator's DEBUG lines read (its JVM in UTC+05:30, the exporter told nothing), every "
+    "transition, idle and under 16 producers back to back, timed as its `succeeded` line minus the record's CreateTime "
+    "in Kafka's DumpLogSegments, to the ms (tests/integration/test_broker_truth.py)",
 }
 PASSED, FAILED, NOT_RUN = "✓", "✗", "-"
 _CELLS = "tested_on_cells"  # the user property a report carries its cells in (to xdist's controller)

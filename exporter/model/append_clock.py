@@ -26,14 +26,19 @@ evicted) plus, for the expiry, the keys in arrival order for `hold_ms`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from exporter.codec.states import TransactionState
 from exporter.contracts.events import TransitionAppended
 
 log = logging.getLogger(__name__)
+# Every transition timed, at DEBUG, with the clock that timed it: what tests hold to the coordinator's
+# own lines and Kafka's DumpLogSegments (tests/integration/test_broker_truth.py).
+_timed_log = logging.getLogger(__name__ + ".timed")
 
 COORDINATOR = "coordinator"
 FETCH = "fetch"
@@ -53,12 +58,12 @@ Key = tuple[str, int, int, int, int]
 Record = tuple[int, int, int, str, int]  # received ms, CreateTime ms, target state, id, producer id
 Line = tuple[int, int]  # seen ms, appended ms (UTC)
 V = TypeVar("V", bound=tuple[Any, ...])  # an entry, its arrival (ms) first
-Record_ = Callable[[int, int, str, int], None]
+LatencySink = Callable[[int, int, str, int], None]
 
 
 class AppendClock:
     def __init__(
-        self, record_latency: Sequence[Record_], hold_ms: int = HOLD_MS, max_waiting: int = MAX_WAITING
+        self, record_latency: Sequence[LatencySink], hold_ms: int = HOLD_MS, max_waiting: int = MAX_WAITING
     ) -> None:
         """`record_latency`: the append-latency sinks' record methods, by target state."""
         self._record_latency = record_latency
@@ -79,6 +84,7 @@ class AppendClock:
             (kind, reason): 0 for kind, reasons in UNMATCHED_REASONS.items() for reason in reasons
         }
         self.negative = 0
+        self._log_timed = _timed_log.isEnabledFor(logging.DEBUG)  # (set at start: read once)
 
     def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int, here: bool) -> None:
         """A live record with a target state, received at `received_ms`; `here`: its partition's
@@ -86,12 +92,14 @@ class AppendClock:
         state = key[1]
         if not (self.coordinator and here):
             self._record_latency[state](received_ms - timestamp_ms, received_ms, key[0], producer_id)
+            if self._log_timed:
+                _log(key, received_ms - timestamp_ms, FETCH)
             if here:
                 self._remember(self._fetch_timed, key, (received_ms,), None)
             return
         line = self._lines.pop(key, None)
         if line is not None:
-            self._time(line[1], timestamp_ms, max(received_ms, line[0]), state, key[0], producer_id)
+            self._time(key, line[1], timestamp_ms, max(received_ms, line[0]), producer_id)
         else:
             self._remember(self._records, key, (received_ms, timestamp_ms, state, key[0], producer_id), "record")
 
@@ -115,8 +123,8 @@ class AppendClock:
         if record is None:
             self._remember(self._lines, key, (event.seen_ms, event.appended_ms), "line")
             return
-        received_ms, timestamp_ms, state, tid, producer_id = record
-        self._time(event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), state, tid, producer_id)
+        received_ms, timestamp_ms, _, _, producer_id = record
+        self._time(key, event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), producer_id)
 
     def replayed(self, key: Key) -> None:
         """A replayed record (history, never timed): its line, if waiting, is not a missing record's."""
@@ -146,13 +154,16 @@ class AppendClock:
         """(records waiting for their line, lines waiting for their record)."""
         return len(self._records), len(self._lines)
 
-    def _time(self, appended_ms: int, timestamp_ms: int, now_ms: int, state: int, tid: str, producer_id: int) -> None:
+    def _time(self, key: Key, appended_ms: int, timestamp_ms: int, now_ms: int, producer_id: int) -> None:
         latency = appended_ms - timestamp_ms
         if latency < 0:  # the line's time placed a little early (a clock step): never below 0
             self.negative += 1
             latency = 0
+        state = key[1]
         self.coordinator_timed[state] += 1
-        self._record_latency[state](latency, now_ms, tid, producer_id)
+        self._record_latency[state](latency, now_ms, key[0], producer_id)
+        if self._log_timed:
+            _log(key, latency, COORDINATOR)
 
     def _remember(self, buffer: OrderedDict[Key, V], key: Key, entry: V, kind: str | None) -> None:
         """Adds `entry` at the buffer's end; the oldest beyond max_waiting leaves, counted as evicted,
@@ -182,3 +193,17 @@ class AppendClock:
         if expired and kind is not None:
             self.unmatched[kind, EXPIRED] += expired
         return expired
+
+
+def _log(key: Key, latency_ms: int, clock: str) -> None:
+    tid, state, producer_id, producer_epoch, last_update_ms = key
+    fields = {
+        "transactional_id": tid,
+        "state": TransactionState(state).name,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+        "last_update_ms": last_update_ms,
+        "latency_ms": latency_ms,
+        "clock": clock,
+    }
+    _timed_log.debug("timed %s", json.dumps(fields, ensure_ascii=False))

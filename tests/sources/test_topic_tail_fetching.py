@@ -366,3 +366,34 @@ def test_each_kind_of_connection_failure_is_logged_once_then_at_a_slowing_rate(f
     # Plain words, a line short enough to read at a glance, no client error codes (_TRANSPORT).
     assert all(len(line.split()) <= 25 and "_" not in line for line in lines), lines
     tail.close()
+
+
+def test_for_freshness_a_third_consumer_fetches_twice_within_it_without_nudges_and_load_moves_nothing(fetching):
+    """The coordinator's clock times the appends: the partitions move, at their next offsets, to a
+    consumer made then, whose fetch is held half the freshness; a PREPARE_* nudges nothing; load does
+    not move them to the busy consumer; back to the fetch clock, the idle consumer has them again."""
+    tail, made, clock = fetching.tail, fetching.made, fetching.clock
+    idle, busy = made
+    idle.queued.append(Message(1, 0))
+    tail.poll(timeout=0)
+    tail.fetch_for_freshness(True)
+    fresh = made[2]
+    assert fresh.settings["fetch.wait.max.ms"] == 500 and fresh.settings["fetch.min.bytes"] == 1 << 20
+    assert idle.assigned == set() and fresh.assigned == set(range(PARTITIONS))
+    assert fresh.offsets == {0: OFFSET_BEGINNING, 1: 1, 2: OFFSET_BEGINNING, 3: OFFSET_BEGINNING}
+    fresh.queued.append(Message(2, 0, _value(TransactionState.PREPARE_COMMIT), encode_key("tx-1")))
+    tail.poll(timeout=0.2)
+    clock.now += INTERVAL_MS / 1000
+    tail.poll(timeout=0.2)
+    assert _asked(busy, 0, seconds=0.1) == []  # no nudge
+    for n in range(300):  # 300 deliveries a second
+        fresh.queued.append(Message(3, n))
+        clock.now += 0.003
+        tail.poll(timeout=0)
+    clock.now += 1
+    tail.poll(timeout=0)
+    assert fresh.assigned == set(range(PARTITIONS)) and busy.assigned == set() and not tail.busy
+    tail.fetch_for_freshness(False)
+    assert idle.assigned == set(range(PARTITIONS)) and fresh.assigned == set() and idle.offsets[3] == 300
+    tail.close()
+    assert fresh.closed

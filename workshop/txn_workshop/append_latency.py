@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
+from zoneinfo import ZoneInfo
 
 from exporter.broker_log.lines import TARGET_STATES
 
@@ -56,6 +57,7 @@ _FIELDS = {
 }
 _STATE = re.compile(r"\btxnState=(\w+)")
 _OBSERVED = " DEBUG exporter.sources.topic_tail.records: live record "
+_TIMED = " DEBUG exporter.model.append_clock.timed: timed "
 
 # What the matcher needs of `txn-exporter run`: its DEBUG line for every live record, none of them
 # suppressed as a repeat (and no hanging scan beside it).
@@ -90,9 +92,10 @@ class Matched:
         return self.received_ms - self.succeeded_ms
 
 
-def _epoch_ms(text: str) -> int:
-    # log4j's `%d` is the JVM's local time, as naive datetimes are Python's: same host, same zone.
-    return round(datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
+def _epoch_ms(text: str, zone: str | None = None) -> int:
+    """log4j's `%d`: the JVM's local time, in `zone` (the JVM's user.timezone), else this host's."""
+    naive = datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f")
+    return round((naive if zone is None else naive.replace(tzinfo=ZoneInfo(zone))).timestamp() * 1000)
 
 
 def _numbered(key: _Key, seen: dict[_Key, int]) -> Transition:
@@ -108,9 +111,12 @@ def _transition(tid: str, meta: str, seen: dict[_Key, int]) -> Transition:
     return _numbered((tid, state, values["producer_id"], values["producer_epoch"], values["last_update_ms"]), seen)
 
 
-def coordinator_lines(logs: list[Path], tids: set[str]) -> tuple[dict[Transition, int], dict[Transition, int]]:
+def coordinator_lines(
+    logs: list[Path], tids: set[str], zone: str | None = None
+) -> tuple[dict[Transition, int], dict[Transition, int]]:
     """(transition -> time of its `succeeded` line, transition -> time of its `Appending` line), ms,
-    for the transactional ids in `tids`; `logs` oldest first (a rolled server.log.1 before server.log)."""
+    for the transactional ids in `tids`; `logs` oldest first (a rolled server.log.1 before server.log),
+    written by a JVM in `zone` (None: this host's)."""
     succeeded: dict[Transition, int] = {}
     appending: dict[Transition, int] = {}
     seen: tuple[dict[_Key, int], dict[_Key, int]] = ({}, {})
@@ -121,8 +127,54 @@ def coordinator_lines(logs: list[Path], tids: set[str]) -> tuple[dict[Transition
             for pattern, into, keys in ((SUCCEEDED, succeeded, seen[0]), (APPENDING, appending, seen[1])):
                 match = pattern.match(line)
                 if match and match["tid"] in tids:
-                    into[_transition(match["tid"], match["meta"], keys)] = _epoch_ms(match["time"])
+                    into[_transition(match["tid"], match["meta"], keys)] = _epoch_ms(match["time"], zone)
     return succeeded, appending
+
+
+_DUMPED = re.compile(r"^\| offset: \d+ CreateTime: (-?\d+) .* key: (.*?) payload: (.*)$")
+_DUMPED_TEXT = re.compile(
+    r"^transaction_metadata::transactionalId=(.*)$|^producerId:(-?\d+),producerEpoch:(-?\d+),state=(\w+),.*"
+    r"txnLastUpdateTimestamp=(-?\d+),"
+)
+
+
+def dumped_create_times(dump: str, tids: set[str]) -> dict[Transition, int]:
+    """transition -> its record's CreateTime, as Kafka's DumpLogSegments --transaction-log-decoder
+    prints `__transaction_state` (KafkaBroker.dump_transaction_log: text up to 4.0, JSON from 4.1), for
+    the ids in `tids`. Numbered as coordinator_lines numbers: one id's records are in one partition,
+    dumped in offset order, which is the order of its appends and of their lines."""
+    created: dict[Transition, int] = {}
+    seen: dict[_Key, int] = {}
+    for line in dump.splitlines():
+        match = _DUMPED.match(line)
+        if match is None or match[3] == "<DELETE>":
+            continue
+        create_ms, key, payload = int(match[1]), match[2], match[3]
+        if key.startswith("{"):
+            tid = json.loads(key)["data"]["transactionalId"]
+            if tid not in tids:
+                continue
+            data = json.loads(payload)["data"]
+            fields = (
+                data["transactionStatus"],
+                data["producerId"],
+                data["producerEpoch"],
+                data["transactionLastUpdateTimestampMs"],
+            )
+        else:
+            key_match, value_match = _DUMPED_TEXT.match(key), _DUMPED_TEXT.match(payload)
+            if key_match is None or value_match is None or key_match[1] not in tids:
+                continue
+            tid = key_match[1]
+            fields = (
+                TARGET_STATES[value_match[4]],
+                int(value_match[2]),
+                int(value_match[3]),
+                int(value_match[5]),
+            )
+        state, producer_id, producer_epoch, last_update_ms = fields
+        created[_numbered((tid, state, producer_id, producer_epoch, last_update_ms), seen)] = create_ms
+    return created
 
 
 class Observed(NamedTuple):
@@ -158,6 +210,29 @@ def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Obs
             fields["timestamp_ms"], fields["received_ms"], fields["partition"], fields["offset"]
         )
     return observed
+
+
+def exporter_timed(exporter_log: Path, tids: set[str]) -> dict[Transition, tuple[int, str]]:
+    """transition -> (append latency, the clock that timed it) as the exporter timed it, from its
+    DEBUG log (exporter.model.append_clock's `timed` lines)."""
+    timed: dict[Transition, tuple[int, str]] = {}
+    seen: dict[_Key, int] = {}
+    for line in exporter_log.read_text(errors="replace").splitlines():
+        _, found, payload = line.partition(_TIMED)
+        if not found:
+            continue
+        fields = json.loads(payload)
+        if fields["transactional_id"] not in tids:
+            continue
+        key = (
+            fields["transactional_id"],
+            TARGET_STATES[fields["state"]],
+            fields["producer_id"],
+            fields["producer_epoch"],
+            fields["last_update_ms"],
+        )
+        timed[_numbered(key, seen)] = (fields["latency_ms"], fields["clock"])
+    return timed
 
 
 def floor_receipts(path: Path) -> dict[tuple[int, int], int]:

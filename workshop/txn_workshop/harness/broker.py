@@ -110,6 +110,7 @@ class KafkaBroker:
         jmx: bool = False,
         internal_topics_on_join: bool = True,
         mode: Literal["kraft", "zookeeper"] = "kraft",
+        timezone: str | None = None,
     ) -> None:
         levels = kafka_version(version).transaction_versions
         if transaction_version is not None and transaction_version not in levels:
@@ -142,6 +143,8 @@ class KafkaBroker:
         self.internal_topics_on_join = internal_topics_on_join
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
         self.mode: Literal["kraft", "zookeeper"] = mode
+        # The JVM's zone (user.timezone), e.g. "Asia/Kolkata": its log's local times are in it.
+        self.timezone = timezone
         # The cluster's ZooKeeper in ZooKeeper mode: the first broker's own, shared by those joining it.
         self.zookeeper: ZooKeeper | None = None
         if mode == "zookeeper":
@@ -235,6 +238,7 @@ class KafkaBroker:
             f"-Dtxn.coordinator.log.level={self.coordinator_log_level}",
             f"-Dtxn.log.max.bytes={self.server_log_max_bytes}",
             f"-Dtxn.log.backups={self.server_log_backups}",
+            *([f"-Duser.timezone={self.timezone}"] if self.timezone else []),
             f"-Dlog4j2.configurationFile={resources.files(__package__) / self.kafka.log4j_config}"
             if self.kafka.log4j == 2
             else f"-Dlog4j.configuration=file:{resources.files(__package__) / self.kafka.log4j_config}",
