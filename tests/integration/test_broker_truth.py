@@ -345,7 +345,9 @@ def _server_logs(broker: KafkaBroker) -> list:
 
 CLOCK = "txn_exporter_append_latency_clock_info"
 # On P4_PARTITION (one replica): the appends of a loaded coordinator, not a follower's fetches.
-CLOCK_IDS = [tid for tid in (f"clock-{n}" for n in range(400)) if transaction_state_partition(tid, PARTITIONS) == P4_PARTITION]
+CLOCK_IDS = [
+    tid for tid in (f"clock-{n}" for n in range(400)) if transaction_state_partition(tid, PARTITIONS) == P4_PARTITION
+]
 IDLE_ID, LOAD_IDS = CLOCK_IDS[0], tuple(CLOCK_IDS[1:17])
 LOAD_TRANSACTIONS = 10  # per producer
 
