@@ -3,10 +3,10 @@
 The output is a public contract (field names and order):
   {"offset", "timestamp_ms", "transactional_id", "value"}   value: null for a tombstone, else
   {"version", "producer_id", "producer_epoch", "transaction_timeout_ms", "state", "partitions",
-   "last_update_timestamp_ms", "start_timestamp_ms", "previous_producer_id", "next_producer_id",
-   "client_transaction_version", "next_producer_epoch"} (the codec's VALUE_FIELDS, in order: a tagged
-  field added there comes last), then, only in a value carrying tagged fields this decoder does not
-  name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
+   "last_update_timestamp_ms", "start_timestamp_ms", then each tagged field of the codec's table}
+  (the codec's VALUE_FIELDS, in order, the tagged ones by tag: docs/commands.md names today's; a
+  tagged field added there comes last), then, only in a value carrying tagged fields this decoder
+  does not name (a newer Kafka's), "unknown_tagged_fields": [{"tag", "bytes" (hex)}...]
   {"offset", "error"} for an undecodable record, {"position", "error"} for an undecodable batch.
 When several files are decoded (a directory, or more than one FILE), every line ends with
 "partition" (the __transaction_state partition, from the directory name; null if none) and "file",

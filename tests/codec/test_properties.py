@@ -26,7 +26,7 @@ from exporter.codec.record_batch import (
     _decode_single_record,
     decode_batches,
 )
-from exporter.codec.value import value_from_fields
+from exporter.codec.value import INT8, INT16, INT32, INT64, TAGGED_FIELDS, value_from_fields
 from txn_workshop.record_batches import encode_batch
 
 int16 = st.integers(-(2**15), 2**15 - 1)
@@ -34,11 +34,13 @@ int32 = st.integers(-(2**31), 2**31 - 1)
 int64 = st.integers(-(2**63), 2**63 - 1)
 names = st.text(min_size=0, max_size=40)
 partitions = st.none() | st.dictionaries(names, st.lists(st.integers(0, 2**31 - 1), max_size=8), max_size=5)
+# Each of the codec's tagged fields drawn by its wire type (the table's: a field added there is drawn too).
+INTS = {INT8: st.integers(-(2**7), 2**7 - 1), INT16: int16, INT32: int32, INT64: int64}
 
 
-# Tagged fields of a newer Kafka (tag 4 and up: KAFKA-20357's last producer epoch, and later ones), in
-# tag order as Kafka writes them.
-unknown_tags = st.dictionaries(st.integers(4, 2**20), st.binary(max_size=12), max_size=3).map(
+# Tagged fields of a newer Kafka (above the highest tag the codec names: KAFKA-20357's last producer
+# epoch, and later ones), in tag order as Kafka writes them.
+unknown_tags = st.dictionaries(st.integers(TAGGED_FIELDS[-1].tag + 1, 2**20), st.binary(max_size=12), max_size=3).map(
     lambda tags: tuple(sorted(tags.items()))
 )
 
@@ -56,10 +58,7 @@ def values(draw):
         partitions=draw(partitions),
         last_update_timestamp_ms=draw(int64),
         start_timestamp_ms=draw(int64),
-        previous_producer_id=draw(int64) if tagged else -1,
-        next_producer_id=draw(int64) if tagged else -1,
-        client_transaction_version=draw(int16) if tagged else 0,
-        next_producer_epoch=draw(int16) if tagged else -1,
+        **{f.name: draw(INTS[f.wire]) if tagged else f.default for f in TAGGED_FIELDS},
         unknown_tagged_fields=draw(unknown_tags) if tagged else (),
     )
 
@@ -123,13 +122,7 @@ def tagged_as_written(draw):
     the tagged-field shapes PartitionsMemo guesses from, and others."""
     value = draw(values())
     value.version = 1
-    for name, default in (
-        ("previous_producer_id", -1),
-        ("next_producer_id", -1),
-        ("client_transaction_version", 0),
-        ("next_producer_epoch", -1),
-        ("unknown_tagged_fields", ()),
-    ):
+    for name, default in (*((f.name, f.default) for f in TAGGED_FIELDS), ("unknown_tagged_fields", ())):
         if draw(st.booleans()):
             setattr(value, name, default)
     return value
@@ -291,17 +284,20 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
                 r.uvarint()
                 r.take(r.uvarint())
     last_update, start = r.int(">q"), r.int(">q")
-    fields = [-1, -1, 0, -1]
+    # The tagged fields Kafka's schema names (the codec's table, held to the schema in
+    # tests/codec/test_kafka_schema.py): each one's default when absent.
+    fields = {f.name: f.default for f in TAGGED_FIELDS}
+    known = {f.tag: (f.name, ">" + f.wire) for f in TAGGED_FIELDS}
     unknown = []
     if version == 1:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
             raw = r.take(r.uvarint())
-            if tag < 4:
-                fmt = (">q", ">q", ">h", ">h")[tag]
+            if tag in known:
+                name, fmt = known[tag]
                 if len(raw) != struct.calcsize(fmt):
                     raise DecodeError("bad_length", "reference reader: tag size")
-                fields[tag] = struct.unpack(fmt, raw)[0]
+                fields[name] = struct.unpack(fmt, raw)[0]
             else:
                 unknown.append((tag, raw))
     return TransactionLogValue(
@@ -313,10 +309,7 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
         partitions=partitions,
         last_update_timestamp_ms=last_update,
         start_timestamp_ms=start,
-        previous_producer_id=fields[0],
-        next_producer_id=fields[1],
-        client_transaction_version=fields[2],
-        next_producer_epoch=fields[3],
+        **fields,
         unknown_tagged_fields=tuple(unknown),
     )
 

@@ -16,6 +16,10 @@ from exporter.codec import (
     encode_key,
     encode_value,
 )
+from exporter.codec.value import TAGGED_FIELDS
+
+# A tag above the highest the codec names: where a newer Kafka's tagged field goes.
+NEXT_TAG = TAGGED_FIELDS[-1].tag + 1
 
 
 def v0_bytes(partitions=((b"foo", (0, 1)),), state=1) -> bytes:
@@ -131,7 +135,7 @@ def test_value_v1_all_tags_and_unknown_tags_kept_with_their_bytes():
 
 # The next Kafka's values, as trunk writes them (TransactionLogValue.json): NextProducerEpoch is tag 3
 # (int16, KAFKA-15370 / KIP-939); KAFKA-20357 persists the last producer epoch as a further tagged
-# field, an int16 after tag 3 (4 is the next free tag), which this codec does not name.
+# field, an int16 after the highest tag the codec names (NEXT_TAG), which this codec does not name.
 _TRUNK = TransactionLogValue(
     version=1,
     producer_id=1000,
@@ -160,8 +164,8 @@ def test_trunks_next_producer_epoch_is_named_and_kafka_20357s_epoch_kept_as_unkn
     )
     v = decode_value(raw, partitions)
     assert (v.next_producer_epoch, v.unknown_tagged_fields) == (0, ())
-    last_epoch = bytes([4, 2]) + struct.pack(">h", 32766)
-    raw = raw[:-29] + bytes([5]) + raw[-28:] + last_epoch  # the tag count (4 -> 5), tag 4 after the others
+    last_epoch = bytes([NEXT_TAG, 2]) + struct.pack(">h", 32766)
+    raw = raw[:-29] + bytes([5]) + raw[-28:] + last_epoch  # the tag count (4 -> 5), the new tag after the others
     v = decode_value(raw, partitions)
     assert (v.previous_producer_id, v.next_producer_id, v.client_transaction_version, v.next_producer_epoch) == (
         999,
@@ -169,7 +173,7 @@ def test_trunks_next_producer_epoch_is_named_and_kafka_20357s_epoch_kept_as_unkn
         2,
         0,
     )
-    assert v.unknown_tagged_fields == ((4, struct.pack(">h", 32766)),)
+    assert v.unknown_tagged_fields == ((NEXT_TAG, struct.pack(">h", 32766)),)
     if partitions:
         assert encode_value(v) == raw  # written back in tag order, as Kafka writes them
 

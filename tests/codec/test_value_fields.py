@@ -1,7 +1,7 @@
 """The value's fields are declared once (TransactionLogValue's table): every consumer derives its
 fields from it, and a tagged field added there is decoded, encoded, shown and stored with no other
 edit. KAFKA-20357's field (the last producer epoch, a tagged field after Kafka 4.4) stands as the
-example, under a made-up tag."""
+example, under the next tag after the codec's highest, as docs/changing.md's walk adds it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from exporter.codec import (
     decode_value,
     encode_value,
     tagged_fields,
+    value_decode,
 )
 from exporter.codec.tagged_fields import TaggedLayout
 from exporter.codec.value import (
@@ -35,6 +36,8 @@ from exporter.pipeline import decode as pipeline_decode
 from exporter.pipeline import tables
 
 NAMES = [f.name for f in VALUE_FIELDS]
+# The tag a newer Kafka's field takes: the next after the highest the codec names.
+NEXT_TAG = TAGGED_FIELDS[-1].tag + 1
 
 
 def declaration(cls: type) -> list[tuple[str, Any, Any]]:
@@ -51,7 +54,8 @@ def declaration(cls: type) -> list[tuple[str, Any, Any]]:
 def with_a_new_tagged_field() -> type:
     """TransactionLogValue with one more line: a tagged field after the last one."""
     declared = declaration(TransactionLogValue)
-    declared.insert(-1, ("last_producer_epoch", int, dataclasses.field(default=-1, metadata=tagged(7, INT16))))
+    new = dataclasses.field(default=-1, metadata=tagged(NEXT_TAG, INT16))
+    declared.insert(-1, ("last_producer_epoch", int, new))
     return dataclasses.make_dataclass("WithLastProducerEpoch", declared, slots=True, kw_only=True)
 
 
@@ -70,13 +74,10 @@ def a_value(cls: type = TransactionLogValue, **tagged_values: int) -> Transactio
 
 
 def test_the_table_is_the_class_declaration():
+    """Which fields, with which tags and types, is Kafka's word: tests/codec/test_kafka_schema.py holds
+    the table to the TransactionLogValue schema in the pinned Kafka jars."""
     assert [f.name for f in dataclasses.fields(TransactionLogValue)] == [*NAMES, "unknown_tagged_fields"]
-    assert [(f.name, f.tag, f.default) for f in TAGGED_FIELDS] == [
-        ("previous_producer_id", 0, -1),
-        ("next_producer_id", 1, -1),
-        ("client_transaction_version", 2, 0),
-        ("next_producer_epoch", 3, -1),
-    ]
+    assert [f.tag for f in TAGGED_FIELDS] == sorted(f.tag for f in TAGGED_FIELDS)
 
 
 def test_fields_are_passed_by_name_and_by_position_only_through_the_table():
@@ -114,13 +115,13 @@ def declared_as(cls: type, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_tagged_field_added_to_the_table_is_all_it_takes(monkeypatch):
     cls = with_a_new_tagged_field()
-    assert value_fields(cls) == (*VALUE_FIELDS, ValueField("last_producer_epoch", INT16, 7, -1))
+    assert value_fields(cls) == (*VALUE_FIELDS, ValueField("last_producer_epoch", INT16, NEXT_TAG, -1))
     value = a_value(cls, previous_producer_id=42, client_transaction_version=2, last_producer_epoch=5)
     raw = encode_value(value)
-    # Encoded after the others, in tag order: 3 tagged fields (tag, size, bytes), tag 7 the last.
-    assert raw.endswith(bytes((3, 0, 8)) + (42).to_bytes(8, "big") + bytes((2, 2, 0, 2)) + bytes((7, 2, 0, 5)))
+    # Encoded after the others, in tag order: 3 tagged fields (tag, size, bytes), the new tag the last.
+    assert raw.endswith(bytes((3, 0, 8)) + (42).to_bytes(8, "big") + bytes((2, 2, 0, 2)) + bytes((NEXT_TAG, 2, 0, 5)))
     # The codec as it is reads it as a newer Kafka's field, as the broker does.
-    assert decode_value(raw).unknown_tagged_fields == ((7, b"\x00\x05"),)
+    assert decode_value(raw).unknown_tagged_fields == ((NEXT_TAG, b"\x00\x05"),)
 
     declared_as(cls, monkeypatch)
     # Decoded (the general reader) into the new class by its positional maker.
@@ -144,7 +145,7 @@ def test_a_tagged_field_added_to_the_table_is_all_it_takes(monkeypatch):
     [
         (
             lambda d: d.insert(-1, ("x", int, dataclasses.field(default=-1, metadata=tagged(2, INT16)))),
-            "tag 2 after tag 7",
+            f"tag 2 after tag {NEXT_TAG}",
         ),
         (lambda d: d.insert(-1, ("x", int, dataclasses.field(default=-1))), r"no fixed\(\) or tagged\(\)"),
         (lambda d: d.insert(-1, ("x", int, dataclasses.field(metadata=tagged(9, INT16)))), "needs a default"),
@@ -156,3 +157,30 @@ def test_a_table_the_codec_cannot_derive_from_is_refused(change, message):
     cls = dataclasses.make_dataclass("Bad", declared, kw_only=True)
     with pytest.raises(TypeError, match=message):
         value_fields(cls)
+
+
+# The shapes decode_value's fast paths are for: no partitions (null or empty) or one topic with one
+# partition, and any other array; each with the tagged fields coordinators write (none,
+# PreviousProducerId, ClientTransactionVersion, both).
+USUAL_PARTITIONS = [None, {}, {"orders": [3]}, {"orders": [0, 2], "b": [1]}]
+USUAL_TAGS: list[dict[str, int]] = [
+    {},
+    {"previous_producer_id": 41},
+    {"client_transaction_version": 2},
+    {"previous_producer_id": 41, "client_transaction_version": 2},
+]
+
+
+@pytest.mark.parametrize("partitions", USUAL_PARTITIONS)
+@pytest.mark.parametrize("tags", USUAL_TAGS)
+def test_a_field_written_on_every_record_takes_every_record_off_the_fast_paths(monkeypatch, partitions, tags):
+    """The fast paths compare a value's whole tagged-field section with the usual ones: a value that
+    carries one more tagged field (named in the table or not) goes to the general reader, which reads
+    it right. A field that Kafka writes on every record puts every record on that path."""
+    general = value_decode.v1_tagged_fields
+    calls: list[int] = []
+    monkeypatch.setattr(value_decode, "v1_tagged_fields", lambda buf, pos: calls.append(pos) or general(buf, pos))
+    usual = dataclasses.replace(a_value(**tags), partitions=partitions)
+    assert decode_value(encode_value(usual)) == usual and calls == []  # a fast path
+    with_more = dataclasses.replace(usual, unknown_tagged_fields=((NEXT_TAG, b"\x00\x05"),))
+    assert decode_value(encode_value(with_more)) == with_more and len(calls) == 1  # the general reader

@@ -18,7 +18,11 @@ from exporter.codec import (
     encode_key,
     encode_value,
 )
+from exporter.codec.value import TAGGED_FIELDS
 from txn_workshop.record_batches import encode_batch
+
+# A tag above the highest the codec names: where a newer Kafka's tagged field goes.
+NEXT_TAG = TAGGED_FIELDS[-1].tag + 1
 
 ONGOING = TransactionLogValue(
     version=1,
@@ -65,10 +69,13 @@ def test_record_and_tombstone_lines(tmp_path, capsys):
                 "next_producer_id": -1,
                 "client_transaction_version": 2,
                 "next_producer_epoch": -1,
+                # A tagged field added to the codec's table since: last, at its default.
+                **{f.name: f.default for f in TAGGED_FIELDS[4:]},
             },
         },
         {"offset": 8, "timestamp_ms": 1012, "transactional_id": "tx-2", "value": None},
     ]
+    assert list(lines[0]["value"]) == [f.name for f in VALUE_FIELDS]
     assert list(lines[0]) == ["offset", "timestamp_ms", "transactional_id", "value"]
 
 
@@ -323,8 +330,12 @@ def _values(draw):
         next_producer_id=draw(st.just(-1) | _int64) if tagged else -1,
         client_transaction_version=draw(st.sampled_from([0, 2, -5])) if tagged else 0,
         next_producer_epoch=draw(st.sampled_from([-1, 7])) if tagged else -1,
-        # A newer Kafka's tagged fields (KAFKA-20357's last producer epoch as tag 4, say), or none.
-        unknown_tagged_fields=draw(st.sampled_from([(), ((4, b"\x7f\xfe"),), ((4, b""), (300, b"\x00\xff"))]))
+        # Any tagged field added to the codec's table since: at its default or not.
+        **{f.name: draw(st.sampled_from([f.default, 7])) if tagged else f.default for f in TAGGED_FIELDS[4:]},
+        # A newer Kafka's tagged fields (KAFKA-20357's last producer epoch after the codec's, say), or none.
+        unknown_tagged_fields=draw(
+            st.sampled_from([(), ((NEXT_TAG, b"\x7f\xfe"),), ((NEXT_TAG, b""), (NEXT_TAG + 296, b"\x00\xff"))])
+        )
         if tagged
         else (),
     )
@@ -433,7 +444,7 @@ def test_a_partitions_count_written_on_two_bytes_decodes_as_on_one(tmp_path, cap
 
 def test_the_next_kafkas_tagged_fields_are_shown_named_or_by_tag_and_bytes(tmp_path, capsys):
     """Kafka's trunk writes NextProducerEpoch (tag 3): a named field. A tag this codec does not name
-    (KAFKA-20357's last producer epoch, as tag 4 after it) is shown with its bytes, in hex."""
+    (KAFKA-20357's last producer epoch, after the highest tag it names) is shown with its bytes, in hex."""
     trunk = TransactionLogValue(
         version=1,
         producer_id=42,
@@ -447,14 +458,14 @@ def test_the_next_kafkas_tagged_fields_are_shown_named_or_by_tag_and_bytes(tmp_p
         next_producer_id=42,
         client_transaction_version=2,
         next_producer_epoch=0,
-        unknown_tagged_fields=((4, b"\x7f\xfe"),),
+        unknown_tagged_fields=((NEXT_TAG, b"\x7f\xfe"),),
     )
     path = segment(tmp_path, encode_batch(0, [(encode_key("t"), encode_value(trunk), 1010)]))
     assert main(["decode", str(path)]) == 0
     (line,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     value = line["value"]
-    assert (value["next_producer_epoch"], value["unknown_tagged_fields"]) == (0, [{"tag": 4, "bytes": "7ffe"}])
-    assert list(value)[-2:] == ["next_producer_epoch", "unknown_tagged_fields"]
+    assert (value["next_producer_epoch"], value["unknown_tagged_fields"]) == (0, [{"tag": NEXT_TAG, "bytes": "7ffe"}])
+    assert list(value)[-2:] == [TAGGED_FIELDS[-1].name, "unknown_tagged_fields"]
 
 
 def test_a_value_version_above_1_is_an_error_line_and_the_rest_decodes(tmp_path, capsys):

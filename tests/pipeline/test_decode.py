@@ -3,6 +3,7 @@
 import pyarrow as pa
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
+from exporter.codec.value import TAGGED_FIELDS
 from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, decode_segment, decode_segment_files
 from tests.codec.crafted import fake_headers
 from txn_workshop.record_batches import encode_batch
@@ -63,6 +64,8 @@ def test_segment_rows_carry_every_codec_field():
         "next_producer_id": -1,
         "client_transaction_version": 2,
         "next_producer_epoch": -1,
+        # A tagged field added to the codec's table since: a column at its default.
+        **{f.name: f.default for f in TAGGED_FIELDS[4:]},
         "error": None,
     }
     assert got[1]["state"] is None and got[1]["producer_id"] is None  # tombstone
