@@ -309,6 +309,10 @@ def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> N
                 missing.append(f"alert {alert.name}: {selector}")
     assert checked > 50
     assert missing == [], "no data (add expected_empty with the reason if that is right):\n" + "\n".join(missing)
+    # The exporter's own process, under its job, on both dashboards (generators.metrics.PROCESS).
+    itself = [q.expr for d in generate.DASHBOARDS for p in d.panels() for q in p.queries if "process_cpu" in q.expr]
+    assert len(itself) >= 2 and all(f'job="{alerts_generate.EXPORTER_JOB}"' in expr for expr in itself)
+    assert _has_data(prometheus.query(f'process_resident_memory_bytes{{job="{alerts_generate.EXPORTER_JOB}"}}'))
     if broker_log:  # the coordinator retries the held markers with NOT_ENOUGH_REPLICAS, and logs it
         _wait(
             "marker retries from the broker log",
