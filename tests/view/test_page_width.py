@@ -15,7 +15,7 @@ from tests.view.test_endpoint_diagnosis import NOW, Lookup, call, endpoint, mode
 WIDTHS = (1280, 375)
 
 
-def demo_like_page() -> str:
+def demo_like_page(query: str = "format=html") -> str:
     """The demo's hold as the page shows it: a held commit and a timed-out producer's abort, both
     stuck, their markers refused by orders-0 with Kafka's longest error names, retried thousands of times."""
     model = model_with(
@@ -30,13 +30,15 @@ def demo_like_page() -> str:
         for error in ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND"):
             for _ in range(3):
                 model.apply(MarkerWriteRetried(error, tid, "orders-0", NOW - 100))
-    _, page = call(endpoint(model, Lookup()), "format=html")
+    _, page = call(endpoint(model, Lookup(), broker_id=lambda: 1), query)
     assert page.count('data-label="Diagnosis"') == 2 and "NOT_ENOUGH_REPLICAS_AFTER_APPEND" in page
     return page
 
 
+@pytest.mark.parametrize("query", ["format=html", "scope=cluster&format=html"], ids=["own", "cluster"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_page_with_stuck_rows_does_not_scroll_sideways(width, tmp_path):
-    scroll, client = chromium.widths(demo_like_page(), width, tmp_path)
+def test_the_page_with_stuck_rows_does_not_scroll_sideways(width, query, tmp_path):
+    """The exporter's own view, and the cluster's (a broker column more)."""
+    scroll, client = chromium.widths(demo_like_page(query), width, tmp_path)
     assert client <= width and client > width * 0.8, (scroll, client)
     assert scroll <= client, f"the page is {scroll} px wide in a {client} px window"
