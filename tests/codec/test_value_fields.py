@@ -52,11 +52,12 @@ def declaration(cls: type) -> list[tuple[str, Any, Any]]:
 
 
 def with_a_new_tagged_field() -> type:
-    """TransactionLogValue with one more line: a tagged field after the last one."""
+    """TransactionLogValue with one more line: a tagged field after the last one (named apart from
+    KAFKA-20357's, so that this still adds a field once the codec names that one)."""
     declared = declaration(TransactionLogValue)
     new = dataclasses.field(default=-1, metadata=tagged(NEXT_TAG, INT16))
-    declared.insert(-1, ("last_producer_epoch", int, new))
-    return dataclasses.make_dataclass("WithLastProducerEpoch", declared, slots=True, kw_only=True)
+    declared.insert(-1, ("newer_producer_epoch", int, new))
+    return dataclasses.make_dataclass("WithANewerField", declared, slots=True, kw_only=True)
 
 
 def a_value(cls: type = TransactionLogValue, **tagged_values: int) -> TransactionLogValue:
@@ -115,8 +116,8 @@ def declared_as(cls: type, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_tagged_field_added_to_the_table_is_all_it_takes(monkeypatch):
     cls = with_a_new_tagged_field()
-    assert value_fields(cls) == (*VALUE_FIELDS, ValueField("last_producer_epoch", INT16, NEXT_TAG, -1))
-    value = a_value(cls, previous_producer_id=42, client_transaction_version=2, last_producer_epoch=5)
+    assert value_fields(cls) == (*VALUE_FIELDS, ValueField("newer_producer_epoch", INT16, NEXT_TAG, -1))
+    value = a_value(cls, previous_producer_id=42, client_transaction_version=2, newer_producer_epoch=5)
     raw = encode_value(value)
     # Encoded after the others, in tag order: 3 tagged fields (tag, size, bytes), the new tag the last.
     assert raw.endswith(bytes((3, 0, 8)) + (42).to_bytes(8, "big") + bytes((2, 2, 0, 2)) + bytes((NEXT_TAG, 2, 0, 5)))
@@ -129,14 +130,14 @@ def test_a_tagged_field_added_to_the_table_is_all_it_takes(monkeypatch):
     # Shown last in the decode command's JSON, whether the codec passed it or left it at its default.
     partitions, _, make_value = decode_command._line_makers("")
     line = json.loads(decode_value(raw, partitions, make_value))
-    assert list(line) == [*NAMES, "last_producer_epoch"] and line["last_producer_epoch"] == 5
+    assert list(line) == [*NAMES, "newer_producer_epoch"] and line["newer_producer_epoch"] == 5
     at_default = json.loads(decode_value(encode_value(a_value(cls)), partitions, make_value))
-    assert list(at_default) == [*NAMES, "last_producer_epoch"] and at_default["last_producer_epoch"] == -1
+    assert list(at_default) == [*NAMES, "newer_producer_epoch"] and at_default["newer_producer_epoch"] == -1
     assert json.loads(decode_command.format_record(TransactionLogRecord(5, 1010, "t", value)))["value"] == line
     # A column at the end of the pipeline's value columns, of Spark's int for an int16.
     assert pipeline_decode.value_columns(value_fields(cls)) == [
         *pipeline_decode.value_columns(),
-        ("last_producer_epoch", "last_producer_epoch", pipeline_decode.pa.int32()),
+        ("newer_producer_epoch", "newer_producer_epoch", pipeline_decode.pa.int32()),
     ]
 
 

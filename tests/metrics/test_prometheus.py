@@ -12,6 +12,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
 from exporter.codec import DecodeError, TransactionLogValue, decode_record, encode_key, encode_value
+from exporter.codec.value import TAGGED_FIELDS
 from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
@@ -32,6 +33,8 @@ from exporter.model import CoordinatorModel
 from tests.model.builders import S, log_event
 
 NOW_MS = 1_000_000
+# A tag the codec does not name: a newer Kafka's, above the highest it names.
+NEXT_TAG = TAGGED_FIELDS[-1].tag + 1
 
 
 def samples(text: str, openmetrics: bool) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -55,8 +58,8 @@ def pipeline():
 
 
 def _newer_kafkas(tid: str, *, partition: int, offset: int, timestamp_ms: int) -> TransactionLogRecords:
-    """A record of a newer Kafka: a tagged field the codec does not name (tag 4); replayed, so that it
-    is observed nowhere else."""
+    """A record of a newer Kafka: a tagged field the codec does not name (NEXT_TAG); replayed, so that
+    it is observed nowhere else."""
     value = TransactionLogValue(
         version=1,
         producer_id=4001,
@@ -66,7 +69,7 @@ def _newer_kafkas(tid: str, *, partition: int, offset: int, timestamp_ms: int) -
         partitions=None,
         last_update_timestamp_ms=timestamp_ms,
         start_timestamp_ms=timestamp_ms,
-        unknown_tagged_fields=((4, b"\x7f\xfe"),),
+        unknown_tagged_fields=((NEXT_TAG, b"\x7f\xfe"),),
     )
     record = decode_record(encode_key(tid), encode_value(value), offset, timestamp_ms, partitions=False)
     return TransactionLogRecords(partition, [record], timestamp_ms + 5, True)
@@ -138,7 +141,7 @@ def test_exact_names_and_values_parse_back(pipeline, openmetrics):
     assert value("kafka_transaction_state_log_tombstones_total") == 0
     assert value("kafka_transaction_state_log_decode_errors_total", reason="crc_mismatch") == 1
     assert value("kafka_transaction_state_log_decode_errors_total", reason="truncated") == 0
-    assert value("kafka_transaction_state_log_unknown_tagged_fields_total", tag="4") == 1
+    assert value("kafka_transaction_state_log_unknown_tagged_fields_total", tag=str(NEXT_TAG)) == 1
     assert value("txn_exporter_unwritten_state_records_total", state="DEAD") == 0
     errors = "kafka_transaction_state_log_append_errors_total"
     assert value(errors, target_state="PREPARE_COMMIT", error="NOT_ENOUGH_REPLICAS") == 1
