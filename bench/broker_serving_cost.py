@@ -39,7 +39,7 @@ from bench.sidecar_cost import (
     loadavg,
     measure,
 )
-from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
+from exporter import defaults
 
 
 def window(broker_pid: int, reader_pid: int, load: Load, seconds: float) -> tuple[float, float, float]:
@@ -87,7 +87,7 @@ def main() -> None:
                 argparse.Namespace(
                     kafka_config=[],
                     before=args.reader == "bare-before",
-                    latency_resolution_ms=args.latency_resolution_ms or DEFAULT_LATENCY_RESOLUTION_MS,
+                    latency_resolution_ms=args.latency_resolution_ms or defaults.LATENCY_RESOLUTION_MS,
                 )
             )
             reader = Bare(broker.bootstrap_servers, pattern)

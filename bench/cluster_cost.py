@@ -762,9 +762,9 @@ def main() -> None:
             }
         )
     if args.floor:
-        from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
+        from exporter import defaults
 
-        resolution = args.resolution_ms or DEFAULT_LATENCY_RESOLUTION_MS
+        resolution = args.resolution_ms or defaults.LATENCY_RESOLUTION_MS
         variants += [
             {"name": floor, "executable": args.exporter, "args": [], "reader": floor, "resolution_ms": resolution}
             for floor in args.floor

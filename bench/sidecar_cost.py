@@ -241,8 +241,9 @@ def bare_main(args: argparse.Namespace) -> None:
     idle fetch's tail"), so this is what bounds the idle fetch's delay by N."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
+    from exporter import defaults
     from exporter.codec.states import PREPARE_STATES
-    from exporter.sources.topic_tail.fetch_pattern import DEFAULT_LATENCY_RESOLUTION_MS, IDLE_BELOW, NUDGE_FOR_MS
+    from exporter.sources.topic_tail.fetch_pattern import IDLE_BELOW, NUDGE_FOR_MS
 
     fetches = {"idle": 0, "busy": 0}
     stats = {"t": 0.0}
@@ -298,7 +299,7 @@ def bare_main(args: argparse.Namespace) -> None:
                 time.sleep(args.nudge_prepared_ms / 1000)
 
         threading.Thread(target=nudge_always if args.nudge_ms else nudge_when_due, daemon=True).start()
-    interval = args.interval or DEFAULT_LATENCY_RESOLUTION_MS
+    interval = args.interval or defaults.LATENCY_RESOLUTION_MS
     busy_from = 1000 / interval
     idle_below = IDLE_BELOW * busy_from
     snapshot = threading.Event()
@@ -871,9 +872,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
     if args.command is None and args.latency_resolution_ms is None:
-        from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
+        from exporter import defaults
 
-        args.latency_resolution_ms = DEFAULT_LATENCY_RESOLUTION_MS
+        args.latency_resolution_ms = defaults.LATENCY_RESOLUTION_MS
     if args.command == "load":
         load_main(args)
     elif args.command == "bare":

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
+from exporter import defaults
+
 LogFormat = Literal["text", "json"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Client libraries that narrate every connection at INFO: held at WARNING unless the level is DEBUG.
@@ -140,7 +142,10 @@ _installed: tuple[logging.Handler, RepeatFilter] | None = None
 
 
 def configure(
-    level: str = "INFO", fmt: LogFormat = "text", repeat_seconds: float = 60.0, stream: TextIO | None = None
+    level: str = defaults.LOG_LEVEL,
+    fmt: LogFormat = defaults.LOG_FORMAT,
+    repeat_seconds: float = defaults.LOG_REPEAT_SECONDS,
+    stream: TextIO | None = None,
 ) -> RepeatFilter:
     """Replaces the root logger's handlers with one stderr handler in `fmt`; returns its filter."""
     global _installed

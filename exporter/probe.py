@@ -16,11 +16,11 @@ import os
 import ssl
 import sys
 
-from exporter import web_config
+from exporter import defaults, web_config
 
 
 def probe(path: str = "/healthz", environ: os._Environ[str] | dict[str, str] = os.environ) -> tuple[bool, str]:
-    listen = environ.get("TXN_EXPORTER_LISTEN") or "0.0.0.0:9464"
+    listen = environ.get("TXN_EXPORTER_LISTEN") or defaults.LISTEN
     host, _, port = listen.rpartition(":")
     host = host.strip("[]")
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)

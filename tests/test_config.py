@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -439,3 +441,11 @@ def test_every_error_is_reported_in_the_projects_words(yaml_file) -> None:
         f"{path}: kafka: 'nope.nope': unknown client setting (librdkafka has no such property)",
     ]
     assert str(caught.value) == "\n".join(caught.value.problems)
+
+
+def test_importing_the_config_loads_no_kafka_client():
+    """The settings' defaults come from exporter.defaults, not from the parts that use them: reading
+    the config (a --help, a config check) does not load confluent_kafka's librdkafka."""
+    code = "import sys, exporter.config; print(sorted(m for m in sys.modules if m.split('.')[0] == 'confluent_kafka'))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from exporter import defaults
 from exporter.contracts.hanging_rules import HANGING, abort_command, finding_row
-from exporter.metrics.catalogue import DEFAULT_LATE_PADDING_SECONDS
 from exporter.view.table import ABORT_INTRO, aligned
 
 T = TypeVar("T")
@@ -51,23 +51,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--max-transaction-timeout-seconds",
         type=float,
-        default=900.0,
+        default=defaults.HANGING_MAX_TRANSACTION_TIMEOUT_SECONDS,
         metavar="SECONDS",
-        help="the brokers' transaction.max.timeout.ms in seconds (default: 900)",
+        help=f"the brokers' transaction.max.timeout.ms in seconds (default: {defaults.HANGING_MAX_TRANSACTION_TIMEOUT_SECONDS:g})",
     )
     parser.add_argument(
         "--padding-seconds",
         type=float,
-        default=DEFAULT_LATE_PADDING_SECONDS,
+        default=defaults.LATE_TRANSACTION_PADDING_SECONDS,
         metavar="SECONDS",
-        help="padding past it before a transaction is late (default: 300, as KIP-664)",
+        help=f"padding past it before a transaction is late (default: {defaults.LATE_TRANSACTION_PADDING_SECONDS:g}, as KIP-664)",
     )
     parser.add_argument(
         "--max-partitions",
         type=int,
-        default=1000,
+        default=defaults.HANGING_SCAN_MAX_PARTITIONS,
         metavar="N",
-        help="partitions per DescribeProducers request (default: 1000)",
+        help=f"partitions per DescribeProducers request (default: {defaults.HANGING_SCAN_MAX_PARTITIONS})",
     )
     parser.add_argument(
         "--kafka-config",

@@ -26,8 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from exporter import web_config
-from exporter.sources.topic_tail import DEFAULT_LATENCY_RESOLUTION_MS
+from exporter import defaults, web_config
 
 ENV_PREFIX = "TXN_EXPORTER_"
 CONFIG_ENV = ENV_PREFIX + "CONFIG"
@@ -190,10 +189,10 @@ class Settings(BaseModel):
         Cli("HOST:PORT"),
         AfterValidator(_check_listen),
         Field(description="address of the HTTP server for /metrics, /healthz, /readyz (IPv6: [::]:9464)"),
-    ] = "0.0.0.0:9464"
+    ] = defaults.LISTEN
     metadata_refresh_seconds: Annotated[
         float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often partition leadership is re-read")
-    ] = 30.0
+    ] = defaults.METADATA_REFRESH_SECONDS
     latency_resolution_ms: Annotated[
         int,
         Cli("MS"),
@@ -205,7 +204,7 @@ class Settings(BaseModel):
             "bound; under load the exporter fetches at most this often (quiet, one fetch waits for the next "
             "record), so a larger value costs the exporter and its broker less (replaces fetch_interval_ms)",
         ),
-    ] = DEFAULT_LATENCY_RESOLUTION_MS
+    ] = defaults.LATENCY_RESOLUTION_MS
     freshness_seconds: Annotated[
         float,
         Cli("SECONDS"),
@@ -217,24 +216,24 @@ class Settings(BaseModel):
             "`succeeded` lines), the longest time from an append to its effect on /metrics and /transactions: the "
             "topic and the log are each read at least twice that often, and no more, whatever the load",
         ),
-    ] = 1.0
+    ] = defaults.FRESHNESS_SECONDS
     latency_window_seconds: Annotated[
         float,
         Cli("SECONDS"),
         Field(gt=0, allow_inf_nan=False, description="sliding window of the exact latency quantile gauges"),
-    ] = 300.0
+    ] = defaults.LATENCY_WINDOW_SECONDS
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"],
         Cli("LEVEL"),
         BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
         Field(description="DEBUG, INFO, WARNING or ERROR"),
-    ] = "INFO"
+    ] = defaults.LOG_LEVEL
     log_format: Annotated[
         Literal["text", "json"],
         Cli("FORMAT"),
         BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v),
         Field(description="text or json (one object per line)"),
-    ] = "text"
+    ] = defaults.LOG_FORMAT
     log_repeat_seconds: Annotated[
         float,
         Cli("SECONDS"),
@@ -244,7 +243,7 @@ class Settings(BaseModel):
             description="identical log messages within this window are printed once, then counted "
             "('repeated K times'); 0 prints them all",
         ),
-    ] = 60.0
+    ] = defaults.LOG_REPEAT_SECONDS
     web_config_file: Annotated[
         str | None,
         Cli("FILE"),
@@ -276,7 +275,7 @@ class Settings(BaseModel):
             description="padding past a transaction's timeout before it counts as late "
             "(kafka_transactions_late, kafka_partitions_with_late_transactions; KIP-664 uses 5 minutes)",
         ),
-    ] = 300.0
+    ] = defaults.LATE_TRANSACTION_PADDING_SECONDS
     hanging_scan_interval_seconds: Annotated[
         float,
         Cli("SECONDS"),
@@ -294,7 +293,7 @@ class Settings(BaseModel):
             gt=0,
             description="most data partitions described per scan round (the next round goes on where this one stopped)",
         ),
-    ] = 1000
+    ] = defaults.HANGING_SCAN_MAX_PARTITIONS
     hanging_max_transaction_timeout_seconds: Annotated[
         float,
         Cli("SECONDS"),
@@ -304,7 +303,7 @@ class Settings(BaseModel):
             description="the brokers' transaction.max.timeout.ms, in seconds: a data partition's open "
             "transaction is late past it plus the padding",
         ),
-    ] = 900.0
+    ] = defaults.HANGING_MAX_TRANSACTION_TIMEOUT_SECONDS
     peers: Annotated[
         list[Annotated[str, AfterValidator(_check_peer)]],
         Cli("URL", flag="--peer"),
@@ -349,7 +348,7 @@ class Settings(BaseModel):
     ] = "explicit"
     otlp_interval_seconds: Annotated[
         float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often metrics are pushed by OTLP")
-    ] = 60.0
+    ] = defaults.OTLP_INTERVAL_SECONDS
     kafka: Annotated[
         dict[Annotated[str, AfterValidator(_not_reserved)], Annotated[str, BeforeValidator(scalar_to_str)]],
         Cli("KEY=VALUE", flag="--kafka-config"),

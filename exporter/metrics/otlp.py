@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 
-from exporter import __version__
+from exporter import __version__, defaults
 from exporter.metrics import catalogue as c
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model.sinks import DurationSink, ObservationSinks
@@ -157,7 +157,7 @@ class OtlpPusher:
         collector: Collector,
         endpoint: str | None = None,
         exponential: ExponentialRecorders | None = None,
-        interval_seconds: float = 60.0,
+        interval_seconds: float = defaults.OTLP_INTERVAL_SECONDS,
         exporter: MetricExporter | None = None,
     ) -> None:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter

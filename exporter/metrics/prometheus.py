@@ -41,7 +41,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Exemplar
 from prometheus_client.utils import floatToGoString
 
-from exporter import __version__
+from exporter import __version__, defaults
 from exporter.metrics import catalogue as c
 from exporter.metrics.latency import LatencyRecorder, LatencySnapshot, Observation
 from exporter.metrics.recorders import LatencyRecorders
@@ -95,7 +95,7 @@ class TransactionCollector(Collector):
         model: CoordinatorModel,
         recorders: LatencyRecorders,
         clock: Callable[[], float] = time.time,
-        late_padding_seconds: float = c.DEFAULT_LATE_PADDING_SECONDS,
+        late_padding_seconds: float = defaults.LATE_TRANSACTION_PADDING_SECONDS,
         http_rejected_connections: Callable[[], int] = lambda: 0,
     ) -> None:
         self._model = model

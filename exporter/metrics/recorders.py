@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from exporter import defaults
 from exporter.contracts.lifecycle import TRANSACTION_RESULTS
 from exporter.metrics.catalogue import (
     APPEND_LATENCY,
-    DEFAULT_QUANTILE_WINDOW_SECONDS,
     DEFAULT_QUANTILE_WINDOW_SLICES,
     MARKER_COMPLETION,
     TARGET_STATES,
@@ -19,7 +19,7 @@ from exporter.model.sinks import ObservationSinks
 class LatencyRecorders:
     def __init__(
         self,
-        window_seconds: float = DEFAULT_QUANTILE_WINDOW_SECONDS,
+        window_seconds: float = defaults.LATENCY_WINDOW_SECONDS,
         slices: int = DEFAULT_QUANTILE_WINDOW_SLICES,
         now_ms: int = 0,
     ) -> None:

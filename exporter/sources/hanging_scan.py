@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from exporter import defaults
 from exporter.contracts.events import HangingScanCompleted
 from exporter.contracts.hanging_rules import (
     HANGING,
@@ -81,7 +82,7 @@ class HangingScanner:
         broker_id: int | None,
         max_timeout_ms: int,
         padding_ms: int,
-        max_partitions: int = 1000,
+        max_partitions: int = defaults.HANGING_SCAN_MAX_PARTITIONS,
         kafka_settings: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         topic: str | None = None,

@@ -32,7 +32,11 @@ class Part:
 FLOORS: tuple[tuple[Part, ...], ...] = (
     (
         Part("codec", ("exporter.codec",), "`__transaction_state` bytes in, records out; the transaction states"),
-        Part("utilities", ("exporter", "exporter.logs", "exporter.web_config"), "logging, the web config file"),
+        Part(
+            "utilities",
+            ("exporter", "exporter.logs", "exporter.web_config"),
+            "logging, the web config file, the settings' defaults",
+        ),
     ),
     (Part("contracts", ("exporter.contracts",), "the events sources emit; the KIP rules (lifecycles, hanging)"),),
     (Part("broker_log", ("exporter.broker_log",), "the broker's log lines parsed into events"),),

@@ -9,7 +9,6 @@ The consumer uses manual assignment and never commits or joins a group: it needs
 on the topic only. The group id is required by the client but unused.
 """
 
-from exporter.sources.topic_tail.fetch_pattern import DEFAULT_FRESHNESS_MS, DEFAULT_LATENCY_RESOLUTION_MS
 from exporter.sources.topic_tail.tail import TransactionLogTail
 
-__all__ = ["DEFAULT_FRESHNESS_MS", "DEFAULT_LATENCY_RESOLUTION_MS", "TransactionLogTail"]
+__all__ = ["TransactionLogTail"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from exporter import defaults
 from exporter.codec.states import PREPARE_STATES
 from exporter.contracts.events import TopicEvent, TransactionLogRecords
 from exporter.logs import kafka_client_logger
@@ -77,8 +78,6 @@ DEFAULT_SETTINGS = {
 #   fetches time nothing, and only freshness matters: one fetch held half the freshness (a min.bytes
 #   never reached), about two a second at any load and idle, no nudges, no high-watermark errands;
 #   replays too. Made at its first use: an exporter without --broker-log never has it.
-DEFAULT_LATENCY_RESOLUTION_MS = 10
-DEFAULT_FRESHNESS_MS = 1000
 _IDLE_WAIT_MS = 100
 BUSY_MIN_BYTES = 1 << 20
 IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
@@ -100,7 +99,7 @@ class FetchPattern:
         latency_resolution_ms: int,
         on_error: Callable[[KafkaError], None],
         clock: Callable[[], float] = time.time,
-        freshness_ms: int = DEFAULT_FRESHNESS_MS,
+        freshness_ms: int = int(defaults.FRESHNESS_SECONDS * 1000),
     ) -> None:
         """`on_error`: what the client fetching reports (librdkafka's error_cb), called inside its
         poll or consume; the other's errors are logged at DEBUG only."""
@@ -218,8 +217,8 @@ class FetchPattern:
         self._on_error(error)
 
     def adapt(self, seconds: float, followed: Collection[int], replaying: bool, positions: Mapping[int, int]) -> None:
-        """Once a second: the fetch pattern the last `seconds`' load asks for (see
-        DEFAULT_LATENCY_RESOLUTION_MS); `positions`: the followed partitions' next offsets."""
+        """Once a second: the fetch pattern the last `seconds`' load asks for (see the comment over
+        the modes, above); `positions`: the followed partitions' next offsets."""
         polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
         self._live_polls = self._live_records = 0
         # Serves the callbacks of those holding no partition (a connection the broker closed, say).

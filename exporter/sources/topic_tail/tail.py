@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from exporter import defaults
 from exporter.codec import DecodeError, TransactionLogRecord, decode_record
 from exporter.contracts.events import (
     PartitionAssigned,
@@ -24,7 +25,7 @@ from exporter.contracts.events import (
     UndecodableRecord,
 )
 from exporter.sources.topic_tail.catch_up import CatchUp
-from exporter.sources.topic_tail.fetch_pattern import DEFAULT_FRESHNESS_MS, DEFAULT_LATENCY_RESOLUTION_MS, FetchPattern
+from exporter.sources.topic_tail.fetch_pattern import FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
@@ -73,12 +74,12 @@ class TransactionLogTail:
         *,
         broker_id: int | None = None,
         all_partitions: bool = False,
-        metadata_refresh_seconds: float = 30.0,
+        metadata_refresh_seconds: float = defaults.METADATA_REFRESH_SECONDS,
         kafka_settings: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
-        latency_resolution_ms: int = DEFAULT_LATENCY_RESOLUTION_MS,
-        freshness_ms: int = DEFAULT_FRESHNESS_MS,
+        latency_resolution_ms: int = defaults.LATENCY_RESOLUTION_MS,
+        freshness_ms: int = int(defaults.FRESHNESS_SECONDS * 1000),
     ) -> None:
         """`consumer_factory` makes the clients from their settings (confluent-kafka's Consumer; tests
         pass one of their own). `latency_resolution_ms`: how long a record may wait before it reaches the

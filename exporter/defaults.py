@@ -1,0 +1,23 @@
+"""Each setting's default, stated once. The settings' schema (exporter.config.schema) gives them to
+its fields; the parts below the config that take a setting as an argument (the topic tail, the
+latency recorders, the collector, the hanging scan, the OTLP pusher, the logs, the probe) default
+to the same value from here, since they stand on lower floors and may not import the config
+(docs/architecture.md). Plain values, importing nothing: `import exporter.config` loads no Kafka
+client for them."""
+
+from __future__ import annotations
+
+from typing import Final
+
+LISTEN: Final = "0.0.0.0:9464"
+METADATA_REFRESH_SECONDS: Final = 30.0
+LATENCY_RESOLUTION_MS: Final = 10
+FRESHNESS_SECONDS: Final = 1.0
+LATENCY_WINDOW_SECONDS: Final = 300.0
+LOG_LEVEL: Final = "INFO"
+LOG_FORMAT: Final = "text"
+LOG_REPEAT_SECONDS: Final = 60.0
+LATE_TRANSACTION_PADDING_SECONDS: Final = 300.0  # KIP-664's
+HANGING_SCAN_MAX_PARTITIONS: Final = 1000
+HANGING_MAX_TRANSACTION_TIMEOUT_SECONDS: Final = 900.0  # the brokers' transaction.max.timeout.ms default
+OTLP_INTERVAL_SECONDS: Final = 60.0
