@@ -241,6 +241,8 @@ LOG_TRUNCATED = catalogue.BROKER_LOG_TRUNCATED_LINES.name
 LOG_ROTATIONS = catalogue.BROKER_LOG_ROTATIONS.name
 HANGING_SCAN_ERRORS = catalogue.HANGING_SCAN_ERRORS.name
 HTTP_REJECTED = catalogue.HTTP_REJECTED_CONNECTIONS.name
+CLOCK = catalogue.APPEND_LATENCY_CLOCK.name
+TRANSITIONS = catalogue.APPEND_LATENCY_TRANSITIONS.name
 # The exporter's own process (generators.metrics.PROCESS: series() selects them by the exporter's job).
 CPU = "process_cpu_seconds_total"
 RSS = "process_resident_memory_bytes"
@@ -667,6 +669,27 @@ ITSELF_ROW = Row(
             " partitions' high watermarks (TxnExporterLagging above 1000 for 10 minutes).",
             by="instance",
             width=6,
+        ),
+        gauge(
+            "Which clock times the appends",
+            CLOCK,
+            "Per exporter: coordinator (its DEBUG `succeeded` lines in the broker log: the append latency"
+            " exact to the ms) or fetch (the exporter's receipt: an upper bound, looser by the resolution)."
+            " Fetch with --broker-log means the lines stopped (the logger not at DEBUG, the file unreadable).",
+            agg="max",
+            by="instance, clock",
+            legend="{{instance}} {{clock}}",
+            width=12,
+        ),
+        rate(
+            "Transitions by the clock that timed them",
+            TRANSITIONS,
+            "Live __transaction_state records a second, by clock: coordinator, fetch, or untimed (the"
+            " coordinator's clock in force and the record's line not read within 10 s).",
+            by="clock",
+            legend="{{clock}}",
+            width=12,
+            fault_only=False,
         ),
     ),
 )

@@ -10,6 +10,10 @@
   chart's default label), the folder in the `grafana_folder` annotation, which the chart's
   `sidecar.dashboards.folderAnnotation` must name. No hash suffix: a changed dashboard replaces its
   ConfigMap instead of adding one beside it.
+- deploy/kubernetes/log4j2.properties and deploy/strimzi/log4j2.properties: the broker's logging of
+  deploy/broker-logging/log4j2.properties (the coordinator's lines in a file of their own) with its
+  directory the pods' shared log volume: kustomize's configMapGenerator reads files only at or below
+  a kustomization's own directory, and Strimzi sets no kafka.logs.dir.
 """
 
 from __future__ import annotations
@@ -58,6 +62,17 @@ def dashboards_component() -> dict:
     }
 
 
+BROKER_LOGGING = Path(__file__).parent / "broker-logging" / "log4j2.properties"
+LOG_VOLUME = "/var/log/kafka"  # where the pods mount the volume the broker and the exporter share
+
+
+def pod_broker_logging() -> str:
+    """deploy/broker-logging/log4j2.properties writing to the shared volume."""
+    return HEADER.format(source="deploy/broker-logging/log4j2.properties (deploy/generate.py)") + (
+        BROKER_LOGGING.read_text().replace("${sys:kafka.logs.dir}", LOG_VOLUME)
+    )
+
+
 def _dump(document: dict) -> str:
     return yaml.safe_dump(document, sort_keys=False, width=4096, allow_unicode=True)
 
@@ -72,4 +87,8 @@ def outputs() -> dict[Path, str]:
         DASHBOARDS_KUSTOMIZATION: HEADER.format(source="deploy/generate.py")
         + component
         + _dump(dashboards_component()),
+        **{
+            Path(__file__).parent / base / "log4j2.properties": pod_broker_logging()
+            for base in ("kubernetes", "strimzi")
+        },
     }

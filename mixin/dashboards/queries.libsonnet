@@ -187,11 +187,29 @@
         '20': {
           A: 'sum by (instance) (txn_exporter_partition_consumer_lag_records{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
+        '21': {
+          A: 'max by (instance, clock) (txn_exporter_append_latency_clock_info{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
         '22': {
+          A: 'sum by (clock) (rate(txn_exporter_append_latency_transitions_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '24': {
           A: 'sum by (instance, tag) (rate(kafka_transaction_state_log_unknown_tagged_fields_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
-        '23': {
+        '25': {
           A: 'sum by (instance, state) (rate(txn_exporter_unwritten_state_records_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '26': {
+          A: 'sum by (instance) (rate(txn_exporter_broker_log_unplaced_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '27': {
+          A: 'sum by (instance) (txn_exporter_broker_log_utc_offset_seconds{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
+        '28': {
+          A: 'sum by (instance, kind, reason) (rate(txn_exporter_append_clock_unmatched_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '29': {
+          A: 'sum by (instance) (rate(txn_exporter_append_latency_negative_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
       },
       variables: {

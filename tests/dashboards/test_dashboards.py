@@ -132,6 +132,10 @@ def test_a_new_counter_or_gauge_gets_a_panel_without_dashboard_code():
     assert [p.title for p in generate.other_metrics_row(rows).panels] == [
         "kafka transaction state log unknown tagged fields",
         "txn exporter unwritten state records",
+        "txn exporter broker log unplaced lines",
+        "txn exporter broker log utc offset seconds",
+        "txn exporter append clock unmatched",
+        "txn exporter append latency negative",
     ]
     without = tuple(
         generate.Row(r.title, tuple(p for p in r.panels if "kafka_transactions_late" not in p.queries[0].template))
@@ -181,15 +185,19 @@ def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_
 
 
 def test_the_exporters_own_process_is_on_both_dashboards_selected_by_its_job():
-    """Its CPU on the overview's health row; CPU, memory, scrape duration and source lag in the
-    drill-down's row of its own. A broker's JMX agent exports process_* too: every query of them, and
+    """Its CPU on the overview's health row; CPU, memory, scrape duration, source lag and the clock
+    timing the appends in the drill-down's row of its own. A broker's JMX agent exports process_* too: every query of them, and
     the CPU alert, selects the exporter's job."""
     process = {m.name for m in metrics.PROCESS}
     health = next(r for r in generate.OVERVIEW.rows if r.title == "Exporter health")
     assert any("process_cpu_seconds_total" in q.expr for p in health.panels for q in p.queries)
     itself = next(r for r in generate.DRILLDOWN.rows if r.title.startswith("The exporter itself"))
     used = set().union(*(metric_names(q.expr) for p in itself.panels for q in p.queries))
-    assert used == process | {"txn_exporter_partition_consumer_lag_records"}
+    assert used == process | {
+        "txn_exporter_partition_consumer_lag_records",
+        "txn_exporter_append_latency_clock_info",
+        "txn_exporter_append_latency_transitions_total",
+    }
     job = f'job="{alerts_generate.EXPORTER_JOB}"'
     checked = 0
     for expr in _all_exprs():

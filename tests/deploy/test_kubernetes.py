@@ -229,7 +229,16 @@ def test_strimzi_broker_logs_what_broker_log_reads_to_the_shared_volume() -> Non
     loggers = {
         log4j[k]: log4j[k.replace(".name", ".level")] for k in log4j if k.startswith("logger.") and k.endswith(".name")
     }
-    assert loggers == {"kafka.coordinator.transaction.TransactionStateManager": "DEBUG"}
+    assert loggers == {
+        "kafka.coordinator.transaction": "INFO",
+        "kafka.coordinator.transaction.TransactionStateManager": "DEBUG",
+        "org.apache.kafka.coordinator.transaction": "INFO",
+        "org.apache.kafka.clients.NetworkClient": "INFO",
+    }
+    # The coordinator's lines in txn-coordinator.log, which --broker-log reads; server.log at INFO.
+    files = {Path(log4j[k]).name: k.removesuffix(".fileName") for k in log4j if k.endswith(".fileName")}
+    assert log4j[f"{files['server.log']}.filter.threshold.level"] == "INFO"
+    assert log4j[f"{files['txn-coordinator.log']}.layout.pattern"] == "[%d] %p %m (%c)%n"
     (pool,) = _of_kind(documents, "KafkaNodePool")
     mounts = pool["spec"]["template"]["kafkaContainer"]["volumeMounts"]
     log_dir = str(Path(log4j[f"{appender}.fileName"]).parent)

@@ -111,6 +111,7 @@ class KafkaBroker:
         internal_topics_on_join: bool = True,
         mode: Literal["kraft", "zookeeper"] = "kraft",
         timezone: str | None = None,
+        logging_config: Path | None = None,
     ) -> None:
         levels = kafka_version(version).transaction_versions
         if transaction_version is not None and transaction_version not in levels:
@@ -145,6 +146,8 @@ class KafkaBroker:
         self.mode: Literal["kraft", "zookeeper"] = mode
         # The JVM's zone (user.timezone), e.g. "Asia/Kolkata": its log's local times are in it.
         self.timezone = timezone
+        # A log4j configuration of the user's (deploy/broker-logging/) instead of the harness's own.
+        self.logging_config = logging_config
         # The cluster's ZooKeeper in ZooKeeper mode: the first broker's own, shared by those joining it.
         self.zookeeper: ZooKeeper | None = None
         if mode == "zookeeper":
@@ -239,9 +242,9 @@ class KafkaBroker:
             f"-Dtxn.log.max.bytes={self.server_log_max_bytes}",
             f"-Dtxn.log.backups={self.server_log_backups}",
             *([f"-Duser.timezone={self.timezone}"] if self.timezone else []),
-            f"-Dlog4j2.configurationFile={resources.files(__package__) / self.kafka.log4j_config}"
+            f"-Dlog4j2.configurationFile={self._logging_config()}"
             if self.kafka.log4j == 2
-            else f"-Dlog4j.configuration=file:{resources.files(__package__) / self.kafka.log4j_config}",
+            else f"-Dlog4j.configuration=file:{self._logging_config()}",
         ]
         with self.stdout_log.open("ab") as out:
             self._proc = subprocess.Popen(
@@ -290,6 +293,9 @@ class KafkaBroker:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def _logging_config(self) -> Path:
+        return self.logging_config or Path(str(resources.files(__package__) / self.kafka.log4j_config))
 
     def _jmx_opts(self) -> list[str]:
         # What kafka-run-class.sh sets from JMX_PORT, on loopback; the RMI port equal to the registry's
