@@ -4,8 +4,8 @@ Layout (Kafka's TransactionLogValue.json): int16 version, ProducerId int64, Prod
 TransactionTimeoutMs int32, TransactionStatus int8, TransactionPartitions nullable [{Topic string,
 PartitionIds [int32]}], TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64.
 v0 is the classic encoding, v1 the flexible one (compact lengths and tagged fields after every
-struct; top-level tags 0 PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion,
-3 NextProducerEpoch, which Kafka's trunk writes (KIP-939)).
+struct; the top-level tagged fields are the table's below, which tests/codec/test_kafka_schema.py
+holds to the schema in the pinned Kafka jars).
 
 The general reader of the tagged fields (tagged_fields), encode_value, value_from_fields, the JSON
 of `txn-exporter decode` and the pipeline's columns are derived from the table: a new tagged field
