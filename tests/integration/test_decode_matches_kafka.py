@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from exporter.codec import TransactionLogRecord, TransactionState, decode_record
+from exporter.codec.value import TAGGED_FIELDS
 from exporter.commands.decode import format_record
 from exporter.sources.segment_files import partition_of, read_segment
 from tests.conftest import BROKER_PARAMS
@@ -151,13 +152,17 @@ def _parse(key: str, payload: str) -> dict:
             "partitions": None if partitions is None else {p["topic"]: p["partitionIds"] for p in partitions},
             "last_update_timestamp_ms": data["transactionLastUpdateTimestampMs"],
             "start_timestamp_ms": data["transactionStartTimestampMs"],
-            # Tagged fields are printed only when set; absent means the default.
-            "previous_producer_id": data.get("previousProducerId", -1),
-            "next_producer_id": data.get("nextProducerId", -1),
-            "client_transaction_version": data.get("clientTransactionVersion", 0),
-            "next_producer_epoch": data.get("nextProducerEpoch", -1),
+            # Tagged fields are printed only when set; absent means the default. Every one the codec
+            # names, under Kafka's name (tests/codec/test_kafka_schema.py: the table's are Kafka's).
+            **{f.name: data.get(_camel(f.name), f.default) for f in TAGGED_FIELDS},
         },
     }
+
+
+def _camel(name: str) -> str:
+    """A field's name as Kafka's JSON prints it: previous_producer_id, previousProducerId."""
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
 
 
 def _as_kafka_prints(record: TransactionLogRecord, like: dict) -> dict:
