@@ -136,3 +136,33 @@ def test_the_records_count_is_the_timed_and_the_untimed() -> None:
     model.apply_batch([], now_ms=1011 + HOLD_MS + 1)
     row = clock(model)
     assert len(append[S.ONGOING].values) + row.untimed[S.ONGOING] == 2
+
+
+def test_lines_a_buffered_appender_holds_back_still_time_their_records_within_the_hold() -> None:
+    """An appender that writes lines only when its buffer fills delays them by seconds: the records
+    wait for them (up to the hold), and are timed by the line's own time, not its late arrival."""
+    model, append = clocked_model()
+    model.apply(line("w", S.ONGOING, 10, 11))
+    for n in range(5):
+        model.apply(log_event(f"b{n}", S.ONGOING, timestamp_ms=1000 + n, received_ms=1010 + n))
+    model.apply_batch([], now_ms=1010 + HOLD_MS - 500)  # nothing expires yet
+    model.apply_batch(
+        [line(f"b{n}", S.ONGOING, 1000 + n, 1002 + n, seen_ms=1010 + HOLD_MS - 100) for n in range(5)],
+        now_ms=1010 + HOLD_MS - 100,
+    )
+    row = clock(model)
+    assert append[S.ONGOING].values == [2] * 5 and row.untimed[S.ONGOING] == 0
+
+
+def test_leadership_moving_mid_transaction_loses_no_count() -> None:
+    """The broker resigns a partition while a record waits for its line: the record is counted when
+    its wait ends (untimed), and the partition's next records are timed by the fetch."""
+    model, append = clocked_model()
+    model.apply(line("w", S.ONGOING, 10, 11))
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
+    model.apply(CoordinatorChanged(0, elected=False))
+    model.apply(log_event("a", S.PREPARE_COMMIT, timestamp_ms=1100, received_ms=1130))
+    model.apply_batch([line("x", S.ONGOING, 2000, 2001, seen_ms=2100)], now_ms=1010 + HOLD_MS + 1)
+    row = clock(model)
+    assert append[S.PREPARE_COMMIT].values == [30] and row.untimed[S.ONGOING] == 1
+    assert len(append[S.ONGOING].values) + row.untimed[S.ONGOING] == 1
