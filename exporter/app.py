@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
-from exporter import config, web_config
+from exporter import config
 from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, HangingScanCompleted, TransitionAppended
 from exporter.http_server import MetricsServer
 from exporter.metrics import otlp
@@ -116,7 +116,7 @@ class Exporter:
                 plain_http_listener=lambda: self.server.web is None or not self.server.web.tls,
             )
         name = _own_name(host, port)
-        scheme = "https" if settings.web_config_file and web_config.load(settings.web_config_file).tls else "http"
+        scheme = "https" if settings.web_config is not None and settings.web_config.tls else "http"
         transactions = endpoint.TransactionsEndpoint(
             self.model,
             settings.late_transaction_padding_seconds,
@@ -138,7 +138,7 @@ class Exporter:
             healthy=lambda: True,
             ready=self.ready,
             readiness_detail=self.readiness,
-            web_config_file=settings.web_config_file,
+            web_config_file=settings.web_config,
             routes={endpoint.PATH: transactions},
         )
         self._polling = False  # serve()'s loop is running (and using the consumer)

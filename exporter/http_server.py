@@ -94,11 +94,12 @@ class MetricsServer:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         readiness_detail: Callable[[], str] | None = None,
-        web_config_file: str | None = None,
+        web_config_file: web_config.WebConfig | str | None = None,
         max_connections: int = 64,
         routes: Mapping[str, Route] | None = None,
     ) -> None:
-        """WebConfigError if `web_config_file` does not load."""
+        """`web_config_file`: the web config as read already (Settings.web_config), or its file's path, read
+        here (WebConfigError if it does not load)."""
         self._host = host
         self._requested_port = port
         self.registry = registry
@@ -106,7 +107,9 @@ class MetricsServer:
         self.ready = ready
         self.readiness_detail = readiness_detail
         self.routes = dict(routes or {})
-        self.web = _WebConfigSource(web_config_file) if web_config_file else None
+        if isinstance(web_config_file, str):
+            web_config_file = web_config.load(web_config_file)
+        self.web = _WebConfigSource(web_config_file) if web_config_file is not None else None
         self.max_connections = max_connections
         self._rejected_before = 0  # of servers stopped earlier, so the counter never goes back
         self._server: _Server | None = None
@@ -167,12 +170,12 @@ class _WebConfigSource:
     _CHECK_SECONDS = 1.0
     _FAKE_HASH = b"$2b$10$E64SA5qCunTl9tHebvfN.OZBSyy0K/7blH5WfH28.GjzkA4.1pgfi"  # checked for unknown users
 
-    def __init__(self, path: str) -> None:
-        self._path = path
+    def __init__(self, config: web_config.WebConfig) -> None:
+        self._path = config.path
         self._lock = threading.Lock()
         self._bcrypt_lock = threading.Lock()  # one bcrypt at a time: it is CPU-heavy by design
         self._verified: dict[bytes, bool] = {}
-        self._config, self._context = self._load()
+        self._config, self._context = config, self._context_of(config)
         self._stamp = self._stamps()
         self._next_check = time.monotonic() + self._CHECK_SECONDS
 
@@ -182,7 +185,11 @@ class _WebConfigSource:
 
     def _load(self) -> tuple[web_config.WebConfig, ssl.SSLContext | None]:
         config = web_config.load(self._path)
-        return config, config.tls.context() if config.tls else None
+        return config, self._context_of(config)
+
+    @staticmethod
+    def _context_of(config: web_config.WebConfig) -> ssl.SSLContext | None:
+        return config.tls.context() if config.tls else None
 
     def _stamps(self) -> tuple[tuple[int, int] | None, ...]:
         stamps: list[tuple[int, int] | None] = []

@@ -449,3 +449,30 @@ def test_importing_the_config_loads_no_kafka_client():
     code = "import sys, exporter.config; print(sorted(m for m in sys.modules if m.split('.')[0] == 'confluent_kafka'))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def test_the_web_config_file_is_read_once_for_the_settings_and_the_server(tmp_path: Path, monkeypatch):
+    from prometheus_client import CollectorRegistry
+
+    from exporter import web_config
+    from exporter.config import schema
+    from exporter.http_server import MetricsServer
+
+    web = tmp_path / "web.yml"
+    web.write_text("basic_auth_users: {}\n")
+    read = web_config.load
+    reads: list[str] = []
+
+    def counted(path: str) -> web_config.WebConfig:
+        reads.append(path)
+        return read(path)
+
+    monkeypatch.setattr(schema, "read_web_config", counted)
+    monkeypatch.setattr(web_config, "load", counted)
+    settings = _load(["--bootstrap-servers", "k:9092", "--web-config-file", str(web)])
+    assert settings.web_config is not None and settings.web_config.summary() == "no TLS, no basic auth"
+    server = MetricsServer(
+        "127.0.0.1", 0, CollectorRegistry(), lambda: True, lambda: True, web_config_file=settings.web_config
+    )
+    assert server.web is not None and not server.web.tls
+    assert reads == [str(web)]

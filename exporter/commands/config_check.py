@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from exporter import config, web_config
+from exporter import config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +47,6 @@ def run_check(args: argparse.Namespace) -> int:
                 print(f"  kafka.{name}: {text}")
         elif value not in (None, [], {}):
             print(f"  {key}: {value}")
-    if settings.web_config_file:
-        print(f"  web config: {web_config.load(settings.web_config_file).summary()}")
+    if settings.web_config is not None:
+        print(f"  web config: {settings.web_config.summary()}")
     return 0

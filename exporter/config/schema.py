@@ -23,10 +23,15 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
+    ValidationError,
     model_validator,
 )
+from pydantic_core import InitErrorDetails
 
-from exporter import defaults, web_config
+from exporter import defaults
+from exporter.web_config import WebConfig, WebConfigError
+from exporter.web_config import load as read_web_config
 
 ENV_PREFIX = "TXN_EXPORTER_"
 CONFIG_ENV = ENV_PREFIX + "CONFIG"
@@ -92,12 +97,6 @@ def split_listen(value: str) -> tuple[str, int]:
 
 def _check_listen(value: str) -> str:
     split_listen(value)
-    return value
-
-
-def _check_web_config(value: str | None) -> str | None:
-    if value is not None:
-        web_config.load(value)  # WebConfigError is a ValueError: reported with the key's source
     return value
 
 
@@ -247,7 +246,6 @@ class Settings(BaseModel):
     web_config_file: Annotated[
         str | None,
         Cli("FILE"),
-        AfterValidator(_check_web_config),
         Field(
             description="exporter-toolkit style web config (tls_server_config, basic_auth_users) "
             "securing every HTTP endpoint; unset: plain HTTP, no auth"
@@ -357,6 +355,28 @@ class Settings(BaseModel):
             "ssl.*...), repeatable; env: comma-separated KEY=VALUE pairs; YAML: a mapping"
         ),
     ] = {}
+
+    # The web config file as read when the settings were loaded: read once, then what the HTTP server
+    # serves with (it reloads the file itself when it changes) and what the config check summarizes.
+    _web_config: WebConfig | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _read_web_config(self) -> Settings:
+        if self.web_config_file is not None:
+            try:
+                self._web_config = read_web_config(self.web_config_file)
+            except WebConfigError as e:
+                # The field's own error, so `load` says where its value came from.
+                error = InitErrorDetails(
+                    type="value_error", loc=("web_config_file",), input=self.web_config_file, ctx={"error": e}
+                )
+                raise ValidationError.from_exception_data(type(self).__name__, [error]) from None
+        return self
+
+    @property
+    def web_config(self) -> WebConfig | None:
+        """The web config file's content, read when the settings were loaded; None without one."""
+        return self._web_config
 
     @model_validator(mode="after")
     def _one_partition_choice(self) -> Settings:
