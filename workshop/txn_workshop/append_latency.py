@@ -199,17 +199,22 @@ def observed_records(exporter_log: Path, tids: set[str]) -> dict[Transition, Obs
         record = (fields["partition"], fields["offset"])
         assert record not in records, f"one record received twice: {line}"
         records.add(record)
-        key = (
-            fields["transactional_id"],
-            TARGET_STATES[fields["state"]],
-            fields["producer_id"],
-            fields["producer_epoch"],
-            fields["last_update_ms"],
-        )
+        key = _logged_key(fields)
         observed[_numbered(key, seen)] = Observed(
             fields["timestamp_ms"], fields["received_ms"], fields["partition"], fields["offset"]
         )
     return observed
+
+
+def _logged_key(fields: dict) -> _Key:
+    """A transition's key as the exporter's DEBUG lines name its fields."""
+    return (
+        fields["transactional_id"],
+        TARGET_STATES[fields["state"]],
+        fields["producer_id"],
+        fields["producer_epoch"],
+        fields["last_update_ms"],
+    )
 
 
 def exporter_timed(exporter_log: Path, tids: set[str]) -> dict[Transition, tuple[int, str]]:
@@ -224,13 +229,7 @@ def exporter_timed(exporter_log: Path, tids: set[str]) -> dict[Transition, tuple
         fields = json.loads(payload)
         if fields["transactional_id"] not in tids:
             continue
-        key = (
-            fields["transactional_id"],
-            TARGET_STATES[fields["state"]],
-            fields["producer_id"],
-            fields["producer_epoch"],
-            fields["last_update_ms"],
-        )
+        key = _logged_key(fields)
         timed[_numbered(key, seen)] = (fields["latency_ms"], fields["clock"])
     return timed
 
