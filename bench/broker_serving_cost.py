@@ -28,17 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.sidecar_cost import (
-    DATA_PARTITIONS,
-    DATA_TOPIC,
-    VENV_BIN,
-    Bare,
-    Exporter,
-    Load,
-    fetch_pattern,
-    loadavg,
-    measure,
-)
+from bench.bare_consumer import Bare, fetch_pattern
+from bench.exporter_process import VENV_BIN, Exporter
+from bench.proc_stats import loadavg, measure
+from bench.txn_load import DATA_PARTITIONS, DATA_TOPIC, Load
 from exporter import defaults
 
 

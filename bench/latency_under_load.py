@@ -29,17 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.sidecar_cost import (
-    DATA_PARTITIONS,
-    DATA_TOPIC,
-    TSM_LOGGER,
-    VENV_BIN,
-    Exporter,
-    Load,
-    loadavg,
-    measure,
-    settle_commits_rate,
-)
+from bench.exporter_process import TSM_LOGGER, VENV_BIN, Exporter
+from bench.proc_stats import loadavg, measure
+from bench.txn_load import DATA_PARTITIONS, DATA_TOPIC, Load, settle_commits_rate
 
 
 def run_interval(

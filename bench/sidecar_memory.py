@@ -32,8 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA
-from bench.sidecar_cost import VENV_BIN, Exporter, Load, add_load_arguments, rss_mib
+from bench.exporter_process import VENV_BIN, Exporter
+from bench.proc_stats import rss_mib
 from bench.synthetic import PARTITIONS, transaction_cycles
+from bench.txn_load import Load, add_load_arguments
 from txn_workshop.record_batches import encode_batch
 
 TOPIC = "__transaction_state"
