@@ -47,293 +47,31 @@ import json
 import shlex
 import shutil
 import signal
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.sidecar_cost import (
-    DATA_PARTITIONS,
-    DATA_TOPIC,
-    TOPIC,
-    TSM_LOGGER,
-    VENV_BIN,
-    Bare,
-    Exporter,
-    Load,
-    fetch_pattern,
-    histogram_quantiles,
-    latency_quantiles,
-    loadavg,
-    measure,
-    records_total,
-    settle_commits_rate,
-    thread_cores,
-    thread_cpu,
+from bench.cluster_readers import BareReader, records_read, start_exporters, stop_exporters
+from bench.cluster_report import print_table, print_window, summarize
+from bench.exporter_process import VENV_BIN, Exporter, latency_quantiles, records_total
+from bench.proc_stats import loadavg, measure, thread_cores, thread_cpu
+from bench.three_broker_cluster import (
+    balanced_prefix,
+    leadership,
+    requests_served,
+    set_coordinator_logs,
+    start_cluster,
+    stop_cluster,
 )
+from bench.txn_load import Load, settle_commits_rate
 
 if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
-
-NODES = (1, 2, 3)
-# kafka-python-hold's fetch, held until the first byte or this long: as long as the exporter's idle
-# fetch is held, so that both make 10 fetches a second when nothing is appended.
-HOLD_WAIT_MS = 100
-# Production defaults for the internal topics (and the offsets topic valid on three nodes).
-CLUSTER_PROPERTIES = {
-    "transaction.state.log.replication.factor": "3",
-    "transaction.state.log.min.isr": "2",
-    "offsets.topic.replication.factor": "3",
-}
-REQUESTS = "kafka.network:type=RequestMetrics,name=RequestsPerSec,*"
-# The request types printed first, in this order; any other whose median difference is not zero follows.
-SHOWN = (
-    "FetchConsumer",
-    "Fetch",
-    "FetchFollower",
-    "Metadata",
-    "ListOffsets",
-    "OffsetForLeaderEpoch",
-    "DescribeConfigs",
-    "DescribeProducers",
-    "ListTransactions",
-    "DescribeTransactions",
-    "ApiVersions",
-    "FindCoordinator",
-    "DescribeCluster",
-    "Produce",
-)
-
-
-# --- the cluster ------------------------------------------------------------------------------
-
-
-def start_cluster(version: str, root: Path) -> list[KafkaBroker]:
-    from txn_workshop.harness.admin import alter_topic_config, create_internal_topics, create_topic
-    from txn_workshop.harness.broker import KafkaBroker
-
-    first = KafkaBroker(version, workdir=root / "1", broker_properties=CLUSTER_PROPERTIES, jmx=True)
-    brokers = (
-        [first]
-        + [
-            KafkaBroker(
-                version,
-                workdir=root / str(n),
-                join=first,
-                node_id=n,
-                broker_properties=CLUSTER_PROPERTIES,
-                jmx=True,
-                internal_topics_on_join=False,  # created below, once all three run: replication factor 3
-            )
-            for n in NODES[1:]
-        ]
-    )
-    try:
-        for broker in brokers:
-            broker.start()
-        bootstrap = ",".join(b.bootstrap_servers for b in brokers)
-        create_internal_topics(bootstrap)
-        create_topic(bootstrap, DATA_TOPIC, partitions=DATA_PARTITIONS, replication_factor=3)
-        alter_topic_config(bootstrap, DATA_TOPIC, {"min.insync.replicas": "2"})
-    except BaseException:
-        stop_cluster(brokers)
-        raise
-    return brokers
-
-
-def stop_cluster(brokers: list[KafkaBroker]) -> None:
-    for broker in reversed(brokers):  # the joined brokers first: they need the controller to stop
-        broker.stop()
-
-
-def leadership(bootstrap: str, timeout: float = 60) -> dict:
-    """`__transaction_state`'s leader of each partition, once every partition has its 3 replicas in
-    sync; the partitions each node leads and is the preferred leader of (first replica)."""
-    from confluent_kafka.admin import AdminClient
-
-    from txn_workshop.harness.admin import CLIENT_LOG
-
-    admin = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG)
-    deadline = time.monotonic() + timeout
-    while True:
-        partitions = admin.list_topics(TOPIC, timeout=30).topics[TOPIC].partitions
-        if all(len(p.isrs) == 3 and p.leader in NODES for p in partitions.values()) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    return {
-        "leaders": {p: meta.leader for p, meta in sorted(partitions.items())},
-        "led": dict(sorted(Counter(meta.leader for meta in partitions.values()).items())),
-        "preferred": dict(sorted(Counter(meta.replicas[0] for meta in partitions.values()).items())),
-        "replicas": sorted({len(meta.replicas) for meta in partitions.values()}),
-        "in_sync": sorted({len(meta.isrs) for meta in partitions.values()}),
-    }
-
-
-def balanced_prefix(rate: int, leaders: dict[int, int], processes: int, threads: int) -> tuple[str, dict[int, int]]:
-    """A prefix for Load's transactional ids (it names them `{prefix}-{process}-{thread}`) that spreads
-    them over the coordinators as evenly as can be, so each broker gets its share of the load; with the
-    number of ids on each."""
-    from txn_workshop.harness.workload import transaction_state_partition
-
-    ids = processes * threads
-    best: tuple[int, str, Counter[int]] | None = None
-    for k in range(5000):
-        prefix = f"c{rate}x{k}"
-        counts = Counter(
-            leaders[transaction_state_partition(f"{prefix}-{p}-{t}", len(leaders))]
-            for p in range(processes)
-            for t in range(threads)
-        )
-        spread = max(counts[n] for n in NODES) - min(counts[n] for n in NODES)
-        if best is None or spread < best[0]:
-            best = (spread, prefix, counts)
-        if spread <= (ids % len(NODES) != 0):
-            break
-    assert best is not None
-    return best[1], {n: best[2][n] for n in NODES}
-
-
-def requests_served(brokers: list[KafkaBroker]) -> list[tuple[float, dict[str, float]]]:
-    """Each broker's (time, request type -> requests served since its start, all versions), read at
-    once with JmxTool."""
-    from txn_workshop.harness import jmx
-
-    def one(broker: KafkaBroker) -> tuple[float, dict[str, float]]:
-        values = jmx.read(broker, REQUESTS)
-        read_at = time.time()  # JmxTool reads at its end, after its JVM started
-        counts: dict[str, float] = {}
-        for name, count in values.items():
-            request = jmx._property(name, "request")
-            counts[request] = counts.get(request, 0.0) + count
-        return read_at, counts
-
-    with ThreadPoolExecutor(len(brokers)) as pool:
-        return list(pool.map(one, brokers))
-
-
-def set_coordinator_logs(brokers: list[KafkaBroker], level: str | None) -> None:
-    """TransactionStateManager at `level` on every broker (None: as configured, INFO)."""
-    from txn_workshop.harness.workload import set_logger_level
-
-    for broker in brokers:
-        set_logger_level(broker, TSM_LOGGER, level)
-
-
-# --- the exporters ----------------------------------------------------------------------------
-
-
-class BareReader:
-    """A bare reader beside one broker, of the partitions it leads, as an Exporter is driven here: a
-    process, ready once started, its records read (and their receipt minus timestamp, to check that it
-    meets the resolution). The floor candidates, each at the resolution:
-    - `bare`: the exporter's own fetch pattern, in librdkafka, and nothing else;
-    - `bare-nudged`: the same, and a ListOffsets request to the broker every resolution (what bounds
-      the idle fetch's delay in a replicated cluster: docs/benchmarks.md, "The idle fetch's tail");
-    - `bare-nudged-due`: the same, nudging as the exporter does (idle, while a transaction's COMPLETE_*
-      is due: from its PREPARE_*, read from the value's status byte, for at most NUDGE_FOR_MS);
-    - `kafka-python`: bench/bare_kafka_python.py, with fetch sessions, its fetch held the resolution
-      (the busy pattern's fetches, with KIP-227 sessions);
-    - `kafka-python-hold`: the same client, sessions, its fetch held until the first byte and its
-      polls the resolution apart (at most one fetch per resolution, several records in one)."""
-
-    def __init__(self, kind: str, broker: KafkaBroker, resolution_ms: int) -> None:
-        self.latency: dict[int, int] = {}
-        if kind in ("bare", "bare-nudged", "bare-nudged-due"):
-            args = argparse.Namespace(kafka_config=[], before=False, latency_resolution_ms=resolution_ms)
-            self._bare: Bare | None = Bare(
-                broker.bootstrap_servers,
-                fetch_pattern(args),
-                broker.node_id,
-                nudge_ms=resolution_ms if kind == "bare-nudged" else None,
-                nudge_prepared_ms=resolution_ms if kind == "bare-nudged-due" else None,
-            )
-            self.proc = self._bare.proc
-        else:
-            self._bare = None
-            script = Path(__file__).with_name("bare_kafka_python.py")
-            pattern = (
-                ["--wait-ms", str(HOLD_WAIT_MS), "--hold-ms", str(resolution_ms)]
-                if kind == "kafka-python-hold"
-                else ["--wait-ms", str(resolution_ms)]
-            )
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(script),
-                    "--bootstrap",
-                    broker.bootstrap_servers,
-                    "--broker-id",
-                    str(broker.node_id),
-                    *pattern,
-                ],
-                stdout=subprocess.PIPE,
-                text=True,
-                stdin=subprocess.DEVNULL,
-            )
-            assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "READY"
-
-    def wait_ready(self, timeout: float) -> None:
-        pass  # ready once it printed READY
-
-    def records(self) -> float:
-        """Records read so far; `latency` is then each receipt minus timestamp (ms) since the last call."""
-        if self._bare is not None:
-            snapshot = self._bare.snapshot()
-        else:
-            assert self.proc.stdout is not None
-            self.proc.send_signal(signal.SIGUSR1)
-            snapshot = json.loads(self.proc.stdout.readline())
-        self.latency = {int(ms): n for ms, n in snapshot["latency"].items()}
-        return float(snapshot["records"])
-
-    def stop(self) -> None:
-        from txn_workshop.harness.processes import terminate
-
-        terminate(self.proc, 20)
-
-
-def records_read(reader: Exporter | BareReader) -> float:
-    return reader.records() if isinstance(reader, BareReader) else records_total(reader.metrics())
-
-
-def start_exporters(
-    variant: dict, brokers: list[KafkaBroker], broker_log: bool, logs: Path, timeout: float
-) -> list[Exporter | BareReader]:
-    """One exporter (or bare reader) beside each broker, started at once, each waited ready."""
-    from txn_workshop.harness.processes import free_port
-
-    exporters: list[Exporter | BareReader] = []
-    try:
-        if variant.get("reader"):
-            exporters += [BareReader(variant["reader"], broker, variant["resolution_ms"]) for broker in brokers]
-            return exporters
-        for broker in brokers:
-            flags = ["--broker-id", str(broker.node_id), *variant["args"]]
-            if broker_log:
-                flags += ["--broker-log", str(broker.server_log)]
-            log = logs / f"exporter-{variant['name']}-{broker.node_id}.log"
-            exporters.append(Exporter(variant["executable"], broker.bootstrap_servers, free_port(), flags, log))
-        for exporter in exporters:
-            exporter.wait_ready(timeout)
-    except BaseException:
-        stop_exporters(exporters)
-        raise
-    return exporters
-
-
-def stop_exporters(exporters: list[Exporter | BareReader]) -> None:
-    for exporter in exporters:  # all asked at once, then each waited for
-        if exporter.proc.poll() is None:
-            exporter.proc.terminate()
-    for exporter in exporters:
-        exporter.stop()
 
 
 # --- windows ----------------------------------------------------------------------------------
@@ -405,152 +143,7 @@ def window_end(
     return records_total(text), None, seen
 
 
-def print_window(w: dict) -> None:
-    b = w["brokers"]
-    exporters = (
-        " exporters " + " ".join(f"{b[n]['exporter_cores']:.4f}" for n in b) + ";"
-        if w["kind"] != "without"
-        else " no exporters;"
-    )
-    print(
-        f"  run {w['run']} pair {w['pair']} {w['kind']:>7}: brokers "
-        + " ".join(f"{b[n]['cores']:.3f}" for n in b)
-        + f" cores;{exporters} {w['transactions_per_s']:.0f} txn/s over {w['seconds']:.1f} s; "
-        f"FetchConsumer/s " + " ".join(f"{b[n]['requests_per_s'].get('FetchConsumer', 0):.0f}" for n in b) + "; "
-        f"load average {w['load_average'][0]:.2f}-{w['load_average'][1]:.2f}",
-        flush=True,
-    )
-
-
-def summarize(windows: list[dict], variant: str) -> dict[str, dict]:
-    """Per broker, over the pairs (run, pair) that have both a `variant` window and one without."""
-    by_pair: dict[tuple[int, int], dict[str, dict]] = {}
-    for w in windows:
-        by_pair.setdefault((w["run"], w["pair"]), {})[w["kind"]] = w
-    pairs = [p for p in by_pair.values() if variant in p and "without" in p]
-    out = {}
-    for n in pairs[0][variant]["brokers"] if pairs else []:
-        on = [p[variant]["brokers"][n] for p in pairs]
-        off = [p["without"]["brokers"][n] for p in pairs]
-        alone = statistics.median(b["cores"] for b in off)
-        with_ = statistics.median(b["cores"] for b in on)
-        extra = statistics.median(a["cores"] - b["cores"] for a, b in zip(on, off, strict=True))
-        exporter = statistics.median(b["exporter_cores"] for b in on)
-        threads = {
-            kind: round(statistics.median(b["exporter_threads"][kind] for b in on), 4)
-            for kind in ("python", "librdkafka")
-            if all(b.get("exporter_threads") for b in on)
-        }
-        kinds = sorted({k for b in on + off for k in b["requests_per_s"]})
-        requests = {
-            k: statistics.median(
-                a["requests_per_s"].get(k, 0.0) - b["requests_per_s"].get(k, 0.0) for a, b in zip(on, off, strict=True)
-            )
-            for k in kinds
-        }
-        out[n] = {
-            "pairs": len(pairs),
-            "broker_alone_cores": round(alone, 4),
-            "broker_with_cores": round(with_, 4),
-            "broker_extra_cores": round(extra, 4),
-            "broker_extra_of_medians_cores": round(with_ - alone, 4),
-            "broker_extra_range": [
-                round(min(a["cores"] - b["cores"] for a, b in zip(on, off, strict=True)), 4),
-                round(max(a["cores"] - b["cores"] for a, b in zip(on, off, strict=True)), 4),
-            ],
-            "exporter_cores": round(exporter, 4),
-            "exporter_pct": round(100 * exporter / alone, 2) if alone else None,
-            "exporter_threads_cores": threads,
-            "broker_extra_pct": round(100 * extra / alone, 2) if alone else None,
-            "total_pct": round(100 * (exporter + extra) / alone, 2) if alone else None,
-            "records_per_s": round(statistics.median(b["records_per_s"] for b in on), 1),
-            "latency_ms": pooled_quantiles([b.get("latency_ms") for b in on]),
-            "exporter_latency_ms": median_quantiles([b.get("exporter_latency_ms") for b in on]),
-            "exporters_requests_per_s": {k: round(v, 2) for k, v in requests.items()},
-        }
-    return out
-
-
-def pooled_quantiles(histograms: list[dict[int, int] | None]) -> dict[str, int] | None:
-    """p50, p99 and max of the windows' receipt minus timestamp together (None for exporters)."""
-    pooled: Counter[int] = Counter()
-    for histogram in histograms:
-        pooled.update(histogram or {})
-    if not pooled:
-        return None
-    q = histogram_quantiles(pooled, (0.5, 0.99, 1.0))
-    return {"p50": q[0.5], "p99": q[0.99], "max": q[1.0]}
-
-
-def median_quantiles(windows: list[dict[str, dict[str, float]] | None]) -> dict[str, dict[str, float]] | None:
-    """An exporter's quantiles by target state: the median over its windows of each."""
-    by_state: dict[str, dict[str, list[float]]] = {}
-    for quantiles in windows:
-        for state, q in (quantiles or {}).items():
-            for k, v in q.items():
-                by_state.setdefault(state, {}).setdefault(k, []).append(v)
-    if not by_state:
-        return None
-    return {state: {k: round(statistics.median(v), 1) for k, v in q.items()} for state, q in by_state.items()}
-
-
-def shown_requests(requests: dict[str, float]) -> str:
-    named = [k for k in SHOWN if k in requests]
-    others = [k for k in sorted(requests) if k not in SHOWN and abs(requests[k]) >= 0.05]
-    return ", ".join(f"{k} {requests[k]:+.1f}" for k in named + others)
-
-
-def print_table(cells: list[dict], variants: list[str]) -> None:
-    """Per rate, mode, run (and all runs pooled), variant and broker."""
-    rows = []
-    groups: dict[tuple[int, str], list[dict]] = {}
-    for cell in cells:
-        groups.setdefault((cell["rate"], cell["mode"]), []).append(cell)
-    for (rate, mode), group in groups.items():
-        runs = [(str(c["run"]), c["windows"]) for c in group]
-        if len(runs) > 1:
-            runs.append(("all", [w for c in group for w in c["windows"]]))
-        for run, windows in runs:
-            for variant in variants:
-                for n, s in summarize(windows, variant).items():
-                    rows.append((rate, mode, run, variant, n, s))
-    print(
-        "\nrate/broker  mode        run  variant  broker  alone   with    extra   exporter  exp%   extra%  total%  "
-        "records/s  pairs"
-    )
-    for rate, mode, run, variant, n, s in rows:
-        pct = [
-            f"{s[k]:6.1f}" if s[k] is not None else "     -" for k in ("exporter_pct", "broker_extra_pct", "total_pct")
-        ]
-        print(
-            f"{rate:>11}  {mode:<10}  {run:>3}  {variant:<7}  {n:>6}  {s['broker_alone_cores']:.3f}  "
-            f"{s['broker_with_cores']:.3f}  {s['broker_extra_cores']:+.3f}  {s['exporter_cores']:.4f}    "
-            f"{pct[0]}  {pct[1]}  {pct[2]}  {s['records_per_s']:9.1f}  {s['pairs']:5}"
-        )
-    print("\nrequests the exporters send each broker a second, by type (with minus without, median of the pairs):")
-    for rate, mode, run, variant, n, s in rows:
-        print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {shown_requests(s['exporters_requests_per_s'])}")
-    print("\nthe exporters' cores by kind of thread (the median of their windows): Python's, librdkafka's")
-    for rate, mode, run, variant, n, s in rows:
-        if s["exporter_threads_cores"]:
-            t = s["exporter_threads_cores"]
-            print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {t['python']:.4f} {t['librdkafka']:.4f}")
-    floors = [row for row in rows if row[5]["latency_ms"]]
-    if floors:
-        print("\nthe floors' receipt minus record timestamp, ms (all their windows):")
-        for rate, mode, run, variant, n, s in floors:
-            print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {s['latency_ms']}")
-    exporters = [row for row in rows if row[5]["exporter_latency_ms"]]
-    if exporters:
-        print(
-            "\nthe exporters' append-latency bound by target state, ms (the median over their windows of each quantile):"
-        )
-        for rate, mode, run, variant, n, s in exporters:
-            shown = {
-                state: {k: q[k] for k in ("0.5", "0.9", "0.99") if k in q}
-                for state, q in s["exporter_latency_ms"].items()
-            }
-            print(f"  {rate}/broker {mode} run {run} {variant} broker {n}: {shown}")
+# --- main -------------------------------------------------------------------------------------
 
 
 def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], mode: str, variant: dict, logs: Path) -> str:
@@ -582,9 +175,6 @@ def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], mode: 
     text = broker_jfr.difference(with_, recorded("without"))
     print("   the brokers' JFR samples, with and without the exporters:\n" + text, flush=True)
     return text
-
-
-# --- main -------------------------------------------------------------------------------------
 
 
 def run_cell(
