@@ -1,17 +1,17 @@
 """The floor plan holds (txn_workshop.architecture): no import runs up or sideways between parts of a
-floor, no files import each other, no product module outgrows a reading, and docs/architecture.md
-draws the code as it is."""
+floor, no files import each other, no Python file of the repository outgrows a reading, and
+docs/architecture.md draws the code as it is."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import exporter
 from txn_workshop import architecture
 
 # A module a maintainer reads in one sitting: past this, it holds more than one job (the tail, the
 # diagnosis and the codec each did at 790-945 lines, and were split along their parts).
 MAX_MODULE_LINES = 600
+# The only files allowed past it, by name: the dashboards' and the alerts' generators, which are being
+# renamed and split along their parts next (another engineer's change).
+OVER_THE_LIMIT = {"dashboards/generate.py", "alerts/generate.py"}
 
 
 def test_no_import_runs_up_or_sideways_and_no_files_import_each_other():
@@ -39,13 +39,19 @@ def test_the_check_sees_an_arrow_up_a_sideways_one_and_a_circle():
     assert architecture.cycles(edges) == [["exporter.model.coordinator", "exporter.model.partition"]]
 
 
-def test_no_product_module_is_over_600_lines():
-    package = Path(exporter.__file__).parent
+def test_no_python_file_is_over_600_lines():
+    """Every .py the repository holds (the product, the workshop, the benches, the generators, the
+    tests), not only the product's modules."""
+    root = architecture.ROOT
     sizes = {
-        str(path.relative_to(package.parent)): len(path.read_text().splitlines()) for path in package.rglob("*.py")
+        path.relative_to(root).as_posix(): len(path.read_text().splitlines())
+        for path in root.rglob("*.py")
+        if not any(part.startswith(".") or part.endswith(".egg-info") for part in path.relative_to(root).parts)
     }
-    assert len(sizes) > 50
-    assert {path: lines for path, lines in sizes.items() if lines > MAX_MODULE_LINES} == {}
+    assert {"exporter/app.py", "bench/sidecar_cost.py", "workshop/txn_workshop/demo.py"} <= set(sizes)
+    assert set(sizes) >= OVER_THE_LIMIT, "an exception no longer exists: remove it from OVER_THE_LIMIT"
+    over = {path: lines for path, lines in sizes.items() if lines > MAX_MODULE_LINES and path not in OVER_THE_LIMIT}
+    assert over == {}
 
 
 def test_the_architecture_page_is_current():
