@@ -78,8 +78,10 @@ class Ownership:
         # record of a newer one (at their next offset) waits for ownership to be read again -> that epoch.
         self.epochs: dict[int, int] = {}
         self.fenced: dict[int, int] = {}
-        # Each partition's leader, as the last metadata read answered.
+        # Each partition's leader, as the last metadata read answered; with all_partitions, the broker
+        # the bootstrap address names, when it names one (whose log --broker-log reads).
         self._leaders: dict[int, int] = {}
+        self._beside: int | None = None
 
     def due(self, now: float) -> bool:
         """Whether a metadata read is due at `now`; if so, the next is due a refresh interval later
@@ -127,6 +129,8 @@ class Ownership:
         self._leaders = {p: pm.leader for p, pm in topic.partitions.items()}
         if self._all_partitions:
             owned = set(topic.partitions) - leaderless
+            if self._beside is None:
+                self._beside = self._broker_beside(metadata)
         else:
             if self.broker_id is None:
                 self.broker_id = self._discover_broker_id(metadata)
@@ -138,10 +142,8 @@ class Ownership:
 
     def here(self, partition: int) -> bool:
         """Whether this exporter's broker leads `partition` (always, unless all_partitions: then only
-        if its id is known and the last metadata read named it the leader)."""
-        return not self._all_partitions or (
-            self.broker_id is not None and self._leaders.get(partition) == self.broker_id
-        )
+        if the bootstrap address names one broker and the last metadata read named it the leader)."""
+        return not self._all_partitions or (self._beside is not None and self._leaders.get(partition) == self._beside)
 
     def _note_created(self, partitions: dict) -> None:
         """The topic exists: if this exporter saw it absent first, nothing in it predates that."""
@@ -153,15 +155,21 @@ class Ownership:
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    def _discover_broker_id(self, metadata: Any) -> int:
-        """The broker this exporter runs beside, when the cluster makes it unambiguous."""
+    def _broker_beside(self, metadata: Any) -> int | None:
+        """The broker this exporter runs beside, when the cluster makes it unambiguous: the only one,
+        or the only one the bootstrap address names."""
         brokers = metadata.brokers
         if len(brokers) == 1:
-            return next(iter(brokers))
+            return int(next(iter(brokers)))
         wanted = {address.strip() for address in self._bootstrap_servers.split(",")}
         matches = {b.id for b in brokers.values() if f"{b.host}:{b.port}" in wanted}
-        if len(matches) == 1:
-            return matches.pop()
+        return matches.pop() if len(matches) == 1 else None
+
+    def _discover_broker_id(self, metadata: Any) -> int:
+        beside = self._broker_beside(metadata)
+        if beside is not None:
+            return beside
+        brokers = metadata.brokers
         raise OwnershipError(
             f"cannot tell which of brokers {sorted(brokers)} this exporter runs beside from "
             f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
