@@ -55,7 +55,7 @@ MAX_WAITING = 16_384
 # (transactional id, target state, producer id, producer epoch, last update ms): what a record's value
 # and its `succeeded` line both name.
 Key = tuple[str, int, int, int, int]
-Record = tuple[int, int, int, str, int]  # received ms, CreateTime ms, target state, id, producer id
+Record = tuple[int, int, int]  # received ms, CreateTime ms, producer id (the rest is its key)
 Line = tuple[int, int]  # seen ms, appended ms (UTC)
 V = TypeVar("V", bound=tuple[Any, ...])  # an entry, its arrival (ms) first
 LatencySink = Callable[[int, int, str, int], None]
@@ -86,22 +86,20 @@ class AppendClock:
         self.negative = 0
         self._log_timed = _timed_log.isEnabledFor(logging.DEBUG)  # (set at start: read once)
 
-    def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int, here: bool) -> None:
-        """A live record with a target state, received at `received_ms`; `here`: its partition's
-        coordinator writes the log read."""
-        state = key[1]
-        if not (self.coordinator and here):
-            self._record_latency[state](received_ms - timestamp_ms, received_ms, key[0], producer_id)
+    def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int) -> None:
+        """A live record with a target state, received at `received_ms`, of a partition whose
+        coordinator writes the log read (the model times the others' by the fetch itself)."""
+        if not self.coordinator:
+            self._record_latency[key[1]](received_ms - timestamp_ms, received_ms, key[0], producer_id)
             if self._log_timed:
                 _log(key, received_ms - timestamp_ms, FETCH)
-            if here:
-                self._remember(self._fetch_timed, key, (received_ms,), None)
+            self._remember(self._fetch_timed, key, (received_ms,), None)
             return
         line = self._lines.pop(key, None)
         if line is not None:
             self._time(key, line[1], timestamp_ms, max(received_ms, line[0]), producer_id)
         else:
-            self._remember(self._records, key, (received_ms, timestamp_ms, state, key[0], producer_id), "record")
+            self._remember(self._records, key, (received_ms, timestamp_ms, producer_id), "record")
 
     def line(self, event: TransitionAppended) -> None:
         """The coordinator's `succeeded` line of a transition."""
@@ -123,7 +121,7 @@ class AppendClock:
         if record is None:
             self._remember(self._lines, key, (event.seen_ms, event.appended_ms), "line")
             return
-        received_ms, timestamp_ms, _, _, producer_id = record
+        received_ms, timestamp_ms, producer_id = record
         self._time(key, event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), producer_id)
 
     def replayed(self, key: Key) -> None:

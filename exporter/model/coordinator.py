@@ -277,7 +277,7 @@ class CoordinatorModel:
             timestamp_ms = record.timestamp_ms
             if logged:
                 key = (tid, new, producer_id, value.producer_epoch, value.last_update_timestamp_ms)
-                clock.record(key, timestamp_ms, received_ms, producer_id, True)
+                clock.record(key, timestamp_ms, received_ms, producer_id)
             else:
                 record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:

@@ -115,13 +115,13 @@ def test_waiting_is_bounded_and_evictions_counted() -> None:
     bounded = AppendClock([sink.record for sink in sinks], max_waiting=3)
     bounded.line(line("z", S.ONGOING, 1, 2))
     for n in range(5):
-        bounded.record(("r" + str(n), S.ONGOING, 4000, 2, 1000 + n), 1000 + n, 1100 + n, 4000, True)
+        bounded.record(("r" + str(n), S.ONGOING, 4000, 2, 1000 + n), 1000 + n, 1100 + n, 4000)
     for n in range(6):
         bounded.line(line(f"l{n}", S.ONGOING, 2000 + n, 2001 + n))
     assert bounded.unmatched[("record", "evicted")] == 2 and bounded.untimed[S.ONGOING] == 2
     assert bounded.unmatched[("line", "evicted")] == 4  # z and l0..l2
     assert bounded.waiting == (3, 3)
-    bounded.record(("r4", S.ONGOING, 4000, 2, 1004), 1004, 1104, 4000, True)  # a repeat: the older counted
+    bounded.record(("r4", S.ONGOING, 4000, 2, 1004), 1004, 1104, 4000)  # a repeat: the older counted
     assert bounded.unmatched[("record", "evicted")] == 3 and bounded.waiting == (3, 3)
 
 
