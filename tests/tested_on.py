@@ -50,7 +50,7 @@ CHECKS: dict[str, str] = {
     "(tests/integration/test_broker_truth.py)",
     "coordinator clock": "with the coordinator's DEBUG lines read (its JVM in UTC+05:30, the exporter told nothing), every "
     "transition, idle and under 16 producers back to back, timed as its `succeeded` line minus the record's CreateTime "
-    "in Kafka's DumpLogSegments, to the ms (tests/integration/test_broker_truth.py)",
+    "in Kafka's DumpLogSegments, to the ms (tests/integration/test_coordinator_clock.py)",
 }
 PASSED, FAILED, NOT_RUN = "✓", "✗", "-"
 _CELLS = "tested_on_cells"  # the user property a report carries its cells in (to xdist's controller)

@@ -43,7 +43,6 @@ from txn_workshop import append_latency
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.java_workload import java_transactions
 from txn_workshop.harness.workload import (
     hold_markers,
     run_mix,
@@ -341,69 +340,3 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
 def _server_logs(broker: KafkaBroker) -> list:
     """Its server.log and the files rolled from it, oldest first."""
     return sorted(broker.logs_dir.glob("server.log*"), key=lambda log: log.stat().st_mtime)
-
-
-CLOCK = "txn_exporter_append_latency_clock_info"
-# On P4_PARTITION (one replica): the appends of a loaded coordinator, not a follower's fetches.
-CLOCK_IDS = [
-    tid for tid in (f"clock-{n}" for n in range(400)) if transaction_state_partition(tid, PARTITIONS) == P4_PARTITION
-]
-IDLE_ID, LOAD_IDS = CLOCK_IDS[0], tuple(CLOCK_IDS[1:17])
-LOAD_TRANSACTIONS = 10  # per producer
-
-
-@_rows("coordinator clock")
-@pytest.mark.tested_on("coordinator clock")
-def test_the_coordinators_clock_times_every_append_as_the_coordinator_did(cluster, exporter, request, version, mode):
-    """With --broker-log bringing the coordinator's DEBUG `succeeded` lines, every transition of a
-    transaction every 2 s, then of 16 Java producers back to back, is timed by the coordinator's own
-    clock: its line's time (written by a JVM in Asia/Kolkata, the exporter in UTC and told nothing)
-    minus the record's CreateTime as Kafka's DumpLogSegments prints it, to the ms; so the exporter's p50
-    and p99 per target state are the coordinator's own. The tail meanwhile fetches for freshness only."""
-    first, _ = cluster
-    process = exporter(
-        first.bootstrap_servers,
-        "--broker-id",
-        "1",
-        "--broker-log",
-        str(first.server_log),
-        *append_latency.EXPORTER_FLAGS,
-    )
-    set_logger_level(first, STATE_MANAGER_LOGGER, "DEBUG")
-    try:
-        # A first transaction brings the coordinator's clock in: its records may come before the
-        # exporter has read a line, and are timed by the fetch then.
-        with transactions_running(first.bootstrap_servers, "plain", [CLOCK_IDS[17]], pause_s=0.2):
-            process.wait_for(lambda: process.value(CLOCK, clock="coordinator") == 1, 60, "the coordinator's clock")
-        with transactions_running(first.bootstrap_servers, "plain", [IDLE_ID], pause_s=2.0) as idle:
-            process.wait_for(lambda: idle.commits + idle.aborts >= 4, 60, "four transactions, one every 2 s")
-        java_transactions(first, "plain", LOAD_IDS, transactions=LOAD_TRANSACTIONS, abort_every=3)
-    finally:
-        set_logger_level(first, STATE_MANAGER_LOGGER, None)
-    tids = {IDLE_ID, *LOAD_IDS}
-    succeeded, _ = append_latency.coordinator_lines(_server_logs(first), tids, ZONE)
-    created = append_latency.dumped_create_times(first.dump_transaction_log(), tids)
-    assert set(succeeded) <= set(created), "a transition the coordinator logged that Kafka's dump lacks"
-    truth = {t: max(0, succeeded[t] - created[t]) for t in succeeded}
-
-    def timed_all() -> bool:
-        return set(append_latency.exporter_timed(process.log, tids)) >= set(truth)
-
-    process.wait_for(timed_all, 60, "the exporter's timing of every transition the coordinator logged")
-    ours = append_latency.exporter_timed(process.log, tids)
-    assert {t: ours[t] for t in truth} == {t: (ms, "coordinator") for t, ms in truth.items()}
-    assert process.value("txn_exporter_broker_log_utc_offset_seconds") == 19_800  # UTC+05:30
-    # The load's rate on the coordinator's clock: its PREPARE_* records' CreateTimes, first to last.
-    prepared = sorted(created[t] for t in truth if t[0] in LOAD_IDS and t[1] in (2, 3))
-    rate = (len(prepared) - 1) * 1000 / max(1, prepared[-1] - prepared[0])
-    figures: dict[str, object] = {"transactions/s": round(rate), "transitions": len(truth)}
-    for phase, ids in (("idle", {IDLE_ID}), ("load", set(LOAD_IDS))):
-        for state in {t[1] for t in truth if t[0] in ids}:
-            values = [ms for t, ms in truth.items() if t[0] in ids and t[1] == state]
-            mine = [ours[t][0] for t in truth if t[0] in ids and t[1] == state]
-            quantiles = [append_latency.percentile(v, q) for v in (mine, values) for q in (0.5, 0.99)]
-            figures[f"{phase} {TARGET_STATES[state]} p50/p99 ours, coordinator's"] = quantiles
-            assert quantiles[0] <= quantiles[2] + 1 and quantiles[1] <= quantiles[3] + 1, figures
-    request.config.cache.set(f"coordinator-clock/{version}-{mode}", figures)
-    print(f"coordinator clock on {version} ({mode}): {figures}")
-    assert len([t for t in truth if t[0] == IDLE_ID]) >= 3 * 4 and len(truth) > 3 * 16
