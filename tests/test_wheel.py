@@ -80,7 +80,9 @@ def _fresh_venv(tmp_path: Path, requirement: str) -> Path:
     )
     assert made.returncode == 0, made.stderr
     installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", requirement],
+        # --no-compile: pip would otherwise compile every module of the stack (pyspark's thousands) to
+        # bytecode, most of this install's time; Python compiles what a command imports when it runs.
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", requirement],
         cwd=tmp_path,
         env=_pip_env(),
         capture_output=True,

@@ -67,7 +67,7 @@ def test_the_coordinators_file_of_its_own_times_every_transition_and_server_log_
     assert " succeeded (kafka.coordinator.transaction.TransactionStateManager)" in coordinator_log.read_text()
 
 
-FETCHES = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=FetchConsumer"
+FETCHES = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=FetchConsumer,version=*"
 CLOCK = "txn_exporter_append_latency_clock_info"
 
 
@@ -103,6 +103,7 @@ def test_the_coordinators_clock_fetches_for_freshness_and_gives_way_to_the_fetch
             process.wait_for(lambda: _clock_is(process, "coordinator"), 60, "the coordinator's clock")
         # Idle: each of three lone transactions shows within the freshness of its COMPLETE_* append.
         delays: list[int] = []
+        seen: list[float] = []
         for n in range(3):
             time.sleep(2)
             before = _records(process)
@@ -110,20 +111,20 @@ def test_the_coordinators_clock_fetches_for_freshness_and_gives_way_to_the_fetch
             deadline = time.time() + 10
             while _records(process) < before + 4 and time.time() < deadline:  # EMPTY, ONGOING, PREPARE, COMPLETE
                 time.sleep(0.02)
-            seen_ms = time.time() * 1000
-            completed_ms = max(
-                append_latency.dumped_create_times(broker.dump_transaction_log(), {f"fresh-{n}"}).values()
-            )
-            # Within the freshness, and the 20 ms this loop polls /metrics.
-            delays.append(round(seen_ms - completed_ms))
-            assert delays[-1] <= 1000 + 20, ("the append's effect after the freshness", delays)
+            seen.append(time.time() * 1000)
+        # Each within the freshness of its last append (its CreateTime, as DumpLogSegments prints it),
+        # and the 20 ms this loop polls /metrics.
+        created = append_latency.dumped_create_times(broker.dump_transaction_log(), {f"fresh-{n}" for n in range(3)})
+        for n, seen_ms in enumerate(seen):
+            delays.append(round(seen_ms - max(ms for t, ms in created.items() if t[0] == f"fresh-{n}")))
+        assert all(delay <= 1000 + 20 for delay in delays), ("an append's effect after the freshness", delays)
         # Under a paced load the tail fetches about twice a second.
         with transactions_running(broker.bootstrap_servers, "plain", ["fresh-load-1", "fresh-load-2"], pause_s=0.02):
             time.sleep(2)
             first, started = _fetch_requests(broker), time.monotonic()
             time.sleep(10)
             fetches_a_second = (_fetch_requests(broker) - first) / (time.monotonic() - started)
-            assert fetches_a_second <= 2.5, fetches_a_second
+            assert 0.5 <= fetches_a_second <= 2.5, fetches_a_second  # (some: read where the broker counts them)
             print(f"freshness at idle (ms): {delays}; fetches a second under load: {fetches_a_second:.2f}")
             set_logger_level(broker, STATE_MANAGER_LOGGER, None)  # back to INFO, as a restart would
             process.wait_for(lambda: _clock_is(process, "fetch"), 60, "the fetch clock")
