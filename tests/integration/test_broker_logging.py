@@ -79,6 +79,12 @@ def _clock_is(process, clock: str) -> bool:
     return process.value(CLOCK, clock=clock) == 1
 
 
+# Times held to bounds on a machine whose other worker may take its cores for a moment: a bound
+# exceeded is measured once more before the test fails (both runs show in the summary line).
+TIMING_BOUND = "timing bound exceeded"
+
+
+@pytest.mark.flaky(reruns=1, only_rerun=[TIMING_BOUND])
 def test_the_coordinators_clock_fetches_for_freshness_and_gives_way_to_the_fetch_when_its_lines_stop(
     kafka_broker_factory, exporter, tmp_path
 ):
@@ -117,14 +123,19 @@ def test_the_coordinators_clock_fetches_for_freshness_and_gives_way_to_the_fetch
         created = append_latency.dumped_create_times(broker.dump_transaction_log(), {f"fresh-{n}" for n in range(3)})
         for n, seen_ms in enumerate(seen):
             delays.append(round(seen_ms - max(ms for t, ms in created.items() if t[0] == f"fresh-{n}")))
-        assert all(delay <= 1000 + 20 for delay in delays), ("an append's effect after the freshness", delays)
+        assert all(delay <= 1000 + 20 for delay in delays), (
+            TIMING_BOUND,
+            "an append's effect after the freshness",
+            delays,
+        )
         # Under a paced load the tail fetches about twice a second.
         with transactions_running(broker.bootstrap_servers, "plain", ["fresh-load-1", "fresh-load-2"], pause_s=0.02):
             time.sleep(2)
             first, started = _fetch_requests(broker), time.monotonic()
             time.sleep(10)
             fetches_a_second = (_fetch_requests(broker) - first) / (time.monotonic() - started)
-            assert 0.5 <= fetches_a_second <= 2.5, fetches_a_second  # (some: read where the broker counts them)
+            # (Some: read where the broker counts them.)
+            assert 0.5 <= fetches_a_second <= 2.5, (TIMING_BOUND, fetches_a_second)
             print(f"freshness at idle (ms): {delays}; fetches a second under load: {fetches_a_second:.2f}")
             set_logger_level(broker, STATE_MANAGER_LOGGER, None)  # back to INFO, as a restart would
             process.wait_for(lambda: _clock_is(process, "fetch"), 60, "the fetch clock")
