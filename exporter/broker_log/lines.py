@@ -152,7 +152,8 @@ def parse_succeeded(text: str) -> TransitionLine | str:
 def _transition(tid: str, meta: str, time: str) -> TransitionLine | None:
     """The record's fields `<meta>` names: the producer's first (its head), the last update after the
     partitions (its tail, which an over-long line keeps too)."""
-    state = _WORD.match(meta, meta.find("txnState=") + 9) if "txnState=" in meta else None
+    state_at = meta.find("txnState=")
+    state = _WORD.match(meta, state_at + 9) if state_at >= 0 else None
     producer_id = _number(meta, "producerId=", meta.find)
     producer_epoch = _number(meta, "producerEpoch=", meta.find)
     last_update = _number(meta, "txnLastUpdateTimestamp=", meta.rfind)
