@@ -10,9 +10,9 @@ of the complete lines, plus a BrokerLogStats event when anything was read.
   beginning with `from_start`. A file that does not exist yet is waited for and read from its
   beginning once it appears (all of it is new), after any file rotated away before it appeared.
 - Rotated files are the file's siblings whose names extend its own: Kafka's rolling appenders
-  (`server.log.2026-11-24-05`: log4j 1 and reload4j's DailyRollingFileAppender in 3.x, log4j2's
+  (`server.log.YYYY-MM-DD-HH`: log4j 1 and reload4j's DailyRollingFileAppender in 3.x, log4j2's
   RollingFile `server.log.%d{yyyy-MM-dd-HH}` in 4.x), size-based ones (`server.log.1`) and
-  logrotate's (`server.log.1`, `server.log-20261124`); compressed ones (.gz...) cannot be read. The
+  logrotate's (`server.log.1`, `server.log-YYYYMMDD`); compressed ones (.gz...) cannot be read. The
   siblings present at start, and those read since, are remembered by inode (and first bytes, as an
   inode can be reused); the directory is listed only when the file was rotated, or changed while
   nothing of it was read.
@@ -425,7 +425,7 @@ def _is_prefix(fd: int, size: int, live: int) -> bool:
 
 
 def _oldest_first(sources: list[_Source]) -> list[_Source]:
-    """By the time that starts the first line (`[2026-11-24 05:00:00,123]`, which sorts as text) when
+    """By the time that starts the first line (`[YYYY-MM-DD HH:MM:SS,mmm]`, which sorts as text) when
     every file starts with one, else by modification time (coarse: files rotated in a burst may tie),
     then name."""
     times = [s.head[1 : s.head.find(b"]")] if s.head[:1] == b"[" and b"]" in s.head else None for s in sources]

@@ -96,7 +96,7 @@ def import_kafka_python() -> None:
     server's threads that ask them). Two threads importing its modules at once can each hold a module
     lock the other waits for, and Python then raises _DeadlockError in one: an exporter stopped so at
     its start, the cluster state's first import against the hanging scan's (once in some hundred
-    starts, on a saturated machine; 2026-11-27). Its package imports the admin, the clients, the
+    starts, on a saturated machine). Its package imports the admin, the clients, the
     errors and the protocol modules the exporter reads (about 0.2 s)."""
     import kafka  # noqa: F401
 

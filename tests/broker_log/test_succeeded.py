@@ -12,7 +12,7 @@ from exporter.contracts.events import TransitionAppended
 from tests.broker_log.test_lines import META_3, META_40, META_41
 
 LOGGER = "(kafka.coordinator.transaction.TransactionStateManager)"
-UPDATED_MS = 1795644692120  # 2026-11-25 22:11:32.120 UTC
+UPDATED_MS = 1795644692120  # epoch ms, 3 ms before the lines' own time below (read as UTC)
 
 
 def succeeded(tid: str, meta: str, time: str = "2026-11-25 22:11:32,123", epoch: int = 7) -> str:

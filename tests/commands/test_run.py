@@ -18,7 +18,7 @@ import pytest
 from txn_workshop.harness.processes import free_port
 
 SECRET = "hunter2-never-printed"
-# The text format: `2026-11-24 05:40:21,712 INFO txn_exporter: message`.
+# The text format: `YYYY-MM-DD HH:MM:SS,mmm LEVEL logger: message`.
 LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (DEBUG|INFO|WARNING|ERROR|CRITICAL) (\S+): (.*)$")
 
 

@@ -17,7 +17,7 @@ from exporter.pipeline.sources import segment_input
 from tests.pipeline.builders import Log, S
 
 pytestmark = pytest.mark.spark
-T0 = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC
+T0 = 1_795_000_000_000  # a fixed instant (epoch ms), so every run builds the same logs
 
 
 def _healthy(log: Log) -> None:
