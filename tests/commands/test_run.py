@@ -139,8 +139,8 @@ def _thread_taking(pid: int, signum: int) -> int:
 def test_sigterm_taken_by_another_thread_than_the_main_one_stops_the_exporter(run) -> None:
     """The kernel hands a process's SIGTERM to any thread not blocking it. Python runs the handler
     in the main thread, which then must not sit in a wait only the signal itself would interrupt: a
-    SIGTERM taken by a source's thread left the exporter running until killed (once in the suite,
-    and in 1 of 60 stops on a loaded machine)."""
+    SIGTERM taken by a source's thread left the exporter running until killed (rarely, and more
+    often on a loaded machine)."""
     exporter = run()
     exporter.wait_for(r"cannot read metadata")
     pid = exporter.process.pid

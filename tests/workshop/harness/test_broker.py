@@ -189,7 +189,7 @@ def test_hold_markers_makes_the_coordinator_retry(own_broker: Callable[..., Kafk
 
 
 def test_cluster_ids_never_start_with_a_dash():
-    """StorageTool would read such an id as an option (seen in CI: 'expected one argument')."""
+    """StorageTool would read such an id as an option and fail ('expected one argument')."""
     from txn_workshop.harness.broker import _random_cluster_id
 
     ids = [_random_cluster_id() for _ in range(5000)]
