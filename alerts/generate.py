@@ -12,8 +12,8 @@ With --cluster-view, a transaction alert's transactions_url opens the exporter's
 (`/transactions?...&scope=cluster`: its own view merged with its peers', every broker's transactions
 on one page) instead of its own view alone; each exporter needs its peers (`--peer URL`, docs/transactions-view.md).
 
-Metric names go through generators.metrics.series/ref (catalogue or BROKER_JMX only), the cluster
-label, `up`'s job, thresholds and base URLs through generators.placeholders (the mixin's `_config`); the
+Metric names go through queries.metrics.series/ref (catalogue or BROKER_JMX only), the cluster
+label, `up`'s job, thresholds and base URLs through queries.placeholders (the mixin's `_config`); the
 dashboard links use the dashboards' uids; each runbook_url points at the alert's section of
 alerts/runbooks.md (the tests check the section exists); a transaction alert's transactions_url
 (also at the end of its description) is the exporter's /transactions view of the instance that
@@ -36,8 +36,8 @@ from dashboards.generate import DRILLDOWN_UID, OVERVIEW_UID
 from exporter.codec.states import PREPARE_STATES
 from exporter.contracts import runbooks
 from exporter.metrics import catalogue
-from generators.metrics import series
-from generators.placeholders import (
+from queries.metrics import series
+from queries.placeholders import (
     CLUSTER,
     DEFAULT_GRAFANA_URL,
     DEFAULT_RUNBOOK_URL,
@@ -98,7 +98,7 @@ RECORDING_NAMES = frozenset(name for name, _ in RECORDING)
 @dataclass(frozen=True)
 class Alert:
     name: str
-    query: str  # what is compared with the threshold; placeholders (generators.placeholders)
+    query: str  # what is compared with the threshold; placeholders (queries.placeholders)
     for_: str
     severity: str  # critical | warning
     team: str
@@ -382,7 +382,7 @@ ALERTS: tuple[Alert, ...] = (
 
 
 def template(exporter_url: str = DEFAULT_EXPORTER_URL, cluster_view: bool = False) -> dict:
-    """The rules with their placeholders (generators.placeholders): an alert's ``expr`` ends in
+    """The rules with their placeholders (queries.placeholders): an alert's ``expr`` ends in
     THRESHOLD when it has one; its `for` is the default (the mixin's forDurations). `cluster_view`:
     the transactions_url links the exporter's cluster page (scope=cluster)."""
     alerting = []

@@ -2,8 +2,8 @@
 of `make generate` (generate/__init__.py), which writes mixin/dashboards/*.json, the one copy that
 Grafana users, kustomize (deploy/monitoring) and the mixin read.
 
-Every panel is a `Panel` below: its queries name metrics through `generators.metrics.series`/`ref`
-(catalogue or BROKER_JMX only) and the cluster label as `CLUSTER` (generators.placeholders: the
+Every panel is a `Panel` below: its queries name metrics through `queries.metrics.series`/`ref`
+(catalogue or BROKER_JMX only) and the cluster label as `CLUSTER` (queries.placeholders: the
 mixin's `_config` sets both), its unit and description come from the catalogue unless given.
 `expected_empty` says why a panel may show no data on a healthy cluster (the end-to-end test,
 tests/dashboards/test_end_to_end.py, asserts every other panel returns data).
@@ -28,11 +28,10 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 
 from exporter.metrics import catalogue
 from exporter.metrics.catalogue import CATALOGUE, MetricType
-from generators.metrics import grafana_unit, help_of, ref, series
-from generators.output import ROOT
-from generators.placeholders import CLUSTER, expand, expand_all
+from queries.metrics import grafana_unit, help_of, ref, series
+from queries.placeholders import CLUSTER, expand, expand_all
 
-OUT_DIR = ROOT / "mixin" / "dashboards"
+OUT_DIR = Path(__file__).resolve().parents[1] / "mixin" / "dashboards"
 OWNED = ("mixin/dashboards/*.json",)  # every JSON there is a generated dashboard
 OVERVIEW_UID = "kafka-txn-overview"
 DRILLDOWN_UID = "kafka-txn-drilldown"
@@ -55,7 +54,7 @@ JMX_ONLY = "broker JMX metrics: only where the brokers' jmx_exporter is scraped 
 
 @dataclass(frozen=True)
 class Query:
-    template: str  # PromQL with placeholders (generators.placeholders)
+    template: str  # PromQL with placeholders (queries.placeholders)
     legend: str = ""
 
     @property
@@ -243,7 +242,7 @@ HANGING_SCAN_ERRORS = catalogue.HANGING_SCAN_ERRORS.name
 HTTP_REJECTED = catalogue.HTTP_REJECTED_CONNECTIONS.name
 CLOCK = catalogue.APPEND_LATENCY_CLOCK.name
 TRANSITIONS = catalogue.APPEND_LATENCY_TRANSITIONS.name
-# The exporter's own process (generators.metrics.PROCESS: series() selects them by the exporter's job).
+# The exporter's own process (queries.metrics.PROCESS: series() selects them by the exporter's job).
 CPU = "process_cpu_seconds_total"
 RSS = "process_resident_memory_bytes"
 SCRAPE_DURATION = "scrape_duration_seconds"
@@ -433,7 +432,7 @@ HANGING_ROW = Row(
     ),
 )
 
-# The brokers' own (generators.metrics.BROKER_JMX).
+# The brokers' own (queries.metrics.BROKER_JMX).
 JMX_LATE_PARTITIONS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
 JMX_RETRY_QUEUE = "kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize"
 JMX_UNKNOWN_DESTINATION = "kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize"

@@ -1,7 +1,7 @@
 """Runs every generator in order: `make generate`, which is `python -m generators` (rewrites every
 generated file that changed); with `--check` it exits 1 naming the stale ones instead
 (tests/generators/test_drift.py calls `check()`). It stands above everything it runs; what the
-generators share (the rest of this package) is below them.
+generators share (queries/) is below them, and none of them imports this package.
 
 `make generate` regenerates every generated file from its one source;
 tests/generators/test_drift.py fails naming that command when a committed file differs. The steps,

@@ -1,6 +1,6 @@
 """The monitoring mixin's generated jsonnet: step 4 of `make generate` (generate/__init__.py), straight
 from the Python sources of the rules and dashboards, with `_config` wherever their placeholders are
-(generators.placeholders); nothing here reads or parses a rendered query.
+(queries.placeholders); nothing here reads or parses a rendered query.
 
 - mixin/config.libsonnet: `_config`'s defaults (the placeholders' defaults, each alert's threshold
   and `for`) and what the queries derive from `selector`;
@@ -21,7 +21,7 @@ from typing import Any
 
 from alerts.generate import ALERTS, template
 from dashboards.generate import DASHBOARDS, build, path_of
-from generators.placeholders import DEFAULTS, jsonnet, jsonnet_string, keys
+from queries.placeholders import DEFAULTS, jsonnet, jsonnet_string, keys
 
 MIXIN = Path(__file__).parent
 CONFIG_PATH = MIXIN / "config.libsonnet"
@@ -131,7 +131,7 @@ def config() -> str:
         for key, comment in _SETTINGS.items()
     )
     return (
-        HEADER.format(source="generators/placeholders.py and alerts/generate.py")
+        HEADER.format(source="queries/placeholders.py and alerts/generate.py")
         + '// Set yours in your own `_config+::` (docs/deploy.md, "On Kubernetes").\n'
         + "{\n  _config+:: {\n"
         + fields

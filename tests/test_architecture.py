@@ -25,6 +25,21 @@ def test_every_module_stands_in_a_part_of_the_plan():
         architecture.part_of(module)  # LookupError names a module no part holds
 
 
+def test_make_generate_stands_above_all_it_runs_and_none_of_them_imports_it():
+    """generators/ (`make generate`) imports the generators; what they share, queries/, stands below
+    them. An import of generators/ from below would make the two floors one loop again."""
+    (top,) = architecture.FLOORS[-1]
+    assert top.modules == ("generators",)
+    floor = {module: architecture.part_of(module)[0] for module in architecture.module_files()}
+    assert floor["queries.metrics"] < floor["dashboards.generate"] < floor["generators.run"]
+    importers = {
+        module
+        for module, targets in architecture.graph().items()
+        if not module.startswith("generators") and any(t.split(".")[0] == "generators" for t in targets)
+    }
+    assert importers == set()
+
+
 def test_the_check_sees_an_arrow_up_a_sideways_one_and_a_circle():
     edges = {
         "exporter.codec.states": {"exporter.model.coordinator"},

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # What the checkout holds beside the exporter and must stay out of its wheel: the workshop is a
 # distribution of its own (workshop/pyproject.toml), the rest is never installed.
-NOT_SHIPPED = ("txn_workshop", "workshop", "tests", "bench", "generators", "dashboards", "alerts", "mixin")
+NOT_SHIPPED = ("txn_workshop", "workshop", "tests", "bench", "generators", "queries", "dashboards", "alerts", "mixin")
 
 
 def _checkout_files() -> list[str]:

@@ -1,7 +1,7 @@
 """The alerts' runbook: where it is, and the alerts the view's diagnosis links to.
 
 One definition for the alert rules (alerts/generate.py names its alerts with these), the mixin's
-default runbook URL (generators/placeholders.py) and the `/transactions` diagnosis, which links a
+default runbook URL (queries/placeholders.py) and the `/transactions` diagnosis, which links a
 stuck transaction to the section of the alert that fires for it. Each section's anchor is its
 alert's name in lower case (alerts/runbooks.md's headings; tests/view/diagnosis/test_commands.py
 checks both).

@@ -14,7 +14,7 @@ import yaml
 from alerts import generate as alerts_generate
 from dashboards import generate
 from exporter.metrics.catalogue import CATALOGUE
-from generators import metrics
+from queries import metrics
 
 # A metric name in PromQL: our prefixes, or a recording rule (level:metric:operations).
 PROVISIONING = Path(generate.__file__).parent / "provisioning"
@@ -101,7 +101,7 @@ def _all_exprs() -> list[str]:
 
 
 def test_every_metric_name_is_in_the_catalogue_or_listed():
-    """Drift: a name must be in the catalogue, or in BROKER_JMX or PROCESS (generators/metrics.py), or
+    """Drift: a name must be in the catalogue, or in BROKER_JMX or PROCESS (queries/metrics.py), or
     be one of our recording rules."""
     unknown = set()
     for expr in _all_exprs():

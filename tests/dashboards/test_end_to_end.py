@@ -27,7 +27,7 @@ from confluent_kafka import Producer
 from alerts import generate as alerts_generate
 from dashboards import generate
 from exporter import config
-from generators.metrics import known
+from queries.metrics import known
 from tests.alerts.tools import Prometheus
 from tests.integration.exporter_process import ExporterProcess
 from txn_workshop.harness.admin import create_topic
@@ -309,7 +309,7 @@ def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> N
                 missing.append(f"alert {alert.name}: {selector}")
     assert checked > 50
     assert missing == [], "no data (add expected_empty with the reason if that is right):\n" + "\n".join(missing)
-    # The exporter's own process, under its job, on both dashboards (generators.metrics.PROCESS).
+    # The exporter's own process, under its job, on both dashboards (queries.metrics.PROCESS).
     itself = [q.expr for d in generate.DASHBOARDS for p in d.panels() for q in p.queries if "process_cpu" in q.expr]
     assert len(itself) >= 2 and all(f'job="{alerts_generate.EXPORTER_JOB}"' in expr for expr in itself)
     assert _has_data(prometheus.query(f'process_resident_memory_bytes{{job="{alerts_generate.EXPORTER_JOB}"}}'))

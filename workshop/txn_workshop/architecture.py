@@ -57,23 +57,29 @@ FLOORS: tuple[tuple[Part, ...], ...] = (
     (Part("commands", ("exporter.commands", "exporter.cli", "exporter.__main__"), "`txn-exporter` and its commands"),),
     (
         Part("workshop", ("txn_workshop",), "the broker harness and the demo (not in the wheel)"),
-        Part("generators", ("generators",), "what the generators share; docs/metrics.md's metric table"),
+        Part("queries", ("queries",), "what dashboards and rules are written in: metric names, placeholders"),
     ),
     (
         Part(
             "generated",
             ("dashboards", "alerts", "mixin", "deploy"),
-            "the generators of dashboards, alerts, mixin, manifests",
+            "the dashboards' and rules' definitions, and the generators of them, the mixin, manifests",
         ),
         Part("bench", ("bench",), "benchmarks"),
     ),
-    # One package, two floors: its runner imports the generators, which import the rest of it.
-    (Part("generate", ("generators.run", "generators.__main__"), "`make generate`: every generator, in order"),),
+    # Above all it runs, which import none of it.
+    (
+        Part(
+            "generators",
+            ("generators",),
+            "`make generate`: every generator, in order; docs/metrics.md's metric table",
+        ),
+    ),
 )
 SOURCES = (
     ROOT / "exporter",
     ROOT / "workshop" / "txn_workshop",
-    *(ROOT / d for d in ("generators", "dashboards", "alerts", "mixin", "deploy", "bench")),
+    *(ROOT / d for d in ("generators", "queries", "dashboards", "alerts", "mixin", "deploy", "bench")),
 )
 
 

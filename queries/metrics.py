@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from exporter.metrics.catalogue import CATALOGUE, MetricSpec, MetricType
-from generators.placeholders import JOB, SELECTOR_BRACES, SELECTOR_COMMA
+from queries.placeholders import JOB, SELECTOR_BRACES, SELECTOR_COMMA
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +155,7 @@ def resolve(sample_name: str) -> Metric:
         base = sample_name.removesuffix(suffix)
         if base != sample_name and base in metrics and metrics[base].type is MetricType.HISTOGRAM:
             return metrics[base]
-    raise KeyError(f"{sample_name} is in neither the catalogue, BROKER_JMX nor PROCESS (generators/metrics.py)")
+    raise KeyError(f"{sample_name} is in neither the catalogue, BROKER_JMX nor PROCESS (queries/metrics.py)")
 
 
 def help_of(name: str) -> str:
