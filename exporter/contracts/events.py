@@ -154,6 +154,16 @@ class TransitionAppended:
     seen_ms: int = field(default=0, compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class CoordinatorLogAtDebug:
+    """The broker log held the coordinator's `succeeded` lines just before the exporter began to read
+    it at its end: TransactionStateManager is at DEBUG, so the coordinator's clock is in force from the
+    start, and an idle cluster's tail fetches for freshness only before any transition brings a line."""
+
+    # Wall clock (ms) when the exporter found them.
+    seen_ms: int
+
+
 @dataclass(slots=True)
 class BrokerLogStats:
     """What the broker-log source read since its previous stats event (deltas, for self-metrics)."""

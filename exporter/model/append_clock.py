@@ -7,7 +7,8 @@ Two clocks can time a transition's `__transaction_state` append:
 - the fetch (FETCH): when the exporter received the record, minus the same CreateTime: an upper
   bound, looser by the fetch's delay (the tail's resolution).
 
-The coordinator's clock is in force from the first `succeeded` line, and for the partitions whose
+The coordinator's clock is in force from the first `succeeded` line (or from the start, when the log
+already held such lines: CoordinatorLogAtDebug), and for the partitions whose
 coordinator writes the log read (`here`): their live records wait for their line (and lines for
 their record: either may come first) in insertion-ordered buffers, matched by the five fields both
 carry (id, target state, producer id and epoch, last update). A record whose line has not come
@@ -123,6 +124,17 @@ class AppendClock:
             return
         received_ms, timestamp_ms, producer_id = record
         self._time(key, event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), producer_id)
+
+    def presume(self, seen_ms: int) -> None:
+        """The log read held `succeeded` lines before the exporter started: the coordinator's clock is
+        in force until records wait out the hold without a line, as if a line had just come."""
+        self._last_line_ms = max(self._last_line_ms, seen_ms)
+        if not self.coordinator:
+            self.coordinator = True
+            log.info(
+                "append latency: timed by the coordinator's own clock (the broker log held its `succeeded` "
+                "lines when the exporter started)"
+            )
 
     def replayed(self, key: Key) -> None:
         """A replayed record (history, never timed): its line, if waiting, is not a missing record's."""

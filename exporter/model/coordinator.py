@@ -55,6 +55,7 @@ from exporter.contracts.events import (
     BrokerLogStats,
     CompleteAppendRetried,
     CoordinatorChanged,
+    CoordinatorLogAtDebug,
     HangingScanCompleted,
     MarkerWriteFailed,
     MarkerWriteRetried,
@@ -105,6 +106,7 @@ Event = (
     | BrokerLogStats
     | HangingScanCompleted
     | TransitionAppended
+    | CoordinatorLogAtDebug
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
@@ -409,6 +411,8 @@ class CoordinatorModel:
                 self._hanging_scan = event
             else:
                 self._hanging_scan_errors += 1
+        elif type(event) is CoordinatorLogAtDebug:
+            self._append_clock.presume(event.seen_ms)
         elif type(event) is CoordinatorChanged:
             # An ownership signal for the topic source (exporter.app); and whose lines the log holds.
             coordinated = self._partitions.get(event.partition)
