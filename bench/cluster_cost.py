@@ -1,43 +1,48 @@
-"""What the sidecar costs in its deployment shape (issue 29, item 1): three brokers, an exporter beside each.
+"""What the sidecar costs in its deployment shape (issue 40, item 8): three brokers, an exporter beside each.
 
 A 3-node KRaft cluster on loopback from the harness (the first node broker and controller, two
-broker-only nodes joined; JMX on each), `__transaction_state` at production defaults: 50 partitions,
-replication factor 3, min.insync.replicas 2, created once all three nodes run, so each node leads
-about 17 (checked and printed); the offsets topic replicated 3 too, the data topic replicated 3 with
-min.insync.replicas 2. A paced transactional load (sidecar_cost's Load: librdkafka producers in
+broker-only nodes joined; JMX on each), logging as deploy/broker-logging sets it up (the coordinator's
+lines in txn-coordinator.log, server.log at INFO), `__transaction_state` at production defaults: 50
+partitions, replication factor 3, min.insync.replicas 2, created once all three nodes run, so each node
+leads about 17 (checked and printed); the offsets topic replicated 3 too, the data topic replicated 3
+with min.insync.replicas 2. A paced transactional load (txn_load's Load: librdkafka producers in
 processes of their own, begin / one message / commit) at each rate PER BROKER (three times that over
 the cluster), its transactional ids chosen so that each coordinator gets a third of them; rate 0 is
-the idle cluster. Beside each broker its own `txn-exporter run --bootstrap-servers <that broker>
---broker-id N`, on its own metrics port (with `--broker-log <its server.log>` and the brokers'
-TransactionStateManager at DEBUG in the broker-log mode).
+the idle cluster.
 
-Windows alternate in pairs, ABBA (a pair with then without, the next without then with): "with", the
-three exporters started, each waited ready, then --settle seconds before the window; "without", the
-three stopped (not running: no connection, no fetch). Per broker and window: the broker's CPU and its
-exporter's (the whole process, utime + stime from /proc; and apart, its librdkafka `rdk:*` threads'
-and its Python threads', from /proc/PID/task), the records its exporter read, and the
-requests the broker served a second by type: Kafka's own RequestMetrics RequestsPerSec counters
-(`kafka.network:type=RequestMetrics,name=RequestsPerSec,request=X,version=V`, Count, summed over the
-versions; read with JmxTool just before and after each window; a Fetch is counted as Fetch and again
-as FetchConsumer or FetchFollower). Per broker, rate and mode, over the pairs: the broker alone (the
-median of its windows without), with (the median of its windows with), its extra (the median of each
-pair's difference), its exporter's own CPU (median), each over the broker alone, and the requests the
-exporters send it a second by type (the median of each pair's difference of the rates: the load is the
-same in both windows). `--runs N` makes N passes over the same rates, modes and pairs on the same
-cluster (fresh load processes for each rate of each pass); the table gives each pass and all passes
-pooled. The load average is printed with every window.
+Each block of windows holds one window of each kind, in the other order than the last block (ABBA),
+so a drift within a block cancels over two:
+- `without`: the brokers alone, TransactionStateManager at INFO, no exporter (the bill's base);
+- `debug`: the same with TransactionStateManager at DEBUG, no exporter: the logger's own bill;
+- `clock`: DEBUG, and beside each broker `txn-exporter run --broker-id N --broker-log
+  <its txn-coordinator.log>`: the append latency on the coordinator's clock, the tail fetching for
+  freshness only; the bill users of that mode pay (the exporter, the broker serving it, the logging);
+- `fetch`: INFO, and beside each broker `txn-exporter run --broker-id N`: the fetch-timed mode.
+The level is set at run time as an operator would (kafka-configs --entity-type broker-loggers) before
+a window; exporters are started, each waited ready, then --settle seconds before their window, and
+stopped after it (not running: no connection, no fetch).
 
-    .venv/bin/python bench/cluster_cost.py      # rates 10, 50, 200 a broker and idle; both modes; 8 pairs of 30 s; 2 runs
-    .venv/bin/python bench/cluster_cost.py --rates 10 --modes plain --pairs 1 --window 5 --runs 1   # smoke
-    .venv/bin/python bench/cluster_cost.py --rates 0 --modes plain --pairs 1 --window 5 --runs 1    # idle smoke
-    .venv/bin/python bench/cluster_cost.py --rates 200 --exporter-arg=--latency-resolution-ms=10
-    .venv/bin/python bench/cluster_cost.py --rates 200 --also-exporter ../other/.venv/bin/txn-exporter
-    .venv/bin/python bench/cluster_cost.py --rates 200 --also-exporter-arg=--latency-resolution-ms=10 --json out.json
+Per broker and window: the broker's CPU and its exporter's (the whole process, utime + stime from
+/proc; and apart, its librdkafka `rdk:*` threads' and its Python threads'), the records its exporter
+read, the bytes its coordinator's log grew by, and the requests the broker served a second by type:
+Kafka's own RequestMetrics RequestsPerSec counters (read with JmxTool just before and after each
+window). Per broker, rate and kind, over the blocks: the broker alone (the median of its `without`
+windows), with (the median of the kind's), its extra (the median of each block's difference), its
+exporter's own CPU (median), each over the broker alone, the log's bytes a transaction, and the
+requests the exporters send it a second by type. A rate counts as carried only if the transactions a
+second achieved are within 5% of those asked in the `without` windows and in the kind's (medians);
+a rate whose load alone falls short before its first block is reported as not carried and not
+measured. `--runs N` makes N passes over the same rates on the same cluster (fresh load processes for
+each rate of each pass); the table gives each pass and all passes pooled.
+
+    .venv/bin/python bench/cluster_cost.py --json cluster-cost.json    # 10, 50, 200 a broker and idle; 8 blocks; 2 runs
+    .venv/bin/python bench/cluster_cost.py --rates 10 --pairs 1 --window 5 --idle-window 5 --runs 1   # smoke
+    .venv/bin/python bench/cluster_cost.py --rates 200 --kinds fetch --exporter-arg=--latency-resolution-ms=10
+    .venv/bin/python bench/cluster_cost.py --rates 50 --kinds fetch --also-exporter ../other/.venv/bin/txn-exporter
 
 `--exporter-arg` (repeated, in the `=` form) is passed to every exporter; `--also-exporter` (another
-checkout's txn-exporter) and/or `--also-exporter-arg` add a variant: its windows join each pair's
-(with, also, without; the next pair without, also, with), each variant against the same pair's window
-without.
+checkout's txn-exporter) and/or `--also-exporter-arg` add a kind `also` (fetch-timed, at INFO), and
+`--floor` bare readers at INFO, each against the same block's window without.
 """
 
 from __future__ import annotations
@@ -57,11 +62,12 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster_readers import BareReader, records_read, start_exporters, stop_exporters
-from bench.cluster_report import print_table, print_window, summarize
+from bench.cluster_report import print_overview, print_table, print_window, summarize
 from bench.exporter_process import VENV_BIN, Exporter, latency_quantiles, records_total
 from bench.proc_stats import loadavg, measure, thread_cores, thread_cpu
 from bench.three_broker_cluster import (
     balanced_prefix,
+    coordinator_log_bytes,
     leadership,
     requests_served,
     set_coordinator_logs,
@@ -88,7 +94,9 @@ def window(
     r0 = requests_served(brokers)
     m0 = [records_read(e) for e in exporters]
     th0 = [thread_cpu(e.proc.pid) for e in exporters]
+    logged0 = [coordinator_log_bytes(b) for b in brokers]
     w = measure(pids, seconds, load)
+    logged1 = [coordinator_log_bytes(b) for b in brokers]
     th1 = [thread_cpu(e.proc.pid) for e in exporters]
     ends = [window_end(e) for e in exporters]
     r1 = requests_served(brokers)
@@ -105,6 +113,7 @@ def window(
             "latency_ms": ends[i][1] if exporters else None,
             "exporter_latency_ms": ends[i][2] if exporters else None,
             "requests_per_s": {k: (c1[k] - c0.get(k, 0.0)) / (t1 - t0) for k in sorted(c1)},
+            "coordinator_log_bytes_per_s": (logged1[i] - logged0[i]) / w.seconds,
         }
     return {
         "kind": kind,
@@ -146,11 +155,9 @@ def window_end(
 # --- main -------------------------------------------------------------------------------------
 
 
-def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], mode: str, variant: dict, logs: Path) -> str:
-    """One more pair, each broker's JVM recorded by JFR (bench/broker_jfr.py) for --window seconds
-    with the exporters and without: where the brokers' extra CPU goes, summed over the three."""
-    from collections import Counter
-
+def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], variant: dict, logs: Path) -> str:
+    """One more block, each broker's JVM recorded by JFR (bench/broker_jfr.py) for --window seconds
+    with the first kind's exporters and without: where the brokers' extra CPU goes, summed over the three."""
     from bench import broker_jfr
 
     def recorded(label: str) -> dict[str, Counter[str]]:
@@ -165,16 +172,31 @@ def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], mode: 
                 total.setdefault(what, Counter()).update(counts)
         return total
 
-    exporters = start_exporters(variant, brokers, mode == "broker-log", logs, args.ready_timeout)
+    set_coordinator_logs(brokers, variant["level"])
+    exporters = start_exporters(variant, brokers, logs, args.ready_timeout) if variant.get("exporters", True) else []
     try:
         time.sleep(args.settle)
         with_ = recorded("with")
     finally:
         stop_exporters(exporters)
+    set_coordinator_logs(brokers, "INFO")
     time.sleep(args.gap)
     text = broker_jfr.difference(with_, recorded("without"))
     print("   the brokers' JFR samples, with and without the exporters:\n" + text, flush=True)
     return text
+
+
+class Levels:
+    """The coordinators' log level now, changed only when a window wants another."""
+
+    def __init__(self, brokers: list[KafkaBroker]) -> None:
+        self.brokers = brokers
+        self.level: str | None = None
+
+    def set(self, level: str) -> None:
+        if level != self.level:
+            set_coordinator_logs(self.brokers, level)
+            self.level = level
 
 
 def run_cell(
@@ -183,42 +205,43 @@ def run_cell(
     load: Load,
     run: int,
     rate: int,
-    mode: str,
     variants: list[dict],
+    levels: Levels,
     logs: Path,
 ) -> dict:
     kinds = [v["name"] for v in variants] + ["without"]
     by_name = {v["name"]: v for v in variants}
+    seconds = args.window if rate else args.idle_window
     windows = []
     started = time.monotonic()
     for pair in range(1, args.pairs + 1):
-        # Each pair in the other order than the last (ABBA), so a drift within a pair cancels over two.
+        # Each block in the other order than the last (ABBA), so a drift within a block cancels over two.
         for kind in kinds if pair % 2 else kinds[::-1]:
-            if kind == "without":
-                time.sleep(args.gap)  # the stopped exporters' connections closed
-                w = window(kind, brokers, [], load, args.window)
+            variant = by_name.get(kind, WITHOUT)
+            levels.set(variant["level"])
+            if not variant.get("exporters", True):
+                time.sleep(args.gap)  # stopped exporters' connections closed, the level's change in force
+                w = window(kind, brokers, [], load, seconds)
             else:
-                exporters = start_exporters(by_name[kind], brokers, mode == "broker-log", logs, args.ready_timeout)
+                exporters = start_exporters(variant, brokers, logs, args.ready_timeout)
                 try:
                     time.sleep(args.settle)
-                    w = window(kind, brokers, exporters, load, args.window)
+                    w = window(kind, brokers, exporters, load, seconds)
                 finally:
                     stop_exporters(exporters)
             w.update(run=run, pair=pair)
             print_window(w)
             windows.append(w)
-    cell = {
-        "run": run,
-        "rate": rate,
-        "mode": mode,
-        "wall_seconds": round(time.monotonic() - started),
-        "windows": windows,
-    }
-    print(f"   {args.pairs} pairs in {cell['wall_seconds']} s", flush=True)
+    cell = {"run": run, "rate": rate, "wall_seconds": round(time.monotonic() - started), "windows": windows}
+    print(f"   {args.pairs} blocks in {cell['wall_seconds']} s", flush=True)
     if args.profile_broker:
-        cell["broker_profile"] = profile_brokers(args, brokers, mode, variants[0], logs)
-    cell["summary"] = {v["name"]: summarize(windows, v["name"]) for v in variants}
+        cell["broker_profile"] = profile_brokers(args, brokers, variants[0], logs)
+    cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers)) for v in variants}
     return cell
+
+
+# The base of every block: the brokers alone, their coordinators at INFO.
+WITHOUT = {"name": "without", "exporters": False, "level": "INFO"}
 
 
 def run(args: argparse.Namespace, variants: list[dict]) -> dict:
@@ -226,8 +249,8 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
     results: dict = {
         "command": shlex.join([sys.executable, *sys.argv]),
         "kafka": args.kafka,
-        "variants": [{**v, "executable": str(v["executable"])} for v in variants],
-        "runs_are": "passes over the same rates, modes and pairs on one cluster",
+        "variants": [{**v, "executable": str(v.get("executable", ""))} for v in variants],
+        "runs_are": "passes over the same rates and blocks on one cluster",
         "cells": [],
     }
     started = time.monotonic()
@@ -244,12 +267,13 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
             f"(cluster up in {time.monotonic() - started:.0f} s)",
             flush=True,
         )
-        level: str | None = None
+        levels = Levels(brokers)
         for run_number in range(1, args.runs + 1):
             for rate in args.rates:
                 prefix, ids = balanced_prefix(rate, lead["leaders"], args.load_processes, args.load_threads)
                 load = Load(bootstrap, rate * len(brokers), args.load_processes, args.load_threads, prefix)
                 try:
+                    levels.set("INFO")
                     time.sleep(args.warmup if rate else 1)
                     achieved = settle_commits_rate(load)
                     print(
@@ -258,19 +282,17 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
                         f"(load average {loadavg():.2f})",
                         flush=True,
                     )
-                    for mode in args.modes:
-                        wanted = "DEBUG" if mode == "broker-log" else None
-                        if wanted != level:
-                            set_coordinator_logs(brokers, wanted)
-                            level = wanted
-                            time.sleep(2)
-                        print(f"-- {mode}", flush=True)
+                    if achieved < CARRIED * rate * len(brokers):
+                        print(f"   not carried: the load alone falls short of {rate * len(brokers)}/s", flush=True)
                         results["cells"].append(
-                            run_cell(args, brokers, load, run_number, rate, mode, variants, workdir)
+                            {"run": run_number, "rate": rate, "carried": False, "achieved": round(achieved, 1)}
                         )
+                        continue
+                    results["cells"].append(run_cell(args, brokers, load, run_number, rate, variants, levels, workdir))
                 finally:
                     load.stop()
         print_table(results["cells"], [v["name"] for v in variants])
+        results["overview"] = print_overview(results["cells"], [v["name"] for v in variants])
         ok = True
     finally:
         stop_cluster(brokers)
@@ -283,20 +305,33 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
     return results
 
 
+# A rate is carried when the transactions a second achieved are at least this share of those asked.
+CARRIED = 0.95
+KINDS = ("debug", "clock", "fetch")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version of the brokers")
     parser.add_argument(
         "--rates",
         type=lambda s: [int(x) for x in s.split(",")],
-        default=[0, 10, 50, 200],
+        # Idle last: the coordinators' logs then hold `succeeded` lines, as a running cluster's do, and
+        # an exporter started beside an idle broker finds them (CoordinatorLogAtDebug).
+        default=[10, 50, 200, 0],
         help="transactions/s a broker (3x over the cluster), 0 the idle cluster",
     )
-    parser.add_argument("--modes", type=lambda s: s.split(","), default=["plain", "broker-log"])
-    parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--window", type=float, default=30.0, help="seconds measured in each window")
+    parser.add_argument(
+        "--kinds",
+        type=lambda s: s.split(","),
+        default=list(KINDS),
+        help=f"the windows beside each `without`, of {', '.join(KINDS)}",
+    )
+    parser.add_argument("--pairs", type=int, default=8, help="blocks of one window of each kind")
+    parser.add_argument("--window", type=float, default=12.0, help="seconds measured in each window")
+    parser.add_argument("--idle-window", type=float, default=20.0, help="seconds measured in each idle window")
     parser.add_argument("--runs", type=int, default=2, help="passes over the same windows, on the same cluster")
-    parser.add_argument("--settle", type=float, default=5.0, help="seconds after the exporters are ready")
+    parser.add_argument("--settle", type=float, default=3.0, help="seconds after the exporters are ready")
     parser.add_argument("--gap", type=float, default=2.0, help="seconds after the exporters stopped")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds of load before a rate's first window")
     parser.add_argument("--ready-timeout", type=float, default=120.0)
@@ -312,21 +347,21 @@ def main() -> None:
         metavar="ARG",
         help="passed to every exporter, repeatable, in the = form: --exporter-arg=--latency-window-seconds=60",
     )
-    parser.add_argument("--also-exporter", type=Path, help="a second variant: this txn-exporter (another checkout's)")
+    parser.add_argument("--also-exporter", type=Path, help="a kind `also`: this txn-exporter (another checkout's)")
     parser.add_argument(
         "--also-exporter-arg",
         action="append",
         default=[],
         metavar="ARG",
-        help="the second variant's arguments instead of --exporter-arg's (its executable: --also-exporter or ours)",
+        help="the kind `also`'s arguments instead of --exporter-arg's (its executable: --also-exporter or ours)",
     )
     parser.add_argument(
         "--floor",
         action="append",
         default=[],
         choices=("bare", "bare-nudged", "bare-nudged-due", "kafka-python", "kafka-python-hold"),
-        help="a variant of bare readers instead of exporters (repeatable): `bare`, librdkafka with the exporter's "
-        "fetch pattern and nothing else; `bare-nudged`, the same and a ListOffsets to its broker every resolution; "
+        help="a kind of bare readers (repeatable): `bare`, librdkafka with the exporter's fetch-timed pattern and "
+        "nothing else; `bare-nudged`, the same and a ListOffsets to its broker every resolution; "
         "`bare-nudged-due`, the same nudging as the exporter does (while a COMPLETE_* is due); "
         "`kafka-python`, that client with fetch sessions, its fetch held the "
         "resolution; `kafka-python-hold`, the same, its fetch held until the first byte, its polls the resolution apart",
@@ -337,18 +372,33 @@ def main() -> None:
     parser.add_argument(
         "--profile-broker",
         action="store_true",
-        help="after each cell's pairs, one more with the brokers recorded by JFR: where their extra CPU goes",
+        help="after each rate's blocks, one more with the brokers recorded by JFR: where their extra CPU goes",
     )
     parser.add_argument("--keep", action="store_true", help="keep the brokers' and exporters' logs")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
-    variants = [{"name": "with", "executable": args.exporter, "args": args.exporter_arg}]
+    standard = {
+        "debug": {"name": "debug", "exporters": False, "level": "DEBUG"},
+        "clock": {
+            "name": "clock",
+            "executable": args.exporter,
+            "args": args.exporter_arg,
+            "broker_log": True,
+            "level": "DEBUG",
+        },
+        "fetch": {"name": "fetch", "executable": args.exporter, "args": args.exporter_arg, "level": "INFO"},
+    }
+    unknown = set(args.kinds) - set(standard)
+    if unknown:
+        parser.error(f"unknown kinds {sorted(unknown)}: of {', '.join(KINDS)}")
+    variants = [standard[kind] for kind in args.kinds]
     if args.also_exporter or args.also_exporter_arg:
         variants.append(
             {
                 "name": "also",
                 "executable": args.also_exporter or args.exporter,
                 "args": args.also_exporter_arg or args.exporter_arg,
+                "level": "INFO",
             }
         )
     if args.floor:
@@ -356,7 +406,7 @@ def main() -> None:
 
         resolution = args.resolution_ms or defaults.LATENCY_RESOLUTION_MS
         variants += [
-            {"name": floor, "executable": args.exporter, "args": [], "reader": floor, "resolution_ms": resolution}
+            {"name": floor, "args": [], "reader": floor, "resolution_ms": resolution, "level": "INFO"}
             for floor in args.floor
         ]
     # A SIGTERM runs the finally blocks too: no broker, exporter or load process is left behind.

@@ -97,9 +97,11 @@ def records_read(reader: Exporter | BareReader) -> float:
 
 
 def start_exporters(
-    variant: dict, brokers: list[KafkaBroker], broker_log: bool, logs: Path, timeout: float
+    variant: dict, brokers: list[KafkaBroker], logs: Path, timeout: float
 ) -> list[Exporter | BareReader]:
-    """One exporter (or bare reader) beside each broker, started at once, each waited ready."""
+    """One exporter (or bare reader) beside each broker, started at once, each waited ready; with
+    `--broker-log <its coordinator's file>` where the variant reads it."""
+    from bench.three_broker_cluster import coordinator_log
     from txn_workshop.harness.processes import free_port
 
     exporters: list[Exporter | BareReader] = []
@@ -109,8 +111,8 @@ def start_exporters(
             return exporters
         for broker in brokers:
             flags = ["--broker-id", str(broker.node_id), *variant["args"]]
-            if broker_log:
-                flags += ["--broker-log", str(broker.server_log)]
+            if variant.get("broker_log"):
+                flags += ["--broker-log", str(coordinator_log(broker))]
             log = logs / f"exporter-{variant['name']}-{broker.node_id}.log"
             exporters.append(Exporter(variant["executable"], broker.bootstrap_servers, free_port(), flags, log))
         for exporter in exporters:

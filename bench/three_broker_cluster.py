@@ -1,6 +1,7 @@
 """The three-broker KRaft cluster of bench/cluster_cost.py: started with `__transaction_state` at
-production defaults, its leadership read, transactional ids spread over its coordinators, the
-requests each broker served, its coordinators' log level."""
+production defaults and the broker logging deploy/ ships, its leadership read, transactional ids
+spread over its coordinators, the requests each broker served, its coordinators' log level and the
+bytes their log file grew by."""
 
 from __future__ import annotations
 
@@ -25,13 +26,20 @@ CLUSTER_PROPERTIES = {
     "offsets.topic.replication.factor": "3",
 }
 REQUESTS = "kafka.network:type=RequestMetrics,name=RequestsPerSec,*"
+# The logging users deploy (README): the coordinator's lines in txn-coordinator.log, server.log at INFO.
+DEPLOY_LOGGING = Path(__file__).resolve().parents[1] / "deploy" / "broker-logging"
+COORDINATOR_LOG = "txn-coordinator.log"
 
 
 def start_cluster(version: str, root: Path) -> list[KafkaBroker]:
     from txn_workshop.harness.admin import alter_topic_config, create_internal_topics, create_topic
     from txn_workshop.harness.broker import KafkaBroker
+    from txn_workshop.harness.versions import kafka_version
 
-    first = KafkaBroker(version, workdir=root / "1", broker_properties=CLUSTER_PROPERTIES, jmx=True)
+    logging_config = DEPLOY_LOGGING / kafka_version(version).log4j_config
+    first = KafkaBroker(
+        version, workdir=root / "1", broker_properties=CLUSTER_PROPERTIES, jmx=True, logging_config=logging_config
+    )
     brokers = (
         [first]
         + [
@@ -42,6 +50,7 @@ def start_cluster(version: str, root: Path) -> list[KafkaBroker]:
                 node_id=n,
                 broker_properties=CLUSTER_PROPERTIES,
                 jmx=True,
+                logging_config=logging_config,
                 internal_topics_on_join=False,  # created below, once all three run: replication factor 3
             )
             for n in NODES[1:]
@@ -130,9 +139,19 @@ def requests_served(brokers: list[KafkaBroker]) -> list[tuple[float, dict[str, f
         return list(pool.map(one, brokers))
 
 
-def set_coordinator_logs(brokers: list[KafkaBroker], level: str | None) -> None:
-    """TransactionStateManager at `level` on every broker (None: as configured, INFO)."""
+def set_coordinator_logs(brokers: list[KafkaBroker], level: str) -> None:
+    """TransactionStateManager at `level` on every broker, at run time, as an operator would turn it
+    (kafka-configs --entity-type broker-loggers), the three at once."""
     from txn_workshop.harness.workload import set_logger_level
 
-    for broker in brokers:
-        set_logger_level(broker, TSM_LOGGER, level)
+    with ThreadPoolExecutor(len(brokers)) as pool:
+        list(pool.map(lambda broker: set_logger_level(broker, TSM_LOGGER, level), brokers))
+
+
+def coordinator_log(broker: KafkaBroker) -> Path:
+    return broker.logs_dir / COORDINATOR_LOG
+
+
+def coordinator_log_bytes(broker: KafkaBroker) -> int:
+    """The bytes the coordinator's log files hold (rolled ones too: a roll keeps the sum)."""
+    return sum(f.stat().st_size for f in broker.logs_dir.glob(COORDINATOR_LOG + "*"))
