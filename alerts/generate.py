@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from dashboards.generate import DRILLDOWN_UID, OVERVIEW_UID
+from dashboards.panels import DRILLDOWN_UID, OVERVIEW_UID
 from exporter.codec.states import PREPARE_STATES
 from exporter.contracts import runbooks
 from exporter.metrics import catalogue

@@ -21,7 +21,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from dashboards.generate import OVERVIEW, Panel
+from dashboards.overview import OVERVIEW
+from dashboards.panels import Panel
 from txn_workshop.harness.processes import free_port
 
 KEY_PANELS = (

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from alerts import generate as alerts_generate
-from dashboards import generate
+from dashboards import drilldown, generate, overview, panels
 from exporter.metrics.catalogue import CATALOGUE
 from queries import metrics
 
@@ -23,7 +23,7 @@ _NAME = re.compile(
 )
 
 
-def _committed(spec: generate.Dashboard) -> dict:
+def _committed(spec: panels.Dashboard) -> dict:
     return json.loads(generate.path_of(spec).read_text())
 
 
@@ -57,7 +57,7 @@ def test_provisioning_ready(spec):
 
 
 def test_overview_answers_what_is_wrong_now():
-    titles = " | ".join(p["title"] for p in _panels(_committed(generate.OVERVIEW))).lower()
+    titles = " | ".join(p["title"] for p in _panels(_committed(overview.OVERVIEW))).lower()
     for needed in (
         "pending markers",
         "oldest pending",
@@ -68,16 +68,16 @@ def test_overview_answers_what_is_wrong_now():
         "p99 append latency by target state",
     ):
         assert needed in titles, needed
-    rows = [p["title"] for p in _committed(generate.OVERVIEW)["panels"] if p["type"] == "row"]
+    rows = [p["title"] for p in _committed(overview.OVERVIEW)["panels"] if p["type"] == "row"]
     assert any("JMX" in r for r in rows)
-    jmx_row = next(r for r in generate.OVERVIEW.rows if "JMX" in r.title)
+    jmx_row = next(r for r in overview.OVERVIEW.rows if "JMX" in r.title)
     jmx_names = {m.name for m in metrics.BROKER_JMX}
     used = set().union(*(metric_names(q.expr) for p in jmx_row.panels for q in p.queries))
     assert used == jmx_names
 
 
 def test_drilldown_by_broker_and_partition():
-    dashboard = _committed(generate.DRILLDOWN)
+    dashboard = _committed(drilldown.DRILLDOWN)
     assert "partition" in {v["name"] for v in dashboard["templating"]["list"]}
     exprs = [t["expr"] for p in _panels(dashboard) for t in p["targets"]]
     assert any("by (instance" in e for e in exprs)
@@ -128,8 +128,8 @@ def test_every_catalogue_metric_of_interest_is_on_a_dashboard():
 
 def test_a_new_counter_or_gauge_gets_a_panel_without_dashboard_code():
     """The drill-down's last row graphs every counter and gauge no other panel does."""
-    rows = (*generate.OVERVIEW.rows, *generate.DRILLDOWN_ROWS)
-    assert [p.title for p in generate.other_metrics_row(rows).panels] == [
+    rows = (*overview.OVERVIEW.rows, *drilldown.DRILLDOWN_ROWS)
+    assert [p.title for p in drilldown.other_metrics_row(rows).panels] == [
         "kafka transaction state log unknown tagged fields",
         "txn exporter unwritten state records",
         "txn exporter broker log unplaced lines",
@@ -138,10 +138,10 @@ def test_a_new_counter_or_gauge_gets_a_panel_without_dashboard_code():
         "txn exporter append latency negative",
     ]
     without = tuple(
-        generate.Row(r.title, tuple(p for p in r.panels if "kafka_transactions_late" not in p.queries[0].template))
+        panels.Row(r.title, tuple(p for p in r.panels if "kafka_transactions_late" not in p.queries[0].template))
         for r in rows
     )
-    assert "kafka transactions late" in [p.title for p in generate.other_metrics_row(without).panels]
+    assert "kafka transactions late" in [p.title for p in drilldown.other_metrics_row(without).panels]
 
 
 def test_grafana_provisioning_file():
@@ -189,9 +189,9 @@ def test_the_exporters_own_process_is_on_both_dashboards_selected_by_its_job():
     timing the appends in the drill-down's row of its own. A broker's JMX agent exports process_* too: every query of them, and
     the CPU alert, selects the exporter's job."""
     process = {m.name for m in metrics.PROCESS}
-    health = next(r for r in generate.OVERVIEW.rows if r.title == "Exporter health")
+    health = next(r for r in overview.OVERVIEW.rows if r.title == "Exporter health")
     assert any("process_cpu_seconds_total" in q.expr for p in health.panels for q in p.queries)
-    itself = next(r for r in generate.DRILLDOWN.rows if r.title.startswith("The exporter itself"))
+    itself = next(r for r in drilldown.DRILLDOWN.rows if r.title.startswith("The exporter itself"))
     used = set().union(*(metric_names(q.expr) for p in itself.panels for q in p.queries))
     assert used == process | {
         "txn_exporter_partition_consumer_lag_records",
