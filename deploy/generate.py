@@ -1,8 +1,8 @@
-"""The Kubernetes monitoring component's generated parts: step 3 of `make generate` (generate/__init__.py).
+"""The Kubernetes monitoring component's generated parts: step 3 of `make generate` (generators/run.py).
 
-- deploy/monitoring/prometheusrule.yaml: the rules of alerts/generate.py (the same groups as
-  alerts/kafka-txn-exporter.rules.yml) in a PrometheusRule. Committed: kustomize has no generator
-  that wraps a rules file in a custom resource.
+- deploy/monitoring/prometheusrule.yaml: the rules of alerts/rules.py as alerts/generate.py renders
+  them (the same groups as alerts/kafka-txn-exporter.rules.yml) in a PrometheusRule. Committed:
+  kustomize has no generator that wraps a rules file in a custom resource.
 - mixin/dashboards/kustomization.yaml: a component whose configMapGenerator makes one ConfigMap per
   dashboard from mixin/dashboards/*.json, the one copy of the JSON (kustomize reads files only at or
   below a kustomization's own directory, so this component sits beside them; deploy/monitoring

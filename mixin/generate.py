@@ -1,4 +1,4 @@
-"""The monitoring mixin's generated jsonnet: step 4 of `make generate` (generate/__init__.py), straight
+"""The monitoring mixin's generated jsonnet: step 4 of `make generate` (generators/run.py), straight
 from the Python sources of the rules and dashboards, with `_config` wherever their placeholders are
 (queries.placeholders); nothing here reads or parses a rendered query.
 
@@ -19,7 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from alerts.generate import ALERTS, template
+from alerts.generate import template
+from alerts.rules import ALERTS
 from dashboards.generate import DASHBOARDS, build, path_of
 from queries.placeholders import DEFAULTS, jsonnet, jsonnet_string, keys
 
@@ -131,7 +132,7 @@ def config() -> str:
         for key, comment in _SETTINGS.items()
     )
     return (
-        HEADER.format(source="queries/placeholders.py and alerts/generate.py")
+        HEADER.format(source="queries/placeholders.py and alerts/rules.py")
         + '// Set yours in your own `_config+::` (docs/deploy.md, "On Kubernetes").\n'
         + "{\n  _config+:: {\n"
         + fields

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts import generate
+from alerts import generate, rules
 from tests.alerts.tools import Alertmanager, require
 
 CONFIG = Path(generate.__file__).parent / "alertmanager.example.yml"
@@ -51,7 +51,7 @@ def test_routes(labels, receiver):
 
 
 def test_every_alert_of_the_rules_reaches_its_teams_receiver():
-    for alert in generate.ALERTS:
+    for alert in rules.ALERTS:
         result = subprocess.run(
             [
                 require("amtool"),

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from alerts import generate
+from alerts import rules as alerts_rules
 from dashboards.generate import DASHBOARDS
 from tests.alerts.tools import require
 
@@ -59,7 +60,7 @@ def test_every_alert_has_a_firing_and_a_not_firing_unit_test():
 def test_alert_labels_and_annotations(rule):
     labels, annotations = rule["labels"], rule["annotations"]
     assert labels["severity"] in ("critical", "warning")
-    assert labels["team"] in (generate.TEAM_KAFKA, generate.TEAM_OBSERVABILITY)
+    assert labels["team"] in (alerts_rules.TEAM_KAFKA, alerts_rules.TEAM_OBSERVABILITY)
     assert labels["component"] in ("transactions", "exporter")
     assert set(annotations) - {"transactions_url"} == {"summary", "description", "runbook_url", "dashboard_url"}
     assert "{{" in annotations["description"], "the description shows the values that matter"

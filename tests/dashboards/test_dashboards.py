@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from alerts import generate as alerts_generate
+from alerts import rules as alerts_rules
 from dashboards import drilldown, generate, overview, panels
 from exporter.metrics.catalogue import CATALOGUE
 from queries import metrics
@@ -106,7 +107,7 @@ def test_every_metric_name_is_in_the_catalogue_or_listed():
     unknown = set()
     for expr in _all_exprs():
         for name in metric_names(expr):
-            if name in alerts_generate.RECORDING_NAMES:
+            if name in alerts_rules.RECORDING_NAMES:
                 continue
             try:
                 metrics.resolve(name)
@@ -121,7 +122,7 @@ def test_broker_jmx_names_are_not_the_exporters():
 
 def test_every_catalogue_metric_of_interest_is_on_a_dashboard():
     used = set().union(*(metric_names(e) for e in _all_exprs()))
-    used_families = {metrics.resolve(n).name for n in used if n not in alerts_generate.RECORDING_NAMES}
+    used_families = {metrics.resolve(n).name for n in used if n not in alerts_rules.RECORDING_NAMES}
     missing = {spec.name for spec in CATALOGUE} - used_families
     assert missing == set(), "catalogue metrics on no dashboard or alert"
 
@@ -160,7 +161,7 @@ def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_
                 names = {
                     metrics.resolve(n).name
                     for n in metric_names(target["expr"])
-                    if n not in alerts_generate.RECORDING_NAMES
+                    if n not in alerts_rules.RECORDING_NAMES
                 }
                 if names & histograms:
                     assert target.get("exemplar") is True, panel["title"]
@@ -205,5 +206,5 @@ def test_the_exporters_own_process_is_on_both_dashboards_selected_by_its_job():
             assert re.search(rf"{name}\{{{re.escape(job)}", expr), expr
             checked += 1
     assert checked >= 5
-    (cpu,) = [a for a in alerts_generate.ALERTS if "process_cpu_seconds_total" in a.expr]
+    (cpu,) = [a for a in alerts_rules.ALERTS if "process_cpu_seconds_total" in a.expr]
     assert cpu.above is not None and 0 < cpu.above < 1 and cpu.component == "exporter"

@@ -25,6 +25,7 @@ import pytest
 from confluent_kafka import Producer
 
 from alerts import generate as alerts_generate
+from alerts import rules as alerts_rules
 from dashboards import generate
 from exporter import config
 from queries.metrics import known
@@ -100,7 +101,7 @@ _SELECTOR = re.compile(r"(?<![\w:])([a-zA-Z_][\w]*(?::[\w]+)*)\s*(\{[^}]*\})?")
 
 def _inputs(expr: str) -> list[str]:
     """The vector selectors of an expression that name our metrics, recording rules or `up`."""
-    names = set(known()) | alerts_generate.RECORDING_NAMES | {"up"}
+    names = set(known()) | alerts_rules.RECORDING_NAMES | {"up"}
     out = []
     for name, matchers in _SELECTOR.findall(expr):
         base = re.sub(r"_(bucket|count|sum)$", "", name)
@@ -301,7 +302,7 @@ def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> N
                 checked += 1
                 if panel.expected_empty is None and not _has_data(result):
                     missing.append(f"{dashboard.uid} / {panel.title}: {query.expr}")
-    for alert in alerts_generate.ALERTS:
+    for alert in alerts_rules.ALERTS:
         prometheus.query(alert.expr)
         for selector in _inputs(alert.expr):
             checked += 1
