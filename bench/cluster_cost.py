@@ -328,8 +328,8 @@ def main() -> None:
         help=f"the windows beside each `without`, of {', '.join(KINDS)}",
     )
     parser.add_argument("--pairs", type=int, default=8, help="blocks of one window of each kind")
-    parser.add_argument("--window", type=float, default=12.0, help="seconds measured in each window")
-    parser.add_argument("--idle-window", type=float, default=20.0, help="seconds measured in each idle window")
+    parser.add_argument("--window", type=float, default=10.0, help="seconds measured in each window")
+    parser.add_argument("--idle-window", type=float, default=16.0, help="seconds measured in each idle window")
     parser.add_argument("--runs", type=int, default=2, help="passes over the same windows, on the same cluster")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds after the exporters are ready")
     parser.add_argument("--gap", type=float, default=2.0, help="seconds after the exporters stopped")
