@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from tests import tested_on
-from txn_workshop.harness.versions import KAFKA_VERSIONS, ZOOKEEPER_CHECK_VERSIONS
+from txn_workshop.harness.versions import KAFKA_VERSIONS, ZOOKEEPER_CHECK_VERSIONS, kafka_version
 
 pytest_plugins = ["pytester"]
 
@@ -36,6 +36,7 @@ def test_the_zookeeper_rows_are_the_newest_and_oldest_3x_without_append_latency(
     threes = [v for v in KAFKA_VERSIONS if v.startswith("3.")]
     assert (threes[0], threes[-1]) == ZOOKEEPER_CHECK_VERSIONS
     assert tuple(c for c in tested_on.CHECKS if c != "append latency") == tested_on.ZOOKEEPER_CHECKS
+    assert tested_on.FULL_SUITE_CHECKS == ("append latency",)
     rows = tested_on.rows()
     for version in ZOOKEEPER_CHECK_VERSIONS:  # right below its KRaft row
         assert rows[rows.index((version, KRAFT)) + 1] == (version, ZOOKEEPER)
@@ -47,6 +48,18 @@ def test_the_zookeeper_rows_are_the_newest_and_oldest_3x_without_append_latency(
     row = next(line for line in failed if line.startswith(f"| {threes[-1]} (ZooKeeper) |"))
     assert row.split(" | ")[2] == tested_on.FAILED
     assert next(line for line in failed if line.startswith(f"| {threes[-1]} |")) in rendered
+
+
+def test_the_fetch_timed_bound_runs_on_the_whole_suites_versions_only():
+    """P4 of the fetch-timed bound (append latency) on the newest 3.x and 4.x; every version's row runs
+    the coordinator clock check."""
+    column = list(tested_on.CHECKS).index("append latency")
+    clock = list(tested_on.CHECKS).index("coordinator clock")
+    rendered = tested_on.table(ALL_PASSED).splitlines()
+    for version in KAFKA_VERSIONS:
+        row = next(line for line in rendered if line.startswith(f"| {version} |")).split(" | ")[1:]
+        assert row[column] == (tested_on.PASSED if kafka_version(version).full_suite else tested_on.NOT_RUN), version
+        assert row[clock] == tested_on.PASSED, version
 
 
 def _project(pytester: pytest.Pytester, body: str) -> None:
