@@ -3,7 +3,7 @@ them, and the unsigned ones of the flexible message versions (tagged fields, com
 
 from exporter.codec.errors import DecodeError
 
-# A one-byte varint's value, by that byte: the decoders' fast path reads it inline.
+# A one-byte varint's value, by that byte.
 ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
 
 
