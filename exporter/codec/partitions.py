@@ -1,7 +1,6 @@
-"""A value's TransactionPartitions array, the one costly field, where decode_value's fast paths do
-not read it themselves: the v1 array read into a dict, either array walked with every length and
-bound checked but nothing built (partitions=False), or the v1 array converted once per distinct
-array (PartitionsMemo).
+"""A value's TransactionPartitions array, the one costly field: the v1 array read into a dict,
+either array walked with every length and bound checked but nothing built (partitions=False), or
+the v1 array converted once per distinct array (PartitionsMemo).
 """
 
 from __future__ import annotations
@@ -36,9 +35,9 @@ _M = TypeVar("_M")  # what a PartitionsMemo converts an array to
 
 class PartitionsMemo(Generic[_M]):
     """A `partitions=` mode for a caller that makes something of each distinct partitions array
-    rather than of each record's (txn-exporter decode: its JSON text). A v1 array that no fast path
-    reads reaches `make` as `convert(its dict)`, made once per distinct array while it stays in
-    `known` (by the array's bytes; cleared when it holds `limit`). Other arrays come as dicts.
+    rather than of each record's (txn-exporter decode: its JSON text). A v1 array reaches `make` as
+    `convert(its dict)`, made once per distinct array while it stays in `known` (by the array's
+    bytes; cleared when it holds `limit`). v0 arrays come as dicts.
 
     A known array is not walked again: where it would end is guessed from the shape of the tagged
     fields after it, and confirmed by finding the bytes up to there in `known`, which is enough: the

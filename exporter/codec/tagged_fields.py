@@ -1,5 +1,5 @@
 """A v1 value's tagged fields: the general reader of the top-level ones, by the table
-(TransactionLogValue's), and the bytes of the usual shapes, which decode_value's fast paths and
+(TransactionLogValue's), and the bytes of the usual shapes, which decode_value's fast path and
 PartitionsMemo's guess compare whole.
 
 Tags the table does not name (a newer Kafka's: KAFKA-20357 persists the last producer epoch as a
@@ -33,7 +33,7 @@ _TAGGED_LAYOUT = TaggedLayout(TAGGED_FIELDS)
 _TAGS = {f.name: f.tag for f in TAGGED_FIELDS if f.tag is not None}
 _TAGGED_DEFAULTS = {f.name: f.default for f in TAGGED_FIELDS}
 
-# The fast paths of decode_value are written for v1's layout as Kafka 4.x writes it: the fields of
+# The fast path of decode_value is written for v1's layout as Kafka 4.x writes it: the fields of
 # every version as below, and the first three tagged fields passed by position in this order. A
 # change to the table that breaks either fails here, at import, not silently in a decoded field.
 if "".join(f.wire for f in VALUE_FIELDS if f.tag is None) != "hqhib[]qq" or [f.name for f in TAGGED_FIELDS[:3]] != [
@@ -41,7 +41,7 @@ if "".join(f.wire for f in VALUE_FIELDS if f.tag is None) != "hqhib[]qq" or [f.n
     "next_producer_id",
     "client_transaction_version",
 ]:
-    raise TypeError("TransactionLogValue's fixed fields or first tagged fields changed: see decode_value's fast paths")
+    raise TypeError("TransactionLogValue's fixed fields or first tagged fields changed: see decode_value's fast path")
 
 # The usual top-level tagged fields of a v1 value: tag count 1, the tag, its size.
 ONLY_PREVIOUS_PRODUCER_ID = bytes((1, _TAGS["previous_producer_id"], 8))
@@ -50,7 +50,7 @@ ONLY_CLIENT_TRANSACTION_VERSION = bytes((1, _TAGS["client_transaction_version"],
 # tag, size; tag, size).
 PREVIOUS_THEN_CLIENT_VERSION_HEAD = bytes((2, _TAGS["previous_producer_id"], 8))
 CLIENT_VERSION_HEAD = bytes((_TAGS["client_transaction_version"], 2))
-# What the fast paths pass for NextProducerId, between the two they read.
+# What the fast path passes for PreviousProducerId or NextProducerId when it reads the other fields.
 PREVIOUS_PRODUCER_ID_DEFAULT: Final[int] = _TAGGED_DEFAULTS["previous_producer_id"]
 NEXT_PRODUCER_ID_DEFAULT: Final[int] = _TAGGED_DEFAULTS["next_producer_id"]
 

@@ -216,7 +216,7 @@ def test_the_single_record_fast_path_agrees_with_the_general_reader(data):
 
 class _Reader:
     """Reads a value field by field, as Kafka's generated TransactionLogValue reader does: the
-    slowest and plainest reading of the layout, to hold every fast path of decode_value against."""
+    slowest and plainest reading of the layout, to hold decode_value against."""
 
     def __init__(self, buf: bytes):
         self.buf, self.pos = buf, 0
@@ -316,8 +316,8 @@ def _reference_fields(r: _Reader) -> TransactionLogValue:
 
 @st.composite
 def usual_values(draw):
-    """The shapes coordinators write, which the fast paths are for: EMPTY's null partitions, empty
-    arrays, 1 to 3 topics of 1 to 3 partitions, and the tagged fields of pre-TV2 and TV2 clients."""
+    """The shapes coordinators write: EMPTY's null partitions, empty arrays, 1 to 3 topics of 1 to 3
+    partitions, and the tagged fields of pre-TV2 and TV2 clients (decode_value's fast path)."""
     partitions = draw(
         st.none()
         | st.dictionaries(
@@ -351,7 +351,7 @@ def usual_values(draw):
 @settings(max_examples=1000, deadline=None)
 @given(st.data())
 def test_decode_value_reads_what_a_plain_field_by_field_reader_reads(data):
-    """Every fast path of decode_value (one struct per usual shape, the usual tagged fields) gives
+    """decode_value (its fast path for the usual tagged fields, the general readers otherwise) gives
     what reading the layout field by field gives, on whole, damaged and random values: the same
     value, or an error for both."""
     raw = data.draw(

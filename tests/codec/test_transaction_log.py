@@ -293,9 +293,9 @@ def test_skipping_partitions_still_checks_their_lengths(raw, reason):
     ],
 )
 def test_the_usual_v1_shapes_read_like_any_other(topics, tags):
-    """The fast paths (no partitions or one topic with one partition, each with no tagged fields,
-    PreviousProducerId only or ClientTransactionVersion only) against every neighbour shape, whole,
-    cut short and with trailing bytes (ignored, as the broker does)."""
+    """The usual shapes (no partitions or one topic with one partition; the fast path's tagged fields:
+    none, PreviousProducerId only or ClientTransactionVersion only) against every neighbour shape,
+    whole, cut short and with trailing bytes (ignored, as the broker does)."""
     value = TransactionLogValue(
         version=1,
         producer_id=1000,

@@ -160,9 +160,8 @@ def test_a_table_the_codec_cannot_derive_from_is_refused(change, message):
         value_fields(cls)
 
 
-# The shapes decode_value's fast paths are for: no partitions (null or empty) or one topic with one
-# partition, and any other array; each with the tagged fields coordinators write (none,
-# PreviousProducerId, ClientTransactionVersion, both).
+# The tagged fields decode_value's fast path is for, those coordinators write (none,
+# PreviousProducerId, ClientTransactionVersion, both), after arrays of every usual shape.
 USUAL_PARTITIONS = [None, {}, {"orders": [3]}, {"orders": [0, 2], "b": [1]}]
 USUAL_TAGS: list[dict[str, int]] = [
     {},
@@ -175,7 +174,7 @@ USUAL_TAGS: list[dict[str, int]] = [
 @pytest.mark.parametrize("partitions", USUAL_PARTITIONS)
 @pytest.mark.parametrize("tags", USUAL_TAGS)
 def test_a_field_written_on_every_record_takes_every_record_off_the_fast_paths(monkeypatch, partitions, tags):
-    """The fast paths compare a value's whole tagged-field section with the usual ones: a value that
+    """The fast path compares a value's whole tagged-field section with the usual ones: a value that
     carries one more tagged field (named in the table or not) goes to the general reader, which reads
     it right. A field that Kafka writes on every record puts every record on that path."""
     general = value_decode.v1_tagged_fields
