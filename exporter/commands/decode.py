@@ -193,6 +193,17 @@ def format_record(record: TransactionLogRecord, tail: str = "") -> str:
     return make_record(record.offset, record.timestamp_ms, record.transactional_id, value)
 
 
+def partitions_json(partitions: Partitions | None) -> str:
+    """A partitions array's JSON: {topic: [ids]} in the coordinator's order, or null."""
+    if partitions is None:
+        return "null"
+    return (
+        "{"
+        + ", ".join([f"{_json_str(topic)}: [{', '.join(map(str, ids))}]" for topic, ids in partitions.items()])
+        + "}"
+    )
+
+
 def _line_makers(
     tail: str,
 ) -> tuple[PartitionsMemo[str], RecordMaker[str, str], ValueMaker[Partitions | str | None, str]]:
@@ -200,28 +211,12 @@ def _line_makers(
     with `tail`: each record's JSON line straight from its parsed fields, with no object in between.
     Built by hand: json.dumps of a dict per record would halve the throughput.
 
-    The text of partitions is made once per distinct array while the codec's memo holds it, and
-    once per distinct (topic, ids) entry while `entries` holds it (both bounded)."""
-    entries: dict[tuple[str | int, ...], str] = {}  # by (topic, *ids)
+    Two caches, kept for what they save (`txn-exporter decode` of the synthetic mix, each taken out
+    alone): the text of each distinct partitions array, made once while the codec's memo holds it
+    (PartitionsMemo: 7.9% more instructions per record without it, callgrind), and the text around
+    the fields that take few values, made once per distinct set of them (10-15% more CPU time
+    without it). Without either, decode would fall to about 2x DumpLogSegments' CPU time or below."""
     few_values: dict[tuple[int, int, int, TransactionState, tuple[Any, ...]], tuple[str, str, str]] = {}
-    # The last value's last-update time and its text: the record's own timestamp is usually the
-    # same (the coordinator reads its clock for both), and so is the start time of an ONGOING.
-    last_update: int | None = None
-    last_update_text = ""
-
-    def partitions_json(partitions: Partitions | None) -> str:
-        if not partitions:  # (the codec's memo can have these too, from a count written on 2 bytes)
-            return "null" if partitions is None else "{}"
-        texts = []
-        for topic, ids in partitions.items():
-            key: tuple[str | int, ...] = (topic, *ids)
-            text = entries.get(key)
-            if text is None:
-                if len(entries) >= _CACHED_ENTRIES:
-                    entries.clear()
-                text = entries[key] = f"{_json_str(topic)}: [{', '.join(map(str, ids))}]"
-            texts.append(text)
-        return "{" + ", ".join(texts) + "}"
 
     def make_value(
         version: int,
@@ -236,10 +231,9 @@ def _line_makers(
         *others: Any,
     ) -> str:
         # (The codec's tagged fields in VALUE_FIELDS' order, a prefix of them, maybe then the
-        # unknown ones: see ValueMaker; the first is PreviousProducerId.) An int's text costs as much
-        # as a dict lookup and a half: the fields that take few values are looked up, as three
-        # fragments, by their values; all the tagged fields but PreviousProducerId (usually the
-        # producer id) are.
+        # unknown ones: see ValueMaker; the first is PreviousProducerId.) The fields that take few
+        # values are looked up, as three fragments of text, by their values: all but the producer
+        # id, the timestamps and PreviousProducerId (usually the producer id).
         key = (version, producer_epoch, transaction_timeout_ms, state, others)
         fragments = few_values.get(key)
         if fragments is None:
@@ -254,19 +248,15 @@ def _line_makers(
         lead, middle, end = fragments
         if type(partitions) is not str:  # else the codec's memo made it
             # (`type() is not str`, cheaper than isinstance here, does not narrow the type for mypy.)
-            partitions = partitions_json(partitions) if partitions else "null" if partitions is None else "{}"  # type: ignore[arg-type]
-        nonlocal last_update, last_update_text
-        last_update, last_update_text = last_update_timestamp_ms, f"{last_update_timestamp_ms}"
-        pid = f"{producer_id}"  # a 4.3+ coordinator writes it as the previous producer id too
+            partitions = partitions_json(partitions)  # type: ignore[arg-type]
         return (
-            f'{lead}{pid}{middle}{partitions}, "last_update_timestamp_ms": {last_update_text}, '
-            f'"start_timestamp_ms": {last_update_text if start_timestamp_ms == last_update_timestamp_ms else start_timestamp_ms}, '
-            f'"previous_producer_id": {pid if previous_producer_id == producer_id else previous_producer_id}{end}'
+            f'{lead}{producer_id}{middle}{partitions}, "last_update_timestamp_ms": {last_update_timestamp_ms}, '
+            f'"start_timestamp_ms": {start_timestamp_ms}, "previous_producer_id": {previous_producer_id}{end}'
         )
 
     def make_record(offset: int, timestamp_ms: int, transactional_id: str, value: str | None) -> str:
         return (
-            f'{{"offset": {offset}, "timestamp_ms": {last_update_text if timestamp_ms == last_update else timestamp_ms}, '
+            f'{{"offset": {offset}, "timestamp_ms": {timestamp_ms}, '
             f'"transactional_id": {_json_str(transactional_id)}, '
             f'"value": {"null" if value is None else value}{tail}}}\n'
         )
@@ -275,5 +265,4 @@ def _line_makers(
 
 
 _CACHED_ARRAYS = 16384  # a few MiB of keys and text; 4x that saves ~0.5% of the time for 4x the memory
-_CACHED_ENTRIES = 16384
 _CACHED_FRAGMENTS = 16384
