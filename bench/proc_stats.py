@@ -105,7 +105,7 @@ def measure(pids: dict[str, int | list[int]], seconds: float, load: Load) -> Win
         }
 
     la = loadavg()
-    c0, t0, n0 = snap(), time.monotonic(), load.committed()
+    c0, t0, r0 = snap(), time.monotonic(), load.reports()
     time.sleep(seconds)
-    c1, t1, n1 = snap(), time.monotonic(), load.committed()
-    return Window(t1 - t0, la, loadavg(), {k: c1[k] - c0[k] for k in c0}, n1 - n0)
+    c1, t1, r1 = snap(), time.monotonic(), load.reports()
+    return Window(t1 - t0, la, loadavg(), {k: c1[k] - c0[k] for k in c0}, round(load.commits_in(r0, r1, t1 - t0)))

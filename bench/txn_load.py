@@ -94,6 +94,16 @@ class Load:
     def committed(self) -> int:
         return sum(c for _, c in self._last)
 
+    def reports(self) -> list[tuple[float, int]]:
+        """Each process's last report (time, commits so far)."""
+        return list(self._last)
+
+    @staticmethod
+    def commits_in(before: list[tuple[float, int]], after: list[tuple[float, int]], seconds: float) -> float:
+        """The commits of `seconds`, at the rate each process reported between two reports() (by the
+        reports' own times: a report a second, so counts alone would be off by up to a second's)."""
+        return sum((c1 - c0) / (t1 - t0) * seconds for (t0, c0), (t1, c1) in zip(before, after) if t1 > t0)
+
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
@@ -109,9 +119,10 @@ class Load:
 
 
 def settle_commits_rate(load: Load, seconds: float = 3.0) -> float:
-    n0, t0 = load.committed(), time.monotonic()
+    r0, t0 = load.reports(), time.monotonic()
     time.sleep(seconds)
-    return (load.committed() - n0) / (time.monotonic() - t0)
+    elapsed = time.monotonic() - t0
+    return load.commits_in(r0, load.reports(), elapsed) / elapsed
 
 
 def add_load_arguments(command: argparse.ArgumentParser) -> None:
