@@ -1,11 +1,21 @@
 """bench/cluster_cost.py's report: each window's line, the blocks' medians per broker, the table over
-rates and kinds, and the overview README's "What it costs" shows."""
+rates and kinds, and the overview README's "What it costs" shows; also from a run's printed output:
+
+    .venv/bin/python bench/cluster_report.py cluster-cost.txt
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import re
 import statistics
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bare_consumer import histogram_quantiles
 
@@ -250,3 +260,67 @@ def shown(s: dict[str, float] | None, digits: int, signed: bool = False) -> str:
         return "-"
     f = f"{{:{'+' if signed else ''}.{digits}f}}"
     return f"{f.format(s['median'])} [{f.format(s['min'])}, {f.format(s['max'])}]"
+
+
+# A window's line as print_window writes it, and a rate's header as cluster_cost prints it.
+_WINDOW = re.compile(
+    r"^  run (\d+) pair (\d+) +(\S+): brokers ([\d. ]+) cores; (?:exporters ([\d. ]+)|no exporters);"
+    r" (\d+) txn/s over ([\d.]+) s; FetchConsumer/s [\d ]+; coordinator log KiB/s ([\d. ]+);"
+)
+_RATE = re.compile(r"^== run (\d+): (\d+) transactions/s a broker asked, (\d+)/s achieved")
+
+
+def cells_from_output(text: str) -> list[dict]:
+    """The cells of a run from its printed output (a run cut short, or one whose --json was not
+    asked): each window's line, to the digits it prints; the requests by type are not in it."""
+    cells: list[dict] = []
+    for line in text.splitlines():
+        rate = _RATE.match(line)
+        if rate:
+            cells.append({"run": int(rate[1]), "rate": int(rate[2]), "windows": []})
+        elif line.startswith("   not carried") and cells:
+            last = cells[-1]
+            cells[-1] = {"run": last["run"], "rate": last["rate"], "carried": False, "achieved": None}
+        elif (window := _WINDOW.match(line)) and cells:
+            brokers = [float(x) for x in window[4].split()]
+            exporters = [float(x) for x in window[5].split()] if window[5] else [None] * len(brokers)
+            logged = [float(x) * 1024 for x in window[8].split()]
+            cells[-1]["windows"].append(
+                {
+                    "kind": window[3],
+                    "run": int(window[1]),
+                    "pair": int(window[2]),
+                    "transactions_per_s": float(window[6]),
+                    "brokers": {
+                        str(n): {
+                            "cores": cores,
+                            "exporter_cores": exporter,
+                            "exporter_threads": None,
+                            "records_per_s": None,
+                            "latency_ms": None,
+                            "exporter_latency_ms": None,
+                            "requests_per_s": {},
+                            "coordinator_log_bytes_per_s": log_bytes,
+                        }
+                        for n, (cores, exporter, log_bytes) in enumerate(zip(brokers, exporters, logged), 1)
+                    },
+                }
+            )
+    return [c for c in cells if not c.get("carried", True) or c["windows"]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="bench/cluster_cost.py's table and overview, from its printed output")
+    parser.add_argument("output", type=Path, help="what bench/cluster_cost.py printed")
+    parser.add_argument("--json", type=Path, help="write the overview here too")
+    args = parser.parse_args()
+    cells = cells_from_output(args.output.read_text())
+    kinds = list(dict.fromkeys(w["kind"] for c in cells for w in c.get("windows", []) if w["kind"] != "without"))
+    print_table(cells, kinds)
+    overview = print_overview(cells, kinds)
+    if args.json:
+        args.json.write_text(json.dumps(overview, indent=1))
+
+
+if __name__ == "__main__":
+    main()
