@@ -277,10 +277,9 @@ def cells_from_output(text: str) -> list[dict]:
     for line in text.splitlines():
         rate = _RATE.match(line)
         if rate:
-            cells.append({"run": int(rate[1]), "rate": int(rate[2]), "windows": []})
+            cells.append({"run": int(rate[1]), "rate": int(rate[2]), "windows": [], "achieved": float(rate[3])})
         elif line.startswith("   not carried") and cells:
-            last = cells[-1]
-            cells[-1] = {"run": last["run"], "rate": last["rate"], "carried": False, "achieved": None}
+            cells[-1] = {**cells[-1], "carried": False}
         elif (window := _WINDOW.match(line)) and cells:
             brokers = [float(x) for x in window[4].split()]
             exporters = [float(x) for x in window[5].split()] if window[5] else [None] * len(brokers)
