@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster_readers import BareReader, records_read, start_exporters, stop_exporters
-from bench.cluster_report import print_overview, print_table, print_window, summarize
+from bench.cluster_report import CARRIED, print_overview, print_table, print_window, summarize
 from bench.exporter_process import VENV_BIN, Exporter, latency_quantiles, records_total
 from bench.proc_stats import loadavg, measure, thread_cores, thread_cpu
 from bench.three_broker_cluster import (
@@ -155,7 +155,9 @@ def window_end(
 # --- main -------------------------------------------------------------------------------------
 
 
-def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], variant: dict, logs: Path) -> str:
+def profile_brokers(
+    args: argparse.Namespace, brokers: list[KafkaBroker], variant: dict, levels: Levels, logs: Path
+) -> str:
     """One more block, each broker's JVM recorded by JFR (bench/broker_jfr.py) for --window seconds
     with the first kind's exporters and without: where the brokers' extra CPU goes, summed over the three."""
     from bench import broker_jfr
@@ -172,14 +174,14 @@ def profile_brokers(args: argparse.Namespace, brokers: list[KafkaBroker], varian
                 total.setdefault(what, Counter()).update(counts)
         return total
 
-    set_coordinator_logs(brokers, variant["level"])
+    levels.set(variant["level"])
     exporters = start_exporters(variant, brokers, logs, args.ready_timeout) if variant.get("exporters", True) else []
     try:
         time.sleep(args.settle)
         with_ = recorded("with")
     finally:
         stop_exporters(exporters)
-    set_coordinator_logs(brokers, "INFO")
+    levels.set("INFO")
     time.sleep(args.gap)
     text = broker_jfr.difference(with_, recorded("without"))
     print("   the brokers' JFR samples, with and without the exporters:\n" + text, flush=True)
@@ -235,7 +237,7 @@ def run_cell(
     cell = {"run": run, "rate": rate, "wall_seconds": round(time.monotonic() - started), "windows": windows}
     print(f"   {args.pairs} blocks in {cell['wall_seconds']} s", flush=True)
     if args.profile_broker:
-        cell["broker_profile"] = profile_brokers(args, brokers, variants[0], logs)
+        cell["broker_profile"] = profile_brokers(args, brokers, variants[0], levels, logs)
     cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers)) for v in variants}
     return cell
 
@@ -303,10 +305,6 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
     results["wall_seconds"] = round(time.monotonic() - started)
     print(f"\nwall time {results['wall_seconds']} s")
     return results
-
-
-# A rate is carried when the transactions a second achieved are at least this share of those asked.
-CARRIED = 0.95
 
 
 def carried_rate(load: Load, asked: float, tries: int = 4) -> float:

@@ -58,7 +58,7 @@ def load_main(args: argparse.Namespace) -> None:
 
 
 class Load:
-    """The workload's processes; `committed()` is the sum of their last reports (time, commits)."""
+    """The workload's processes and their last reports (time, commits so far)."""
 
     def __init__(self, bootstrap: str, rate: int, processes: int, threads: int, prefix: str) -> None:
         self._last: list[tuple[float, int]] = [(0.0, 0)] * processes
@@ -90,9 +90,6 @@ class Load:
             if line.startswith("{"):
                 report = json.loads(line)
                 self._last[n] = (report["t"], report["commits"])
-
-    def committed(self) -> int:
-        return sum(c for _, c in self._last)
 
     def reports(self) -> list[tuple[float, int]]:
         """Each process's last report (time, commits so far)."""
