@@ -117,7 +117,7 @@ class BrokerLogFollower:
         else:
             if fd is not None:
                 self._follow(fd, at_end=not from_start)
-                self._at_debug_before = not from_start and _succeeded_before(fd, self._position)
+                self._at_debug_before = not from_start and _succeeded_before(fd, self._position, clock)
 
     # --- API ---
 
@@ -442,7 +442,7 @@ def _oldest_first(sources: list[_Source]) -> list[_Source]:
     return [s for _, s in sorted(zip(times, sources), key=lambda pair: (pair[0], pair[1].mtime_ns, pair[1].name))]
 
 
-def _succeeded_before(fd: int, end: int) -> bool:
+def _succeeded_before(fd: int, end: int, clock: Callable[[], float]) -> bool:
     """Whether the last LOOK_BACK_BYTES before `end` hold a `succeeded` line of the coordinator's (its
     first, partial line dropped), read by a parser of their own: nothing in them is counted."""
     if not end:
@@ -451,5 +451,5 @@ def _succeeded_before(fd: int, end: int) -> bool:
     lines = os.pread(fd, end - start, start).split(b"\n")
     lines = lines[1:] if start else lines
     parser = BrokerLogParser()
-    found = any(type(event) is TransitionAppended for event in parser.feed(lines, int(time.time() * 1000)))
+    found = any(type(event) is TransitionAppended for event in parser.feed(lines, int(clock() * 1000)))
     return found or parser.unplaced > 0
