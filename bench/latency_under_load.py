@@ -1,7 +1,7 @@
 """P4 under load: the append-latency bound against the coordinator's own clock while the exporter
 fetches on its busy pattern (issue 22, item 3), per fetch interval.
 
-tests/integration/test_broker_truth.py holds P4 on every pinned version at a paced rate, where the
+tests/integration/broker_truth.py holds P4 on every pinned version at a paced rate, where the
 exporter stays on its idle fetch (a record delivered as soon as it is appended). The cost of the
 exporter falls on the busy fetch, held `--latency-resolution-ms`, which only load brings; this bench
 measures the same excess there: a real broker from the harness, bench/sidecar_cost.py's paced

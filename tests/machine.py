@@ -1,6 +1,6 @@
 """The machine, shared by `make test`'s two pytest-xdist workers.
 
-A test marked `alone` runs while no other test does: P4 (tests/integration/test_broker_truth.py)
+A test marked `alone` runs while no other test does: P4 (tests/integration/broker_truth.py)
 measures the exporter's latency in milliseconds against a bare client's, and the other worker's
 brokers, Spark jobs and producers would be measured with it (tried: with both workers busy the
 exporter's p99 ran 3-4 ms past the bare client's). Every other test holds the machine shared.

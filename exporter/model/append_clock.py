@@ -38,7 +38,7 @@ from exporter.contracts.events import TransitionAppended
 
 log = logging.getLogger(__name__)
 # Every transition timed, at DEBUG, with the clock that timed it: what tests hold to the coordinator's
-# own lines and Kafka's DumpLogSegments (tests/integration/test_broker_truth.py).
+# own lines and Kafka's DumpLogSegments (tests/integration/broker_truth.py).
 _timed_log = logging.getLogger(__name__ + ".timed")
 
 COORDINATOR = "coordinator"

@@ -1,4 +1,4 @@
-"""The floor of P4 (tests/integration/test_broker_truth.py): a bare confluent-kafka consumer of every
+"""The floor of P4 (tests/integration/broker_truth.py): a bare confluent-kafka consumer of every
 `__transaction_state` partition from its end, with the exporter's idle fetch settings and receipt
 clock, in a process of its own; writes `partition offset received_ms` per record to OUT.
 

@@ -18,7 +18,7 @@ Truth at the end is Kafka's DumpLogSegments of every `__transaction_state` parti
 kafka-clients, a TV2 client (KIP-890 part 2: its records carry ClientTransactionVersion 2), riding
 out the restarts (txn_workshop.harness.java_workload.java_transactions_running); and the marker errors
 are held to what the data brokers returned, read over JMX with Kafka's own JmxTool
-(RequestMetrics ErrorsPerSec{request=WriteTxnMarkers}, as tests/integration/test_broker_truth.py
+(RequestMetrics ErrorsPerSec{request=WriteTxnMarkers}, as tests/integration/broker_truth.py
 does). A broker's meters die with it, so each broker's are read just before its stop, after `orders`
 (the data topic) was led away from it (a reordered replica list and a preferred election, what the
 controlled shutdown would do a moment later): from then on it returns no marker error that its

@@ -2,7 +2,7 @@
 whose one fetch waits for the next record, a busy one fetching every interval under load, the followed
 partitions moved between them at their next offsets; the receipt time read after the records are
 taken. Driven by scripted clients; what it costs and how tight the bound stays against a real broker
-is bench/sidecar_cost.py and tests/integration/test_broker_truth.py (P4)."""
+is bench/sidecar_cost.py and tests/integration/broker_truth.py (P4)."""
 
 from __future__ import annotations
 

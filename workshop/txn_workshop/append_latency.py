@@ -1,5 +1,5 @@
 """P4: the exporter's append-latency bound held to the coordinator's own clock, transition by transition
-(tests/integration/test_broker_truth.py on every pinned version; bench/latency_under_load.py under load).
+(tests/integration/broker_truth.py on every pinned version; bench/latency_under_load.py under load).
 
 With `kafka.coordinator.transaction.TransactionStateManager` at TRACE the coordinator logs, for every
 `__transaction_state` append of a state transition (the same text on 3.6 to 4.4, only `<meta>`'s

@@ -49,7 +49,7 @@ _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
 
 # Every live record as received, at DEBUG: what the append-latency bound of each transition was
-# measured from (tests/integration/test_broker_truth.py holds it to the coordinator's own log lines).
+# measured from (tests/integration/broker_truth.py holds it to the coordinator's own log lines).
 _records_log = logging.getLogger(log.name + ".records")
 
 

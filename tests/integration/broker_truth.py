@@ -12,7 +12,9 @@ pinned version: `txn-exporter run --broker-log` against what the brokers themsel
 This is the per-version scenario: each test declares its check of the "Tested on" table (docs/supported-versions.md)
 (tests/tested_on.py), and runs on the rows of that check (`version`, `mode`): every pinned version on
 a KRaft cluster, and the newest and oldest 3.x on a ZooKeeper-mode one too (all but P4). In ZooKeeper
-mode broker 1, started first, is also the cluster's controller.
+mode broker 1, started first, is also the cluster's controller. Two modules collect these tests, the
+3.x rows (test_broker_truth_3x.py) and the 4.x ones (test_broker_truth_4x.py): `make test`
+gives each worker a file at a time, so the rows, minutes each, are split between the two.
 
 Topology (why the data broker is the coordinator): a retriable marker error needs a data partition
 whose in-sync replicas are fewer than its min.insync.replicas, and brokers cap that at the
@@ -64,9 +66,14 @@ DURATION = "kafka_transaction_duration_seconds_count"
 TARGET_STATES = ("EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT")
 
 
-def _rows(*checks: str):
-    """The (version, mode) rows of ``checks``, module-scoped: one cluster per row for every test of it."""
-    return pytest.mark.parametrize(("version", "mode"), tested_on.runs(*checks), scope="module")
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test's rows: those that run all its `tested_on` checks, of the collecting module's MAJOR
+    version only; module-scoped, one cluster per row for every test of it."""
+    if "version" in metafunc.fixturenames:
+        checks = [marker.args[0] for marker in metafunc.definition.iter_markers("tested_on")]
+        major = f"{metafunc.module.MAJOR}."
+        rows = [row for row in tested_on.runs(*checks) if row.values[0].startswith(major)]
+        metafunc.parametrize(("version", "mode"), rows, scope="module")
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +116,6 @@ def _wait_equal(process: ExporterProcess, read, expected, what: str) -> None:
     assert read() == expected, what
 
 
-@_rows("held markers", "marker retries")
 @pytest.mark.tested_on("held markers")
 @pytest.mark.tested_on("marker retries")
 def test_marker_retries_equal_the_write_txn_markers_errors_the_data_broker_returned(cluster, following_the_log):
@@ -160,7 +166,6 @@ def _commit_while_appends_fail(cluster, prepare_commit_errors, tid: str, failure
     assert outcome == [None], outcome
 
 
-@_rows("append errors")
 @pytest.mark.tested_on("append errors")
 def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluster, following_the_log):
     """At INFO the exporter counts the error the coordinator returned, at DEBUG the raw append
@@ -195,7 +200,6 @@ def test_failed_appends_equal_the_end_txn_errors_the_coordinator_returned(cluste
     assert {dict(k)["target_state"] for (n, k) in process.samples() if n == APPEND_ERRORS} == {"PREPARE_COMMIT"}
 
 
-@_rows("counts")
 @pytest.mark.tested_on("counts")
 def test_commits_aborts_and_a_timeout_equal_the_records_kafka_dumps(cluster, following_the_log):
     first, _ = cluster
@@ -257,7 +261,6 @@ P4_BOUND = "P4 bound exceeded"
 
 @pytest.mark.flaky(reruns=1, only_rerun=[P4_BOUND])
 @pytest.mark.alone  # milliseconds measured: the other worker's tests wait (tests/machine.py)
-@_rows("append latency")
 @pytest.mark.tested_on("append latency")
 def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_client(
     cluster, exporter, request, version, tmp_path
