@@ -37,20 +37,21 @@ CHECKS: dict[str, str] = {
     "errors, the final-append retry queue, election and resignation) parse as expected "
     "(tests/sources/test_broker_log_corpus.py)",
     "counts": "commits, aborts and a timeout abort: the exporter's record counts and current states equal "
-    "Kafka's DumpLogSegments of `__transaction_state` (tests/integration/test_broker_truth.py)",
+    "Kafka's DumpLogSegments of `__transaction_state` (tests/integration/broker_truth.py)",
     "held markers": "markers held back: pending 1 with a growing oldest age, 0 after the release "
-    "(tests/integration/test_broker_truth.py)",
+    "(tests/integration/broker_truth.py)",
     "marker retries": "`kafka_transaction_marker_retries_total` by error equals the WriteTxnMarkers errors the data "
-    "broker counted (its RequestMetrics over JMX, Kafka's JmxTool) (tests/integration/test_broker_truth.py)",
+    "broker counted (its RequestMetrics over JMX, Kafka's JmxTool) (tests/integration/broker_truth.py)",
     "append errors": "failed `__transaction_state` appends by target state and error, at INFO and DEBUG, equal the "
-    "EndTxn errors the coordinator counted (JMX) (tests/integration/test_broker_truth.py)",
+    "EndTxn errors the coordinator counted (JMX) (tests/integration/broker_truth.py)",
     "append latency": "every transition the coordinator logged (its TRACE and DEBUG lines) received once and matched; the "
     "append-latency bound at most 5 ms above the coordinator's own at p50 and p99 (or 3 ms above a bare client's in the "
     "same run, where the machine alone makes more), and below it no more often than that client's "
-    "(tests/integration/test_broker_truth.py)",
+    "(tests/integration/broker_truth.py)",
     "coordinator clock": "with the coordinator's DEBUG lines read (its JVM in UTC+05:30, the exporter told nothing), every "
-    "transition, idle and under 16 producers back to back, timed as its `succeeded` line minus the record's CreateTime "
-    "in Kafka's DumpLogSegments, to the ms (tests/integration/test_coordinator_clock.py)",
+    "transition, idle and under 48 Java and librdkafka producers back to back, timed as its `succeeded` line minus the "
+    "record's CreateTime in Kafka's DumpLogSegments, to the ms, by an exporter on a stock server.log and one on "
+    "deploy/'s txn-coordinator.log (tests/integration/test_coordinator_clock.py)",
 }
 PASSED, FAILED, NOT_RUN = "✓", "✗", "-"
 _CELLS = "tested_on_cells"  # the user property a report carries its cells in (to xdist's controller)
