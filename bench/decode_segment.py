@@ -21,7 +21,8 @@ Then, on each file, in one run:
   (a) Kafka's DumpLogSegments --transaction-log-decoder, as kafka-dump-log.sh runs it (a fresh JVM
       with kafka-run-class.sh's default options, stdout to /dev/null; at 3M records its JIT has
       warmed up for most of the run);
-  (b) `txn-exporter decode FILE > /dev/null` (a fresh Python process);
+  (b) `txn-exporter decode FILE > /dev/null` (a fresh Python process); with --also-tree, another
+      exporter package's decode (an older commit's) beside it, the two taking turns run for run;
   (c) in-process bytes -> typed records, `decode_batches` over the file's bytes, pinned to one core;
   (d) the same from the file as `txn-exporter decode` reads it, `read_segment` (pieces of 1 MiB
       read with pread, flat memory), pinned to one core: (d) - (c) is what reading in pieces costs.
@@ -43,6 +44,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -237,11 +239,11 @@ def count_records(data: bytes) -> int:
 # -- measurements ----------------------------------------------------------------------------------
 
 
-def timed_process(cmd: list[str]) -> tuple[float, float, int]:
+def _timed(cmd: list[str], env: dict[str, str] | None) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (user + sys, all threads), peak RSS in KiB; stdout to /dev/null."""
     with open(os.devnull, "wb") as devnull:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=devnull, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=devnull, stdin=subprocess.DEVNULL, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -250,10 +252,28 @@ def timed_process(cmd: list[str]) -> tuple[float, float, int]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def best_of(runs: int, cmd: list[str]) -> tuple[float, float, int]:
-    results = [timed_process(cmd) for _ in range(runs)]
-    wall, cpu, _ = min(results)
-    return wall, cpu, max(r[2] for r in results)
+class Launcher:
+    """Starts the timed processes from a small process of its own, made before this one reads a segment.
+    A child's peak RSS (ru_maxrss) starts at its parent's peak at the fork (the kernel copies the
+    high-water mark and keeps it across exec): forked from here, after a 500 MiB segment was read, every
+    process would show at least that."""
+
+    def __init__(self) -> None:
+        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        self._pool.submit(os.getpid).result()
+
+    def timed(self, cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+        return self._pool.submit(_timed, cmd, env).result()
+
+
+def best_of(launcher: Launcher, runs: int, commands: list[tuple[list[str], dict[str, str] | None]]) -> list[tuple]:
+    """Per command, (best wall, best CPU, highest peak RSS) of `runs`, the commands taking turns in each
+    run (ABAB...), so that a machine slowing down part-way weighs on each alike."""
+    results: list[list[tuple[float, float, int]]] = [[] for _ in commands]
+    for _ in range(runs):
+        for i, (cmd, env) in enumerate(commands):
+            results[i].append(launcher.timed(cmd, env))
+    return [(min(r)[0], min(r)[1], max(x[2] for x in r)) for r in results]
 
 
 def in_process(data: bytes, runs: int) -> tuple[float, float]:
@@ -308,7 +328,17 @@ def main() -> None:
     parser.add_argument("--regenerate", action="store_true", help="write new segments even if cached")
     parser.add_argument("--generate-only", action="store_true", help="write the segments, measure nothing")
     parser.add_argument("--skip-kafka", action="store_true", help="skip DumpLogSegments (a)")
+    parser.add_argument(
+        "--also-tree",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="another exporter package (DIR/exporter, e.g. `git archive REV exporter | tar -x -C DIR`): "
+        "its decode measured as (b) beside ours, run for run",
+    )
     args = parser.parse_args()
+    launcher = Launcher()
     records = args.records or (3_000_000 if args.source == "synthetic" else 1_000_000)
 
     # DumpLogSegments reads the base offset from the file name: keep Kafka's name, one dir per variant.
@@ -330,7 +360,7 @@ def main() -> None:
     print(f"machine: {len(cpus)} cores, {cpu_model()}, Python {platform.python_version()}, best of {args.runs}")
     summary = []
     for origin, segment in segments:
-        summary.append(measure(args, origin, segment, cpus))
+        summary.append(measure(args, launcher, origin, segment, cpus))
     print()
     for line in summary:
         print(line)
@@ -338,7 +368,7 @@ def main() -> None:
     print(f"command: .venv/bin/python bench/decode_segment.py {shlex.join(sys.argv[1:])}".rstrip())
 
 
-def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int]) -> str:
+def measure(args: argparse.Namespace, launcher: Launcher, origin: str, segment: Path, cpus: list[int]) -> str:
     """The three measurements on one file, printed as a table; returns the file's one-line summary."""
     from txn_workshop.harness.jars import tools_libs, tools_version
     from txn_workshop.harness.versions import kafka_version
@@ -361,11 +391,16 @@ def measure(args: argparse.Namespace, origin: str, segment: Path, cpus: list[int
             "--files",
             str(segment),
         ]
-        wall, kafka_cpu, rss = best_of(args.runs, java)
+        ((wall, kafka_cpu, rss),) = best_of(launcher, args.runs, [(java, None)])
         rows.append((f"(a) Kafka {tools_version(args.kafka)} DumpLogSegments, JVM start incl.", wall, kafka_cpu, rss))
-    exporter = [str(ROOT / ".venv" / "bin" / "txn-exporter"), "decode", str(segment)]
-    wall, ours_cpu, rss = best_of(args.runs, exporter)
-    rows.append(("(b) txn-exporter decode, process start incl.", wall, ours_cpu, rss))
+    decode = ["-m", "exporter", "decode", str(segment)]
+    python = str(ROOT / ".venv" / "bin" / "python")
+    trees = [ROOT, *args.also_tree]
+    measured = best_of(launcher, args.runs, [([python, *decode], {**os.environ, "PYTHONPATH": str(t)}) for t in trees])
+    ours_cpu = measured[0][1]
+    rows.append(("(b) txn-exporter decode, process start incl.", *measured[0]))
+    for tree, row in zip(args.also_tree, measured[1:]):
+        rows.append((f"(b) the same, {tree}", *row))
 
     data = segment.read_bytes()
     os.sched_setaffinity(0, {cpus[0]})
