@@ -308,7 +308,9 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
         finally:
             set_logger_level(first, STATE_MANAGER_LOGGER, None)
         assert not counts.errors, counts
-        succeeded, appending = append_latency.coordinator_lines(_server_logs(first), tids, ZONE)
+        succeeded, appending = append_latency.coordinator_lines(
+            append_latency.rolled_logs(first.server_log), tids, ZONE
+        )
         assert len(succeeded) > 3 * counts.commits and set(appending) == set(succeeded)
 
         def observed_all() -> bool:
@@ -338,8 +340,3 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
         assert append_latency.percentile([m.excess_ms for m in ours], q) <= ceiling, (P4_BOUND, q, figures)
     early, bare_early = (sum(m.excess_ms < 0 for m in matched) for matched in (ours, bare))
     assert early <= bare_early + len(ours) / 100, figures
-
-
-def _server_logs(broker: KafkaBroker) -> list:
-    """Its server.log and the files rolled from it, oldest first."""
-    return sorted(broker.logs_dir.glob("server.log*"), key=lambda log: log.stat().st_mtime)

@@ -49,7 +49,7 @@ def test_the_coordinators_file_of_its_own_times_every_transition_and_server_log_
         with transactions_running(broker.bootstrap_servers, "plain", IDS, pause_s=0.1) as counts:
             process.wait_for(lambda: counts.commits + counts.aborts >= 30, 60, "30 transactions")
         tids = set(IDS)
-        succeeded, _ = append_latency.coordinator_lines(sorted(broker.logs_dir.glob("txn-coordinator.log*")), tids)
+        succeeded, _ = append_latency.coordinator_lines(append_latency.rolled_logs(coordinator_log), tids)
         created = append_latency.dumped_create_times(broker.dump_transaction_log(), tids)
         truth = {t: max(0, succeeded[t] - created[t]) for t in succeeded}
         assert len(truth) >= 3 * 30

@@ -53,13 +53,16 @@ PREPARE = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 CHECK = "coordinator clock"
 
 
-def _server_log_at_debug(version: str, into: Path) -> Path:
-    """deploy's logging configuration for ``version`` without server.log's INFO threshold."""
-    lines = (DEPLOY / kafka_version(version).log4j_config).read_text().splitlines()
+def _server_log_at_debug(version: str, directory: Path) -> Path:
+    """deploy's logging configuration for ``version`` without server.log's INFO threshold, written
+    into ``directory``."""
+    name = kafka_version(version).log4j_config
+    lines = (DEPLOY / name).read_text().splitlines()
     kept = [line for line in lines if not line.startswith(THRESHOLDS)]
     assert len(lines) - len(kept) in (1, 2), "deploy's server.log threshold is no longer where this test takes it out"
-    into.write_text("\n".join(kept) + "\n")
-    return into
+    config = directory / name
+    config.write_text("\n".join(kept) + "\n")
+    return config
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,7 @@ def broker(version, mode, kafka_broker_factory, tmp_path_factory):
     kafka = KafkaBroker(
         version,
         workdir=workdir,
-        logging_config=_server_log_at_debug(version, workdir / kafka_version(version).log4j_config),
+        logging_config=_server_log_at_debug(version, workdir),
         transaction_state_partitions=4,
         timezone=ZONE,
         mode=mode,
@@ -119,8 +122,7 @@ def test_the_coordinators_clock_times_every_append_as_the_coordinator_did(broker
     figures: dict[str, object] = {"load transactions/s, median of whole seconds": statistics.median(per_second)}
     for name, path in files.items():
         process = processes[name]
-        logs = sorted(path.parent.glob(f"{path.name}*"), key=lambda log: log.stat().st_mtime)
-        succeeded, _ = append_latency.coordinator_lines(logs, tids, ZONE)
+        succeeded, _ = append_latency.coordinator_lines(append_latency.rolled_logs(path), tids, ZONE)
         assert set(succeeded) <= set(created), f"{name}: a transition the coordinator logged that Kafka's dump lacks"
         truth = {t: max(0, succeeded[t] - created[t]) for t in succeeded}
         process.wait_for(

@@ -111,6 +111,13 @@ def _transition(tid: str, meta: str, seen: dict[_Key, int]) -> Transition:
     return _numbered((tid, state, values["producer_id"], values["producer_epoch"], values["last_update_ms"]), seen)
 
 
+def rolled_logs(log: Path) -> list[Path]:
+    """``log`` and the files rolled from it (``log``.1, ``log``.<date>...), oldest first, as
+    coordinator_lines takes them: by modification time, which orders log4j's numbered and dated
+    rollovers alike."""
+    return sorted(log.parent.glob(f"{log.name}*"), key=lambda path: path.stat().st_mtime)
+
+
 def coordinator_lines(
     logs: list[Path], tids: set[str], zone: str | None = None
 ) -> tuple[dict[Transition, int], dict[Transition, int]]:
