@@ -18,6 +18,7 @@ declare ``@pytest.mark.tested_on(check)``: their outcomes make the Tested-on tab
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,13 @@ from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
 
 MAX_JVMS = 2
+
+# Every JVM the tests start (brokers, ZooKeeper, Kafka's tools, Spark, Streams apps, Maven) compiles
+# with C1 only: they live seconds to minutes, and C2's compiler threads were a third of their CPU on
+# CI's two cores (a broker's start, a small workload and stop: 17.5 CPU s, 10 with C1 only). The java
+# launcher reads this variable and says so on stderr ("NOTE: Picked up JDK_JAVA_OPTIONS"). Benchmarks
+# do not load this file: the brokers they measure compile as users' do.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 def _broker_params() -> dict[str, tuple[str, int | None]]:
