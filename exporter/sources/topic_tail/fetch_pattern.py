@@ -25,6 +25,10 @@ OWNED_SETTINGS = {
     "enable.auto.offset.store": False,
     # The topic is not transactional; read_uncommitted avoids waiting on an LSO that never lags.
     "isolation.level": "read_uncommitted",
+    # A position below the log start (records removed before they were read) resumes at the oldest
+    # record left, as OFFSET_BEGINNING would, never at the end (librdkafka's default), which would
+    # skip records: positions are handed over as numbers (see _hand_over).
+    "auto.offset.reset": "earliest",
 }
 # Client settings users may override. librdkafka (2.1+) stops fetching a partition whose local queue
 # holds over queued.min.messages for fetch.queue.backoff.ms, 1 s by default: a replay drained that
@@ -174,7 +178,10 @@ class FetchPattern:
 
     def wait(self, timeout: float) -> float:
         """How long a poll may wait for its first record: no longer than the resolution while a
-        COMPLETE_* record is due (see nudge)."""
+        COMPLETE_* record is due (see nudge); fetching for freshness, as long as the held fetch (its
+        records end the wait, and nothing else is due sooner): an idle exporter wakes half as often."""
+        if self.fresh:
+            return max(timeout, self._fresh_wait_ms / 1000)
         return min(timeout, self.resolution_ms / 1000) if self._prepared else timeout
 
     def close(self) -> bool:
@@ -364,8 +371,12 @@ class FetchPattern:
                 log.debug("cannot read metadata of %s before fetching: %s", TOPIC, e)
         if partitions:
             self.consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
+            # Offset 0 as a number, not OFFSET_BEGINNING: a partition assigned a logical offset is
+            # looked up first (ListOffsets), and one handed on before that answer came kept being
+            # fetched by the consumer it left (librdkafka 2.16: an idle exporter's empty partitions,
+            # moved idle -> fresh at start, fetched 10 times a second besides the fresh fetch's 2).
             consumer.incremental_assign(
-                [TopicPartition(TOPIC, p, positions.get(p) or OFFSET_BEGINNING) for p in partitions]
+                [TopicPartition(TOPIC, p, positions.get(p, OFFSET_BEGINNING)) for p in partitions]
             )
         self.consumer = consumer
         self._fetching = name
