@@ -4,16 +4,34 @@ bounded stop, and the end of its log for an error message."""
 from __future__ import annotations
 
 import ctypes
+import random
 import signal
 import socket
 import subprocess
 from pathlib import Path
 
+# Ports are drawn from here up to the kernel's ephemeral range, which they stay out of.
+LOWEST_PORT = 10_000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing is bound to, below the kernel's ephemeral range. bind(0) takes one from
+    that range, from which every outgoing connection's local port comes too: a broker restarted on its
+    kept port (KafkaBroker.restart) found it taken by a client's connection, and failed to start."""
+    try:
+        first_ephemeral = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 32768  # Linux's default
+    for _ in range(100):
+        port = random.randrange(LOWEST_PORT, max(first_ephemeral, LOWEST_PORT + 1))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free loopback port in {LOWEST_PORT}-{first_ephemeral - 1}")
 
 
 def die_with_parent() -> None:
