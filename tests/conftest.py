@@ -35,7 +35,7 @@ from txn_workshop.harness.versions import FULL_SUITE_VERSIONS, kafka_version
 MAX_JVMS = 2
 
 # Every JVM the tests start (brokers, ZooKeeper, Kafka's tools, Spark, Streams apps, Maven) compiles
-# with C1 only: they live seconds to minutes, and C2's compiler threads were a third of their CPU on
+# with C1 only: they live seconds to minutes, and compiling with C2 took over a third of their CPU on
 # CI's two cores (a broker's start, a small workload and stop: 17.5 CPU s, 10 with C1 only). The java
 # launcher reads this variable and says so on stderr ("NOTE: Picked up JDK_JAVA_OPTIONS"). Benchmarks
 # do not load this file: the brokers they measure compile as users' do.

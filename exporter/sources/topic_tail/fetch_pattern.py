@@ -179,7 +179,7 @@ class FetchPattern:
     def wait(self, timeout: float) -> float:
         """How long a poll may wait for its first record: no longer than the resolution while a
         COMPLETE_* record is due (see nudge); fetching for freshness, as long as the held fetch (its
-        records end the wait, and nothing else is due sooner): an idle exporter wakes half as often."""
+        records end the wait, and nothing else is due sooner): idle, 2 wake-ups a second, not 5."""
         if self.fresh:
             return max(timeout, self._fresh_wait_ms / 1000)
         return min(timeout, self.resolution_ms / 1000) if self._prepared else timeout
