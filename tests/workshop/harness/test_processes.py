@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
-from txn_workshop.harness.processes import LOWEST_PORT, free_port
+from txn_workshop.harness.processes import LOWEST_PORT, first_ephemeral_port, free_port
 
 
 def test_free_ports_are_bindable_and_below_the_ephemeral_range_clients_draw_from() -> None:
-    first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    first_ephemeral = first_ephemeral_port()
     for _ in range(20):
         port = free_port()
         assert LOWEST_PORT <= port < first_ephemeral

@@ -4,6 +4,7 @@ bounded stop, and the end of its log for an error message."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import random
 import signal
 import socket
@@ -12,26 +13,31 @@ from pathlib import Path
 
 # Ports are drawn from here up to the kernel's ephemeral range, which they stay out of.
 LOWEST_PORT = 10_000
-_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+@functools.cache
+def first_ephemeral_port() -> int:
+    """The lowest port the kernel gives an outgoing connection (or a bind to port 0)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def free_port() -> int:
     """A loopback port nothing is bound to, below the kernel's ephemeral range. bind(0) takes one from
     that range, from which every outgoing connection's local port comes too: a broker restarted on its
     kept port (KafkaBroker.restart) found it taken by a client's connection, and failed to start."""
-    try:
-        first_ephemeral = int(_EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        first_ephemeral = 32768  # Linux's default
+    highest = max(first_ephemeral_port(), LOWEST_PORT + 1)
     for _ in range(100):
-        port = random.randrange(LOWEST_PORT, max(first_ephemeral, LOWEST_PORT + 1))
+        port = random.randrange(LOWEST_PORT, highest)
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise OSError(f"no free loopback port in {LOWEST_PORT}-{first_ephemeral - 1}")
+    raise OSError(f"no free loopback port in {LOWEST_PORT}-{highest - 1}")
 
 
 def die_with_parent() -> None:
