@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -17,18 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
+from txn_workshop.harness.processes import free_port
+
 
 def require(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
         pytest.fail(f"{tool} is not on PATH: run scripts/setup (installs prometheus and prometheus-alertmanager)")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(url: str, data: bytes | None = None, timeout: float = 10) -> Any:

@@ -2,7 +2,6 @@
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -17,6 +16,7 @@ from exporter.pipeline.backfill import write_openmetrics
 from exporter.pipeline.report import write_report
 from exporter.pipeline.sources import segment_input
 from tests.pipeline.builders import Log, S
+from txn_workshop.harness.processes import free_port
 
 pytestmark = pytest.mark.spark
 T0 = 1_795_000_000_000  # a fixed instant (epoch ms), so every run builds the same logs
@@ -121,9 +121,7 @@ def test_backfill_loads_into_prometheus_and_answers_history(spark, built, tmp_pa
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text("global: {}\n")
     server = subprocess.Popen(
@@ -188,9 +186,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch):
     (tmp_path / "empty").mkdir()
     assert main(["pipeline", "build", "--out", str(tmp_path / "o"), "--segments", f"a={tmp_path}/empty"]) == 2
     assert "no __transaction_state segment files" in capsys.readouterr().err
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens there
+    port = free_port()  # nothing listens there
     assert (
         main(["pipeline", "build", "--out", str(tmp_path / "o"), "--kafka", f"prod=127.0.0.1:{port}", "--quiet"]) == 2
     )
