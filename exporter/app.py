@@ -32,21 +32,24 @@ from exporter.sources import peer_exporters
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.consumer_groups import ConsumerGroupsSource
+from exporter.sources.file_watch import FileWatch
 from exporter.sources.kafka_admin import import_kafka_python
 from exporter.sources.topic_tail import TransactionLogTail
 from exporter.view import endpoint
 
 log = logging.getLogger("txn_exporter")
-# The broker log is read every BROKER_LOG_POLL_SECONDS after a read that brought an event (a failed
-# append, a marker retry, a coordinator change); after one that did not, the wait doubles up to
-# BROKER_LOG_QUIET_POLL_SECONDS. Each read is a few system calls (the file's identity, size and
-# rotations), which cost an idle exporter 0.002 cores at 10 a second (bench/cluster_cost.py, the idle
-# cluster). Growth alone does not count: at DEBUG, which --broker-log needs, the coordinator writes
-# a line for every transition it appends, and reading them 10 times a second cost 3.0 ms of CPU a
-# second at 200 transactions/s, 2 of them the reads' own (docs/benchmarks.md, "The broker log's
-# reads"). An event is then counted up to a second after its line is written.
+# The broker log is read when its file changes (exporter.sources.file_watch), at most every
+# BROKER_LOG_POLL_SECONDS after a read that brought an event (a failed append, a marker retry, a
+# coordinator change); after one that did not, that least wait doubles up to
+# BROKER_LOG_QUIET_POLL_SECONDS. Growth alone does not count: at DEBUG, which --broker-log needs, the
+# coordinator writes a line for every transition it appends, and reading them 10 times a second cost
+# 3.0 ms of CPU a second at 200 transactions/s, 2 of them the reads' own (docs/benchmarks.md, "The
+# broker log's reads"). An event is then counted up to a second after its line is written. Where the
+# file's changes cannot be watched, it is read after each such wait, changed or not; watched, at least
+# every BROKER_LOG_WATCHED_POLL_SECONDS.
 BROKER_LOG_POLL_SECONDS = 0.1
 BROKER_LOG_QUIET_POLL_SECONDS = 1.0
+BROKER_LOG_WATCHED_POLL_SECONDS = 5.0
 # On Ctrl-C or SIGTERM, how long a thread still inside a Kafka request (a metadata request, the
 # hanging scan's client connecting) is waited for before the process exits without it.
 STOP_GRACE_SECONDS = 1.0
@@ -157,9 +160,10 @@ class Exporter:
     def serve(self, stop: threading.Event) -> None:
         """Polls the sources and feeds the model until `stop` is set."""
         threads = []
-        if self.broker_logs:
+        watch = FileWatch(broker_log.path for broker_log in self.broker_logs) if self.broker_logs else None
+        if watch is not None:
             threads.append(
-                threading.Thread(target=self.follow_broker_logs, args=(stop,), name="broker-log", daemon=True)
+                threading.Thread(target=self.follow_broker_logs, args=(stop, watch), name="broker-log", daemon=True)
             )
         if self.settings.hanging_scan_interval_seconds > 0:
             threads.append(threading.Thread(target=self.scan_hanging, args=(stop,), name="hanging-scan", daemon=True))
@@ -185,8 +189,12 @@ class Exporter:
         finally:
             self._polling = False
             stop.set()
+            if watch is not None:
+                watch.wake()
             for thread in threads:
                 thread.join(STOP_GRACE_SECONDS)  # a scan still connecting is a daemon: left behind
+            if watch is not None and not any(thread.is_alive() for thread in threads):
+                watch.close()
 
     def scan_hanging(self, stop: threading.Event) -> None:
         """Every hanging_scan_interval_seconds, one bounded round of exporter.sources.hanging_scan over the
@@ -232,9 +240,9 @@ class Exporter:
         if scanner is not None:
             scanner.close()
 
-    def follow_broker_logs(self, stop: threading.Event) -> None:
-        """Polls the broker log files every BROKER_LOG_POLL_SECONDS, less often while they bring no
-        event (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set."""
+    def follow_broker_logs(self, stop: threading.Event, watch: FileWatch) -> None:
+        """Reads the broker log files when they change, at most every BROKER_LOG_POLL_SECONDS, less
+        often while they bring no event (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set."""
         failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
         wait = BROKER_LOG_POLL_SECONDS
         # Read at least twice within the freshness: a `succeeded` line times its record no later.
@@ -251,12 +259,15 @@ class Exporter:
                 else:
                     failing.discard(n)
             if events:  # (any line read makes one: the lines' count)
+                watch.read_found_lines()
                 self.model.apply_batch(events, int(time.time() * 1000))
                 if any(type(event) is CoordinatorChanged for event in events):
                     self.tail.refresh_ownership_soon()
             wait = next_broker_log_wait(wait, events, quiet)
             if stop.wait(wait):
                 return
+            if watch.watching():
+                watch.wait(BROKER_LOG_WATCHED_POLL_SECONDS)
 
     def stop(self) -> bool:
         """Stops serving and closes the sources; returns whether the Kafka clients were closed (not if

@@ -1,0 +1,123 @@
+"""exporter.sources.file_watch on this machine's kernel: what ends a wait, and what does not."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from exporter.sources import file_watch
+from exporter.sources.file_watch import FileWatch
+
+LONG = 30.0  # a wait that returns is ended by the change, not by this
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Path:
+    path = tmp_path / "txn-coordinator.log"
+    path.write_text("")
+    return path
+
+
+def _watch(path: Path) -> FileWatch:
+    watch = FileWatch([path])
+    assert watch.watching()
+    return watch
+
+
+def _later(action, seconds: float = 0.1) -> None:
+    threading.Timer(seconds, action).start()
+
+
+def test_an_append_to_the_followed_file_ends_the_wait(log_file: Path) -> None:
+    watch = _watch(log_file)
+    _later(lambda: log_file.open("a").write("[2026-11-29 01:00:00,000] DEBUG a line\n"))
+    assert watch.wait(LONG) is True
+    watch.close()
+
+
+def test_another_file_in_its_directory_does_not(log_file: Path) -> None:
+    watch = _watch(log_file)
+    (log_file.parent / "controller.log").write_text("a line\n")
+    started = time.monotonic()
+    assert watch.wait(0.2) is False
+    assert time.monotonic() - started >= 0.2  # the other file's notice did not end it
+    watch.close()
+
+
+@pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
+def test_a_rotation_ends_the_wait(log_file: Path, rotation: str) -> None:
+    log_file.write_text("old line\n")
+    watch = _watch(log_file)
+    if rotation == "rename":
+        log_file.rename(log_file.with_name(log_file.name + ".1"))
+    else:
+        log_file.with_name(log_file.name + ".1").write_bytes(log_file.read_bytes())
+        os.truncate(log_file, 0)
+    assert watch.wait(LONG) is True
+    watch.close()
+
+
+def test_a_directory_not_there_yet_is_watched_once_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "server.log"
+    watch = FileWatch([path])
+    assert not watch.watching()
+    started = time.monotonic()
+    assert watch.wait(0.2) is False  # a plain timeout meanwhile
+    assert time.monotonic() - started >= 0.2
+    path.parent.mkdir()
+    assert watch.watching()
+    _later(lambda: path.write_text("a line\n"))
+    assert watch.wait(LONG) is True
+    watch.close()
+
+
+def test_wake_ends_this_wait_and_every_later_one(log_file: Path) -> None:
+    watch = _watch(log_file)
+    _later(watch.wake)
+    started = time.monotonic()
+    assert watch.wait(LONG) is False
+    assert watch.wait(LONG) is False
+    assert time.monotonic() - started < LONG
+    watch.close()
+
+
+def test_lines_no_notice_announced_turn_the_waits_into_timeouts(log_file: Path) -> None:
+    watch = _watch(log_file)
+    assert watch.wait(0.05) is False
+    watch.read_found_lines()  # as on NFS: the reader found lines the kernel never announced
+    assert not watch.watching()
+    watch.close()
+
+
+def test_lines_written_just_after_a_wait_ended_keep_the_notices_trusted(log_file: Path) -> None:
+    watch = _watch(log_file)
+    assert watch.wait(0.05) is False
+    log_file.write_text("a line written between the wait's end and the read\n")
+    watch.read_found_lines()
+    assert watch.watching()
+    assert watch.wait(LONG) is True  # the notice taken meanwhile is not lost
+    watch.close()
+
+
+def test_a_line_announced_keeps_the_notices_trusted(log_file: Path) -> None:
+    watch = _watch(log_file)
+    log_file.write_text("a line\n")
+    assert watch.wait(LONG) is True
+    watch.read_found_lines()
+    assert watch.watching()
+    watch.close()
+
+
+def test_without_inotify_a_wait_is_a_timeout(log_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_watch, "_inotify", lambda: None)
+    watch = FileWatch([log_file])
+    assert not watch.watching()
+    log_file.write_text("a line\n")
+    started = time.monotonic()
+    assert watch.wait(0.2) is False
+    assert time.monotonic() - started >= 0.2
+    watch.close()
