@@ -178,10 +178,12 @@ class FetchPattern:
 
     def wait(self, timeout: float) -> float:
         """How long a poll may wait for its first record: no longer than the resolution while a
-        COMPLETE_* record is due (see nudge); fetching for freshness, as long as the held fetch (its
-        records end the wait, and nothing else is due sooner): idle, 2 wake-ups a second, not 5."""
+        COMPLETE_* record is due (see nudge); fetching for freshness, the freshness (records end the
+        wait, and nothing else is due sooner). confluent-kafka wakes every 200 ms inside a poll to
+        look for signals, so a longer poll saves only the loop's turns: idle, 5 wake-ups a second
+        and 1 turn (a poll as long as the held fetch woke 6 times for 2 turns)."""
         if self.fresh:
-            return max(timeout, self._fresh_wait_ms / 1000)
+            return max(timeout, 2 * self._fresh_wait_ms / 1000)
         return min(timeout, self.resolution_ms / 1000) if self._prepared else timeout
 
     def close(self) -> bool:
