@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+_CPUCLOCK_SCHED = 2  # <linux/posix-timers.h>: the clock of CPU time run
 
 
 def _stat_fields(path: str) -> tuple[str, list[str]]:
@@ -28,9 +29,16 @@ def _stat_fields(path: str) -> tuple[str, list[str]]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of the whole process (every thread, exited ones included)."""
-    _, fields = _stat_fields(f"/proc/{pid}/stat")
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    """The CPU time of the whole process (every thread, exited ones included), to the nanosecond: its
+    CPU-time clock, whose id Linux makes of the pid ((~pid << 3) | CPUCLOCK_SCHED, as
+    clock_getcpuclockid(3) does). /proc's utime + stime count 10 ms ticks: an idle exporter's 16 s
+    window holds 2 or 3 of them, 0.0012 or 0.0019 cores for the same process. Ticks where the clock
+    cannot be read."""
+    try:
+        return time.clock_gettime((~pid << 3) | _CPUCLOCK_SCHED)
+    except OSError:
+        _, fields = _stat_fields(f"/proc/{pid}/stat")
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
