@@ -375,8 +375,9 @@ def test_each_kind_of_connection_failure_is_logged_once_then_at_a_slowing_rate(f
 
 def test_for_freshness_a_third_consumer_fetches_twice_within_it_without_nudges_and_load_moves_nothing(fetching):
     """The coordinator's clock times the appends: the partitions move, at their next offsets, to a
-    consumer made then, whose fetch is held half the freshness; a PREPARE_* nudges nothing; load does
-    not move them to the busy consumer; back to the fetch clock, the idle consumer has them again."""
+    consumer made then, whose fetch is held half the freshness, and the busy one is closed; a
+    PREPARE_* nudges nothing; load moves nothing; back to the fetch clock, the idle consumer has them
+    again, and a busy one is made again."""
     tail, made, clock = fetching.tail, fetching.made, fetching.clock
     idle, busy = made
     idle.queued.append(Message(1, 0))
@@ -400,7 +401,17 @@ def test_for_freshness_a_third_consumer_fetches_twice_within_it_without_nudges_a
     clock.now += 1
     tail.poll(timeout=0)
     assert fresh.assigned == set(range(PARTITIONS)) and busy.assigned == set() and not tail.busy
+    _wait_until(lambda: busy.closed)  # the fresh consumer stands in for it: closed by the errands' thread
     tail.fetch_for_freshness(False)
     assert idle.assigned == set(range(PARTITIONS)) and fresh.assigned == set() and idle.offsets[3] == 300
+    again = made[3]  # the busy consumer made again, before a load needs it
+    assert again.settings["fetch.wait.max.ms"] == busy.settings["fetch.wait.max.ms"] and not again.closed
     tail.close()
-    assert fresh.closed
+    assert fresh.closed and again.closed
+
+
+def _wait_until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within 10 s"
+        time.sleep(0.01)

@@ -81,7 +81,10 @@ DEFAULT_SETTINGS = {
 # - fresh: while the coordinator's own clock times the appends (exporter.model.append_clock), the
 #   fetches time nothing, and only freshness matters: one fetch held half the freshness (a min.bytes
 #   never reached), about two a second at any load and idle, no nudges, no high-watermark errands;
-#   replays too. Made at its first use: an exporter without --broker-log never has it.
+#   replays too. Made at its first use: an exporter without --broker-log never has it. Meanwhile the
+#   busy consumer, which the fresh one stands in for, is closed (idle, each librdkafka client's
+#   threads wake once a second each: 5 of them beside a 3-node cluster) and made again on the way
+#   back, before the records of that moment need it.
 _IDLE_WAIT_MS = 100
 BUSY_MIN_BYTES = 1 << 20
 IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
@@ -117,10 +120,11 @@ class FetchPattern:
         self._idle_below = IDLE_BELOW * self._busy_from
         self._idle = self._make_consumer("idle", IDLE_SETTINGS)
         # Made now, not at the first load: a new client's first fetch waits for its connections and
-        # metadata, which the records of that moment would wait for too.
-        self._busy = self._make_consumer(
-            "busy", {"fetch.min.bytes": BUSY_MIN_BYTES, "fetch.wait.max.ms": latency_resolution_ms}
-        )
+        # metadata, which the records of that moment would wait for too. None while fetching for
+        # freshness (see the modes, above).
+        self._busy_settings = {"fetch.min.bytes": BUSY_MIN_BYTES, "fetch.wait.max.ms": latency_resolution_ms}
+        self._busy: Consumer | None = self._make_consumer("busy", self._busy_settings)
+        self._retiring: list[Consumer] = []  # closed by the errands' thread (see _errand)
         self._fresh_wait_ms = max(1, freshness_ms // 2)
         self._fresh: Consumer | None = None
         self.consumer = self._idle  # the one assigned the followed partitions
@@ -172,8 +176,17 @@ class FetchPattern:
                 TOPIC,
                 self._fresh_wait_ms,
             )
+            if self._busy is not None:
+                # On the errands' thread, which may be inside a request of this client's (a nudge).
+                self._knows_leaders.discard(id(self._busy))
+                self._retiring.append(self._busy)
+                self._busy = None
+                self._errand("retire")
         else:
             self._hand_over(self._idle, sorted(followed), positions, "idle")
+            if self._busy is None:
+                self._busy = self._make_consumer("busy", self._busy_settings)
+                self._errand("metadata")  # the consumer not fetching is the busy one again
             log.info("idle: one fetch of %s held until a record is appended (the fetch clock times the appends)", TOPIC)
 
     def wait(self, timeout: float) -> float:
@@ -196,10 +209,9 @@ class FetchPattern:
             self._errands.join(METADATA_TIMEOUT_SECONDS + 1)
             if self._errands.is_alive():
                 return False
-        self._idle.close()
-        self._busy.close()
-        if self._fresh is not None:
-            self._fresh.close()
+        for consumer in (self._idle, self._busy, self._fresh, *self._retiring):
+            if consumer is not None:
+                consumer.close()
         return True
 
     def _make_consumer(self, name: str, fetching: dict[str, Any]) -> Consumer:
@@ -317,9 +329,10 @@ class FetchPattern:
     def _errand(self, what: str) -> None:
         """Has the consumer not fetching do `what` ("metadata": read the topic's leaders, "nudge": ask
         the partition's high watermark, see nudge; "watermarks": the replaying partitions', see
-        ask_high_watermarks) from a thread of its own: a request's round trip on the poll's thread
-        delays the records of the poll, and a stalled broker would hold them for its timeout (an
-        errand still pending is not doubled)."""
+        ask_high_watermarks; "retire": close the clients set aside, see fetch_for_freshness) from a
+        thread of its own: a request's round trip on the poll's thread delays the records of the
+        poll, and a stalled broker would hold them for its timeout (an errand still pending is not
+        doubled)."""
         if self._errands is None:
             self._errands = threading.Thread(target=self._run_errands, name="topic-errands", daemon=True)
             self._errands.start()
@@ -332,19 +345,24 @@ class FetchPattern:
             self._errand_wanted.clear()
             if self._closing:
                 return
-            other = self._busy if self.consumer is self._idle else self._idle
-            for what in ("metadata", "nudge", "watermarks"):
+            busy = self._busy
+            other = busy if self.consumer is self._idle and busy is not None else self._idle
+            for what in ("metadata", "nudge", "watermarks", "retire"):
                 if what not in self._errands_wanted or self._closing:
                     continue
                 self._errands_wanted.discard(what)
                 try:
-                    if what == "metadata":
+                    if what == "retire":
+                        while self._retiring:
+                            self._retiring.pop().close()
+                    elif what == "metadata":
                         other.list_topics(TOPIC, timeout=METADATA_TIMEOUT_SECONDS)
                         self._knows_leaders.add(id(other))
                     elif what == "nudge":
-                        self._busy.get_watermark_offsets(
-                            TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
-                        )
+                        if busy is not None:  # (None: fetching for freshness since it was asked)
+                            busy.get_watermark_offsets(
+                                TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
+                            )
                     else:
                         listed = other.offsets_for_times(latest_offsets(self._asked), timeout=_NUDGE_TIMEOUT_SECONDS)
                         at_ms = int(self._clock() * 1000)
@@ -354,6 +372,8 @@ class FetchPattern:
 
     def go_busy(self, why: str, moving: list[int], positions: Mapping[int, int]) -> None:
         """Moves the assigned partitions `moving` to the busy consumer (see _hand_over)."""
+        if self._busy is None:  # (fetching for freshness, where nothing calls this)
+            self._busy = self._make_consumer("busy", self._busy_settings)
         self._hand_over(self._busy, moving, positions, "busy")
         log.info("busy (%s): fetching %s every %d ms", why, TOPIC, self.resolution_ms)
 
