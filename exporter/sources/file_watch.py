@@ -43,13 +43,14 @@ class FileWatch:
     def __init__(self, paths: Iterable[str | Path]) -> None:
         self._names: dict[bytes, set[bytes]] = {}  # directory -> the followed files' names in it
         for path in paths:
-            path = Path(path)
+            # Resolved: two spellings of one directory get one watch descriptor.
+            path = Path(path).resolve()
             self._names.setdefault(os.fsencode(path.parent), set()).add(os.fsencode(path.name))
         self._watched: dict[int, bytes] = {}  # watch descriptor -> its directory
         self._fd = _inotify()
         self._trusted = self._fd is not None
         self._waited_in_vain = False  # the last wait ended with no notice
-        self._pending = False  # a notice taken by read_found_lines, for the next wait
+        self._pending = False  # the next wait ends at once (a notice taken early, a watch added)
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_write, False)
 
@@ -108,6 +109,8 @@ class FileWatch:
             wd = _libc().inotify_add_watch(self._fd, directory, _MASK)
             if wd >= 0:  # else not there yet, or refused: tried again at the next wait
                 self._watched[wd] = directory
+                # What was written before the watch has no notice: the next wait ends at once.
+                self._pending = True
 
     def _changed(self) -> bool:
         """Reads the pending notices: whether one is about a followed file (or notices were lost)."""

@@ -25,6 +25,7 @@ def log_file(tmp_path: Path) -> Path:
 def _watch(path: Path) -> FileWatch:
     watch = FileWatch([path])
     assert watch.watching()
+    assert watch.wait(LONG) is True  # a new watch's first wait ends at once (see below)
     return watch
 
 
@@ -69,7 +70,9 @@ def test_a_directory_not_there_yet_is_watched_once_it_is(tmp_path: Path) -> None
     assert watch.wait(0.2) is False  # a plain timeout meanwhile
     assert time.monotonic() - started >= 0.2
     path.parent.mkdir()
+    path.write_text("a line written before the watch\n")
     assert watch.watching()
+    assert watch.wait(LONG) is True  # at once: what came before the watch has no notice
     _later(lambda: path.write_text("a line\n"))
     assert watch.wait(LONG) is True
     watch.close()
@@ -108,6 +111,13 @@ def test_a_line_announced_keeps_the_notices_trusted(log_file: Path) -> None:
     log_file.write_text("a line\n")
     assert watch.wait(LONG) is True
     watch.read_found_lines()
+    assert watch.watching()
+    watch.close()
+
+
+def test_two_spellings_of_one_directory_are_one_watch(log_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(log_file.parent.parent)
+    watch = FileWatch([log_file, Path(log_file.parent.name) / "server.log"])
     assert watch.watching()
     watch.close()
 
