@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.cluster_readers import BareReader, records_read, start_exporters, stop_exporters
 from bench.cluster_report import CARRIED, print_overview, print_table, print_window, summarize
 from bench.exporter_process import VENV_BIN, Exporter, latency_quantiles, records_total
-from bench.proc_stats import loadavg, measure, thread_cores, thread_cpu
+from bench.proc_stats import jvm_thread_names, loadavg, measure, thread_cores, thread_cpu, thread_group_cores
 from bench.three_broker_cluster import (
     NODES,
     balanced_prefix,
@@ -95,10 +95,12 @@ def window(
     r0 = requests_served(brokers)
     m0 = [records_read(e) for e in exporters]
     th0 = [thread_cpu(e.proc.pid) for e in exporters]
+    jvm0 = jvm_threads(brokers)
     logged0 = [coordinator_log_bytes(b) for b in brokers]
     w = measure(pids, seconds, load)
     logged1 = [coordinator_log_bytes(b) for b in brokers]
     th1 = [thread_cpu(e.proc.pid) for e in exporters]
+    jvm1 = jvm_threads(brokers)
     ends = [window_end(e) for e in exporters]
     r1 = requests_served(brokers)
     per_broker = {}
@@ -107,6 +109,9 @@ def window(
         n = broker.node_id
         per_broker[str(n)] = {
             "cores": w.cpu[f"broker-{n}"] / w.seconds,
+            "threads": thread_group_cores(
+                jvm0.get(n, {}), jvm1.get(n, {}), thread_names(broker, jvm1.get(n, {})), w.seconds
+            ),
             "exporter_cores": w.cpu[f"exporter-{n}"] / w.seconds if exporters else None,
             "exporter_threads": split_threads(th0[i], th1[i], w.seconds) if exporters else None,
             "records_per_s": (ends[i][0] - m0[i]) / w.seconds if exporters else None,
@@ -124,6 +129,27 @@ def window(
         "load_cores": w.cpu["load"] / w.seconds,
         "brokers": per_broker,
     }
+
+
+_JVM_NAMES: dict[int, dict[int, str]] = {}  # broker pid -> its threads' Java names (they do not change)
+
+
+def thread_names(broker: KafkaBroker, threads: dict[int, tuple[str, float]]) -> dict[int, str]:
+    """The broker's threads' Java names, asked of the JVM (jcmd, outside the window) only when a
+    thread is new."""
+    if not broker._proc:
+        return {}
+    names = _JVM_NAMES.setdefault(broker._proc.pid, {})
+    if not set(threads) <= set(names):
+        names.update(jvm_thread_names(broker._proc.pid))
+        # Threads Java does not list (the launcher's) keep /proc's name, and are not asked for again.
+        names.update({tid: comm for tid, (comm, _) in threads.items() if tid not in names})
+    return names
+
+
+def jvm_threads(brokers: list[KafkaBroker]) -> dict[int, dict[int, tuple[str, float]]]:
+    """Each running broker's threads' CPU (thread_cpu), by node id."""
+    return {b.node_id: thread_cpu(b._proc.pid) for b in brokers if b._proc}
 
 
 def split_threads(

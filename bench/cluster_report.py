@@ -95,6 +95,7 @@ def summarize(windows: list[dict], variant: str, asked: float) -> dict[str, dict
             for k in kinds
         }
         out[n] = {
+            "broker_extra_threads": extra_by_thread(on, off),
             "pairs": len(pairs),
             "carried": carried,
             "achieved_per_s": {kind: round(a, 1) for kind, a in achieved.items()},
@@ -121,6 +122,20 @@ def summarize(windows: list[dict], variant: str, asked: float) -> dict[str, dict
             "exporters_requests_per_s": {k: round(v, 2) for k, v in requests.items()},
         }
     return out
+
+
+def extra_by_thread(on: list[dict], off: list[dict]) -> dict[str, float]:
+    """The broker's extra by kind of JVM thread (bench.proc_stats.thread_group_cores): the median of
+    each block's difference, the kinds that moved by 0.0005 cores or more, largest first; empty for
+    windows recorded without it."""
+    if not all("threads" in b for b in on + off):
+        return {}
+    groups = sorted({g for b in on + off for g in b["threads"]})
+    extra = {
+        g: statistics.median(a["threads"].get(g, 0.0) - b["threads"].get(g, 0.0) for a, b in zip(on, off, strict=True))
+        for g in groups
+    }
+    return {g: round(v, 4) for g, v in sorted(extra.items(), key=lambda kv: -abs(kv[1])) if abs(v) >= 0.0005}
 
 
 def pooled_quantiles(histograms: list[dict[int, int] | None]) -> dict[str, int] | None:
@@ -196,6 +211,10 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
     print("\nrequests the exporters send each broker a second, by type (with minus without, median of the blocks):")
     for rate, run, variant, n, s in rows:
         print(f"  {rate}/broker run {run} {variant} broker {n}: {shown_requests(s['exporters_requests_per_s'])}")
+    print("\nthe broker's extra by kind of JVM thread, cores (median of the blocks' differences, 0.0005 and over):")
+    for rate, run, variant, n, s in rows:
+        if s["broker_extra_threads"]:
+            print(f"  {rate}/broker run {run} {variant} broker {n}: {s['broker_extra_threads']}")
     print("\nthe exporters' cores by kind of thread (the median of their windows): Python's, librdkafka's")
     for rate, run, variant, n, s in rows:
         if s["exporter_threads_cores"]:

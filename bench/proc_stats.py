@@ -68,6 +68,30 @@ def thread_cores(
     return {name: round(c, 4) for name, c in sorted(cores.items(), key=lambda kv: -kv[1])}
 
 
+def thread_group_cores(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], names: dict[int, str], seconds: float
+) -> dict[str, float]:
+    """A JVM's cores between two thread_cpu() readings by kind of thread: its threads' Java names
+    (jvm_thread_names; else /proc's, cut to 15 characters) with its numbers as N, so the broker's
+    extra can be placed on its request handlers, network threads, GC, JIT or log appenders. Threads
+    born in the window count from zero."""
+    cores: dict[str, float] = {}
+    for tid, (comm, cpu) in after.items():
+        group = re.sub(r"(?<=[-#])\d+", "N", names.get(tid, comm))
+        cores[group] = cores.get(group, 0.0) + (cpu - before.get(tid, (comm, 0.0))[1]) / seconds
+    return cores
+
+
+def jvm_thread_names(pid: int) -> dict[int, str]:
+    """Thread id -> its Java name, from `jcmd PID Thread.print` (/proc cuts names to 15 characters:
+    the broker's network threads and request handlers both read "data-plane-kafk"); empty if it cannot."""
+    try:
+        dump = subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {int(m[2], 16): m[1] for m in re.finditer(r'^"(.*)" .* nid=0x([0-9a-f]+)', dump, re.MULTILINE)}
+
+
 def python_thread_names(pid: int) -> dict[int, str]:
     """Thread id -> its Python thread's name ("sources", "metrics-http", ...), as `py-spy dump` reads
     them from the running process; empty if it cannot."""

@@ -1,11 +1,13 @@
-"""bench.proc_stats.cpu_seconds: a process's CPU time to well under the 10 ms of /proc's ticks."""
+"""bench.proc_stats: a process's CPU time to well under the 10 ms of /proc's ticks; a JVM's by kind of thread."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from bench.proc_stats import cpu_seconds
+import pytest
+
+from bench.proc_stats import cpu_seconds, thread_group_cores
 
 _SPIN = """
 import sys, time
@@ -26,3 +28,14 @@ def test_a_process_cpu_time_is_read_to_the_millisecond() -> None:
         assert own <= read < own + 0.002, (own, read)
     finally:
         child.communicate("")
+
+
+def test_a_jvms_threads_are_grouped_by_name_without_their_numbers() -> None:
+    """Java's names where known (/proc cuts them to 15 characters), numbers as N."""
+    before = {1: ("data-plane-kafk", 1.0), 2: ("data-plane-kafk", 2.0), 3: ("GC Thread#0", 5.0)}
+    after = {**before, 1: ("data-plane-kafk", 1.5), 2: ("data-plane-kafk", 2.5), 4: ("C2 CompilerThre", 0.2)}
+    names = {1: "data-plane-kafka-request-handler-0", 2: "data-plane-kafka-request-handler-1"}
+    cores = thread_group_cores(before, after, names, 10.0)
+    assert cores == pytest.approx(
+        {"data-plane-kafka-request-handler-N": 0.1, "GC Thread#N": 0.0, "C2 CompilerThre": 0.02}
+    )
