@@ -13,14 +13,15 @@ one window with the exporters and one without, and prints the difference: what s
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
-# Thread names by kind: the numbered pools of one kind counted together.
-_THREAD_KIND = re.compile(r"-?\d+$|-\d+-\d+$")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
+
+from bench.proc_stats import thread_kind
+
 _KAFKA = ("kafka.", "org.apache.kafka.")
 
 
@@ -47,7 +48,7 @@ def summary(path: Path, depth: int = 64) -> dict[str, Counter[str]]:
     for event in events:
         values = event["values"]
         thread = (values.get("sampledThread") or {}).get("javaName") or "?"
-        threads[_THREAD_KIND.sub("", thread)] += 1
+        threads[thread_kind(thread)] += 1
         seen = set()
         for frame in (values.get("stackTrace") or {}).get("frames", []):
             method = frame["method"]

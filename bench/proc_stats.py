@@ -72,14 +72,23 @@ def thread_group_cores(
     before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], names: dict[int, str], seconds: float
 ) -> dict[str, float]:
     """A JVM's cores between two thread_cpu() readings by kind of thread: its threads' Java names
-    (jvm_thread_names; else /proc's, cut to 15 characters) with its numbers as N, so the broker's
+    (jvm_thread_names; else /proc's, cut to 15 characters) by thread_kind, so the broker's
     extra can be placed on its request handlers, network threads, GC, JIT or log appenders. Threads
     born in the window count from zero."""
     cores: dict[str, float] = {}
     for tid, (comm, cpu) in after.items():
-        group = re.sub(r"(?<=[-#])\d+", "N", names.get(tid, comm))
+        group = thread_kind(names.get(tid, comm))
         cores[group] = cores.get(group, 0.0) + (cpu - before.get(tid, (comm, 0.0))[1]) / seconds
     return cores
+
+
+def thread_kind(name: str) -> str:
+    """A JVM thread's kind: its name with its numbers as N, so a numbered pool counts as one
+    ("ReplicaFetcherThread-0-2" -> "ReplicaFetcherThread-N-N", "GC Thread#1" -> "GC Thread#N")."""
+    return _THREAD_NUMBER.sub("N", name)
+
+
+_THREAD_NUMBER = re.compile(r"(?<=[-#])\d+")
 
 
 def jvm_thread_names(pid: int) -> dict[int, str]:

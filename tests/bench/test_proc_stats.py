@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bench.proc_stats import cpu_seconds, thread_group_cores
+from bench.proc_stats import cpu_seconds, thread_group_cores, thread_kind
 
 _SPIN = """
 import sys, time
@@ -39,3 +39,9 @@ def test_a_jvms_threads_are_grouped_by_name_without_their_numbers() -> None:
     assert cores == pytest.approx(
         {"data-plane-kafka-request-handler-N": 0.1, "GC Thread#N": 0.0, "C2 CompilerThre": 0.02}
     )
+
+
+def test_a_threads_kind_is_its_name_with_its_numbers_as_n() -> None:
+    assert thread_kind("ReplicaFetcherThread-0-2") == "ReplicaFetcherThread-N-N"
+    assert thread_kind("GC Thread#1") == "GC Thread#N"
+    assert thread_kind("G1 Service") == "G1 Service"
