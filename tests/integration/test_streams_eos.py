@@ -4,6 +4,7 @@ producers not lingering, commit.interval.ms 100, transaction.timeout.ms 10 s; a 
 continuously. Instance A starts, B joins (a rebalance), then B is killed (SIGKILL) right after a
 read_uncommitted consumer sees one of its output records: its transactions are open at the
 coordinator (under TV2 a transaction begins there only once a record reached a partition leader).
+When the kill lands after B's commit, with none open, a new B joins and is killed in turn.
 
 Asserted: the exporter (padding 0) shows B's open transaction in /transactions, then flags it late,
 then counts its timeout abort; its record counts by target state equal DumpLogSegments'; and the
@@ -82,50 +83,65 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
             version, bootstrap, APP, INPUT, OUTPUT, name, tmp_path, transaction_timeout_ms=TIMEOUT_MS
         )
 
+    def kill_with_open_transactions(b: StreamsInstance) -> tuple[set[str], float]:
+        """Kill B right after one of its records is seen uncommitted, at a sweep phase that leaves its
+        transactions (begun at most a commit interval before) late for 3.5 s or more. Returns the
+        transactional ids the exporter then shows ONGOING (none when the kill fell between two of
+        B's transactions, or on a commit already sent) and the kill's time."""
+        watch = read_uncommitted_consumer(bootstrap, OUTPUT)
+        try:
+            caught_up = time.monotonic() + 2
+            deadline = time.monotonic() + 60
+            while True:
+                assert time.monotonic() < deadline, "no output record of B seen"
+                messages = watch.consume(50, 0.02)
+                now_ms = time.time() * 1000
+                phase = (now_ms + TIMEOUT_MS - sweep_origin) % SWEEP_MS
+                if (
+                    time.monotonic() > caught_up
+                    and 500 <= phase <= 1500
+                    and any(m.error() is None and (m.value() or b"").endswith(f"@{b.name}".encode()) for m in messages)
+                ):
+                    b.kill()
+                    killed_ms = time.time() * 1000
+                    break
+        finally:
+            watch.close()
+        tids_b = set(b.transactional_ids)
+        shown: dict[str, dict] = {}
+        deadline = time.monotonic() + 5
+        while not shown and time.monotonic() < deadline:
+            shown.update(_rows(process, tids_b))
+            time.sleep(0.1)
+        time.sleep(1)  # a produce request in flight at the kill may still open one
+        shown.update(_rows(process, tids_b))
+        killed = {t for t, r in shown.items() if r["state"] == "ONGOING"}
+        assert all(not shown[t]["late"] for t in killed), shown
+        assert all(shown[t]["transaction_timeout_ms"] == TIMEOUT_MS for t in killed)
+        return killed, killed_ms
+
     with feeding(bootstrap, INPUT, per_second=100):
         a = instance("a")
         b = None
         try:
             a.wait_running()
-            seen_a = len(a.states)
-            b = instance("b")
-            b.wait_running()
-            a.wait_rebalanced(seen_a)
-            assert "REBALANCING" in a.states[seen_a:], a.states  # B's join rebalanced A
-            tids_b = set(b.transactional_ids)
-            assert len(tids_b) == 2 and not tids_b & set(a.transactional_ids)
-
-            # Kill B right after one of its records is seen uncommitted, at a sweep phase that leaves
-            # its transactions (begun at most a commit interval before) late for 3.5 s or more.
-            watch = read_uncommitted_consumer(bootstrap, OUTPUT)
-            try:
-                caught_up = time.monotonic() + 2
-                deadline = time.monotonic() + 60
-                while True:
-                    assert time.monotonic() < deadline, "no output record of B seen"
-                    messages = watch.consume(50, 0.02)
-                    now_ms = time.time() * 1000
-                    phase = (now_ms + TIMEOUT_MS - sweep_origin) % SWEEP_MS
-                    if (
-                        time.monotonic() > caught_up
-                        and 500 <= phase <= 1500
-                        and any(m.error() is None and (m.value() or b"").endswith(b"@b") for m in messages)
-                    ):
-                        b.kill()
-                        killed_ms = time.time() * 1000
-                        break
-            finally:
-                watch.close()
+            # A record seen uncommitted can belong to a transaction B commits before the kill lands,
+            # leaving B with none open: then another B joins and is killed in turn.
+            killed: set[str] = set()
+            for attempt in range(3):
+                seen_a = len(a.states)
+                b = instance(f"b{attempt}")
+                b.wait_running()
+                a.wait_rebalanced(seen_a)
+                assert "REBALANCING" in a.states[seen_a:], a.states  # B's join rebalanced A
+                tids_b = set(b.transactional_ids)
+                assert len(tids_b) == 2 and not tids_b & set(a.transactional_ids)
+                killed, killed_ms = kill_with_open_transactions(b)
+                if killed:
+                    break
+            assert killed, "three kills of B all fell between its transactions"
 
             # B's open transactions: shown, then late (past 10 s, padding 0), then timed out.
-            shown: dict[str, dict] = {}
-            process.wait_for(lambda: shown.update(_rows(process, tids_b)) or bool(shown), 10, "B's transaction shown")
-            time.sleep(1)  # a produce request in flight at the kill may still open one
-            shown.update(_rows(process, tids_b))
-            killed = {t for t, r in shown.items() if r["state"] == "ONGOING"}
-            assert killed, shown
-            assert all(not shown[t]["late"] for t in killed), shown
-            assert all(shown[t]["transaction_timeout_ms"] == TIMEOUT_MS for t in killed)
             late_seen: set[str] = set()
 
             def late() -> bool:
