@@ -56,6 +56,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,10 +86,17 @@ if TYPE_CHECKING:
 
 
 def window(
-    kind: str, brokers: list[KafkaBroker], exporters: list[Exporter | BareReader], load: Load, seconds: float
+    kind: str,
+    brokers: list[KafkaBroker],
+    exporters: list[Exporter | BareReader],
+    load: Load,
+    seconds: float,
+    profile_to: Path | None = None,
 ) -> dict:
     """One measured window: per broker its CPU, its exporter's (if any), the records its exporter read
-    and the requests it served, a second."""
+    and the requests it served, a second; with `profile_to`, each broker's JVM sampled by
+    async-profiler over the window into `<profile_to>-b<node>.collapsed`, and the cores its
+    coordinator's DEBUG lines took."""
     pids: dict[str, int | list[int]] = {f"broker-{b.node_id}": b._proc.pid for b in brokers if b._proc}
     pids.update({f"exporter-{b.node_id}": e.proc.pid for b, e in zip(brokers, exporters)})  # none without
     pids["load"] = load.pids
@@ -97,7 +105,9 @@ def window(
     th0 = [thread_cpu(e.proc.pid) for e in exporters]
     jvm0 = jvm_threads(brokers)
     logged0 = [coordinator_log_bytes(b) for b in brokers]
+    profiled = Profiles(brokers, profile_to) if profile_to else None
     w = measure(pids, seconds, load)
+    logger_cores = profiled.stop() if profiled else {}
     logged1 = [coordinator_log_bytes(b) for b in brokers]
     th1 = [thread_cpu(e.proc.pid) for e in exporters]
     jvm1 = jvm_threads(brokers)
@@ -120,6 +130,7 @@ def window(
             "exporter_latency_ms": ends[i][2] if exporters else None,
             "requests_per_s": {k: (c1[k] - c0.get(k, 0.0)) / (t1 - t0) for k in sorted(c1)},
             "coordinator_log_bytes_per_s": (logged1[i] - logged0[i]) / w.seconds,
+            "logger_cores": logger_cores.get(n),
         }
     return {
         "kind": kind,
@@ -129,6 +140,43 @@ def window(
         "load_cores": w.cpu["load"] / w.seconds,
         "brokers": per_broker,
     }
+
+
+class Profiles:
+    """async-profiler on every broker's JVM, from its construction to stop()."""
+
+    def __init__(self, brokers: list[KafkaBroker], to: Path) -> None:
+        from bench import broker_profile
+
+        self.pids = {b.node_id: b._proc.pid for b in brokers if b._proc}
+        self.to = to
+        to.parent.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(len(self.pids)) as pool:
+            list(pool.map(broker_profile.start, self.pids.values()))
+        self.started = time.monotonic()
+
+    def stop(self) -> dict[int, float]:
+        """Each broker's cores under its coordinator's DEBUG log calls over the recording."""
+        from bench import broker_profile
+
+        seconds = time.monotonic() - self.started
+        with ThreadPoolExecutor(len(self.pids)) as pool:
+            paths = dict(
+                zip(
+                    self.pids,
+                    pool.map(
+                        lambda item: broker_profile.stop(item[1], profile_path(self.to, item[0])), self.pids.items()
+                    ),
+                )
+            )
+        return {
+            n: broker_profile.summary(path)["samples"]["logger"] * broker_profile.INTERVAL_MS / 1000 / seconds
+            for n, path in paths.items()
+        }
+
+
+def profile_path(prefix: Path, node: int) -> Path:
+    return prefix.with_name(f"{prefix.name}-b{node}.collapsed")
 
 
 _JVM_NAMES: dict[int, dict[int, str]] = {}  # broker pid -> its threads' Java names (they do not change)
@@ -182,37 +230,26 @@ def window_end(
 # --- main -------------------------------------------------------------------------------------
 
 
-def profile_brokers(
-    args: argparse.Namespace, brokers: list[KafkaBroker], variant: dict, levels: Levels, logs: Path
-) -> str:
-    """One more block, each broker's JVM recorded by JFR (bench/broker_jfr.py) for --window seconds
-    with the first kind's exporters and without: where the brokers' extra CPU goes, summed over the three."""
-    from bench import broker_jfr
+def profile_differences(windows: list[dict], prefixes: list[Path], variants: list[dict], nodes: list[int]) -> dict:
+    """Per kind, the brokers' samples over its windows against those over the windows without (the
+    recordings of all brokers and blocks summed): where their extra CPU goes."""
+    from bench import broker_profile
 
-    def recorded(label: str) -> dict[str, Counter[str]]:
-        pids = {b.node_id: b._proc.pid for b in brokers if b._proc}
-        for pid in pids.values():
-            broker_jfr.start(pid, label)
-        time.sleep(args.window)
+    def summed(kind: str) -> dict[str, Counter[str]]:
         total: dict[str, Counter[str]] = {}
-        for node, pid in pids.items():
-            one = broker_jfr.summary(broker_jfr.stop(pid, label, logs / f"broker-{node}-{label}.jfr"))
-            for what, counts in one.items():
-                total.setdefault(what, Counter()).update(counts)
+        for w, prefix in zip(windows, prefixes, strict=True):
+            if w["kind"] == kind:
+                for node in nodes:
+                    for what, counts in broker_profile.summary(profile_path(prefix, node)).items():
+                        total.setdefault(what, Counter()).update(counts)
         return total
 
-    levels.set(variant["level"])
-    exporters = start_exporters(variant, brokers, logs, args.ready_timeout) if variant.get("exporters", True) else []
-    try:
-        time.sleep(args.settle)
-        with_ = recorded("with")
-    finally:
-        stop_exporters(exporters)
-    levels.set("INFO")
-    time.sleep(args.gap)
-    text = broker_jfr.difference(with_, recorded("without"))
-    print("   the brokers' JFR samples, with and without the exporters:\n" + text, flush=True)
-    return text
+    without = summed("without")
+    texts = {}
+    for variant in variants:
+        texts[variant["name"]] = broker_profile.difference(summed(variant["name"]), without)
+        print(f"   the brokers' samples, {variant['name']} - without:\n{texts[variant['name']]}", flush=True)
+    return texts
 
 
 class Levels:
@@ -242,29 +279,33 @@ def run_cell(
     by_name = {v["name"]: v for v in variants}
     seconds = args.window if rate else args.idle_window
     windows = []
+    prefixes = []  # each window's recordings, with --profile-broker
     started = time.monotonic()
     for pair in range(1, args.pairs + 1):
         # Each block in the other order than the last (ABBA), so a drift within a block cancels over two.
         for kind in kinds if pair % 2 else kinds[::-1]:
             variant = by_name.get(kind, WITHOUT)
             levels.set(variant["level"])
+            profile_to = logs / "profiles" / f"run{run}-rate{rate}-block{pair}-{kind}" if args.profile_broker else None
             if not variant.get("exporters", True):
                 time.sleep(args.gap)  # stopped exporters' connections closed, the level's change in force
-                w = window(kind, brokers, [], load, seconds)
+                w = window(kind, brokers, [], load, seconds, profile_to)
             else:
                 exporters = start_exporters(variant, brokers, logs, args.ready_timeout)
                 try:
                     time.sleep(args.settle)
-                    w = window(kind, brokers, exporters, load, seconds)
+                    w = window(kind, brokers, exporters, load, seconds, profile_to)
                 finally:
                     stop_exporters(exporters)
             w.update(run=run, pair=pair)
             print_window(w)
             windows.append(w)
+            if profile_to:
+                prefixes.append(profile_to)
     cell = {"run": run, "rate": rate, "wall_seconds": round(time.monotonic() - started), "windows": windows}
     print(f"   {args.pairs} blocks in {cell['wall_seconds']} s", flush=True)
     if args.profile_broker:
-        cell["broker_profile"] = profile_brokers(args, brokers, variants[0], levels, logs)
+        cell["broker_profile"] = profile_differences(windows, prefixes, variants, [b.node_id for b in brokers])
     cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers)) for v in variants}
     return cell
 
@@ -433,7 +474,8 @@ def main() -> None:
     parser.add_argument(
         "--profile-broker",
         action="store_true",
-        help="after each rate's blocks, one more with the brokers recorded by JFR: where their extra CPU goes",
+        help="every window's brokers sampled by async-profiler (bench/broker_profile.py): the cores under "
+        "their coordinators' DEBUG log calls, and per rate where their extra CPU goes",
     )
     parser.add_argument("--keep", action="store_true", help="keep the brokers' and exporters' logs")
     parser.add_argument("--json", type=Path, help="write the results here too")

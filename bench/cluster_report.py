@@ -94,8 +94,13 @@ def summarize(windows: list[dict], variant: str, asked: float) -> dict[str, dict
             )
             for k in kinds
         }
+        profiled = [b["logger_cores"] for b in on if b.get("logger_cores") is not None]
+        logger = statistics.median(profiled) if profiled else None
         out[n] = {
             "broker_extra_threads": extra_by_thread(on, off),
+            # Sampled in place (bench/broker_profile.py): the cores under its coordinator's DEBUG log calls.
+            "logger_cores": round(logger, 4) if logger is not None else None,
+            "logger_pct": round(100 * logger / alone, 2) if logger is not None and alone else None,
             "pairs": len(pairs),
             "carried": carried,
             "achieved_per_s": {kind: round(a, 1) for kind, a in achieved.items()},
@@ -215,6 +220,13 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
     for rate, run, variant, n, s in rows:
         if s["broker_extra_threads"]:
             print(f"  {rate}/broker run {run} {variant} broker {n}: {s['broker_extra_threads']}")
+    profiled = [row for row in rows if row[4].get("logger_cores") is not None]
+    if profiled:
+        print("\nthe cores under the coordinator's DEBUG log calls, sampled by async-profiler (median of the windows):")
+        for rate, run, variant, n, s in profiled:
+            print(
+                f"  {rate}/broker run {run} {variant} broker {n}: {s['logger_cores']:.4f} ({s['logger_pct']}% of alone)"
+            )
     print("\nthe exporters' cores by kind of thread (the median of their windows): Python's, librdkafka's")
     for rate, run, variant, n, s in rows:
         if s["exporter_threads_cores"]:
