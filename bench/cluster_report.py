@@ -48,13 +48,18 @@ def print_window(w: dict) -> None:
         else " no exporters;"
     )
     logged = " ".join(f"{b[n]['coordinator_log_bytes_per_s'] / 1024:.1f}" for n in b)
+    profiled = (
+        "; under the DEBUG log calls " + " ".join(f"{b[n]['logger_cores']:.4f}" for n in b) + " cores"
+        if all(b[n].get("logger_cores") is not None for n in b)
+        else ""
+    )
     print(
         f"  run {w['run']} pair {w['pair']} {w['kind']:>7}: brokers "
         + " ".join(f"{b[n]['cores']:.3f}" for n in b)
         + f" cores;{exporters} {w['transactions_per_s']:.0f} txn/s over {w['seconds']:.1f} s; "
         f"FetchConsumer/s " + " ".join(f"{b[n]['requests_per_s'].get('FetchConsumer', 0):.0f}" for n in b) + "; "
         f"coordinator log KiB/s {logged}; "
-        f"load average {w['load_average'][0]:.2f}-{w['load_average'][1]:.2f}",
+        f"load average {w['load_average'][0]:.2f}-{w['load_average'][1]:.2f}{profiled}",
         flush=True,
     )
 

@@ -54,6 +54,16 @@ def _sweep_origin_ms(server_log: str) -> float:
     raise AssertionError("no `[TransactionCoordinator id=N] Starting up.` line in the broker log")
 
 
+def coordinator_states(broker) -> dict[str, str]:
+    """Every transactional id's state as the coordinator lists it (kafka-transactions.sh list)."""
+    proc = broker.run_tool(
+        broker.kafka.transactions_command_class, "--bootstrap-server", broker.bootstrap_servers, "list"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    header, *rows = (line.split() for line in proc.stdout.splitlines() if line.strip())
+    return {row[header.index("TransactionalId")]: row[header.index("TransactionState")] for row in rows}
+
+
 def _rows(process, tids: set[str]) -> dict[str, dict]:
     status, body = process.get("/transactions")
     assert status == 200, body
@@ -85,9 +95,9 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
 
     def kill_with_open_transactions(b: StreamsInstance) -> tuple[set[str], float]:
         """Kill B right after one of its records is seen uncommitted, at a sweep phase that leaves its
-        transactions (begun at most a commit interval before) late for 3.5 s or more. Returns the
-        transactional ids the exporter then shows ONGOING (none when the kill fell between two of
-        B's transactions, or on a commit already sent) and the kill's time."""
+        transactions (begun at most a commit interval before) late for 3.5 s or more. Returns those
+        the coordinator then holds open, once the exporter shows them (none when the kill fell
+        between two of B's transactions), and the kill's time."""
         watch = read_uncommitted_consumer(bootstrap, OUTPUT)
         try:
             caught_up = time.monotonic() + 2
@@ -107,17 +117,18 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
                     break
         finally:
             watch.close()
-        tids_b = set(b.transactional_ids)
-        shown: dict[str, dict] = {}
-        deadline = time.monotonic() + 5
-        while not shown and time.monotonic() < deadline:
-            shown.update(_rows(process, tids_b))
-            time.sleep(0.1)
+        # Kafka's own answer, not the exporter's: which of B's transactions the coordinator holds open.
         time.sleep(1)  # a produce request in flight at the kill may still open one
-        shown.update(_rows(process, tids_b))
-        killed = {t for t, r in shown.items() if r["state"] == "ONGOING"}
-        assert all(not shown[t]["late"] for t in killed), shown
-        assert all(shown[t]["transaction_timeout_ms"] == TIMEOUT_MS for t in killed)
+        killed = {
+            t for t, state in coordinator_states(broker).items() if t in b.transactional_ids and state == "Ongoing"
+        }
+        if killed:
+            shown: dict[str, dict] = {}
+            process.wait_for(
+                lambda: shown.update(_rows(process, killed)) or set(shown) == killed, 20, "B's open transactions shown"
+            )
+            assert all(r["state"] == "ONGOING" and not r["late"] for r in shown.values()), shown
+            assert all(r["transaction_timeout_ms"] == TIMEOUT_MS for r in shown.values())
         return killed, killed_ms
 
     with feeding(bootstrap, INPUT, per_second=100):
@@ -126,7 +137,7 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
         try:
             a.wait_running()
             # A record seen uncommitted can belong to a transaction B commits before the kill lands,
-            # leaving B with none open: then another B joins and is killed in turn.
+            # leaving B with none open at the coordinator: then another B joins and is killed in turn.
             killed: set[str] = set()
             for attempt in range(3):
                 seen_a = len(a.states)
