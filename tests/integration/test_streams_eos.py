@@ -164,8 +164,10 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
             late_at = time.time() * 1000
             assert late_at - killed_ms < TIMEOUT_MS + SWEEP_MS
             process.wait_for(lambda: not _rows(process, killed), 20, "B's transactions gone from the view")
-            process.wait_for(lambda: process.value(TIMEOUTS) == len(killed), 20, "the timeout aborts counted")
-            assert process.value(DURATION, result="timeout") == len(killed)
+            # At least B's; an earlier B's request still in flight at its kill may have opened one after
+            # the coordinator was asked. Every timeout is checked against the segments below.
+            process.wait_for(lambda: process.value(TIMEOUTS) >= len(killed), 20, "the timeout aborts counted")
+            assert process.value(DURATION, result="timeout") == process.value(TIMEOUTS)
         finally:
             if b is not None:
                 b.kill()
