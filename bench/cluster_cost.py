@@ -100,19 +100,20 @@ def window(
     pids: dict[str, int | list[int]] = {f"broker-{b.node_id}": b._proc.pid for b in brokers if b._proc}
     pids.update({f"exporter-{b.node_id}": e.proc.pid for b, e in zip(brokers, exporters)})  # none without
     pids["load"] = load.pids
+    # Before every read, after them stopped: the agent's commands are not the window's CPU.
+    profiled = Profiles(brokers, profile_to) if profile_to else None
     r0 = requests_served(brokers)
     m0 = [records_read(e) for e in exporters]
     th0 = [thread_cpu(e.proc.pid) for e in exporters]
     jvm0 = jvm_threads(brokers)
     logged0 = [coordinator_log_bytes(b) for b in brokers]
-    profiled = Profiles(brokers, profile_to) if profile_to else None
     w = measure(pids, seconds, load)
-    logger_cores = profiled.stop() if profiled else {}
     logged1 = [coordinator_log_bytes(b) for b in brokers]
     th1 = [thread_cpu(e.proc.pid) for e in exporters]
     jvm1 = jvm_threads(brokers)
     ends = [window_end(e) for e in exporters]
     r1 = requests_served(brokers)
+    logger_cores = profiled.stop() if profiled else {}
     per_broker = {}
     for i, broker in enumerate(brokers):
         (t0, c0), (t1, c1) = r0[i], r1[i]
