@@ -57,6 +57,7 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,17 +92,16 @@ def window(
     exporters: list[Exporter | BareReader],
     load: Load,
     seconds: float,
-    profile_to: Path | None = None,
+    profiles: CellProfiles | None = None,
 ) -> dict:
     """One measured window: per broker its CPU, its exporter's (if any), the records its exporter read
-    and the requests it served, a second; with `profile_to`, each broker's JVM sampled by
-    async-profiler over the window into `<profile_to>-b<node>.collapsed`, and the cores its
-    coordinator's DEBUG lines took."""
+    and the requests it served, a second; with `profiles`, each broker's JVM sampled by
+    async-profiler over the window, and the cores its coordinator's DEBUG lines took."""
     pids: dict[str, int | list[int]] = {f"broker-{b.node_id}": b._proc.pid for b in brokers if b._proc}
     pids.update({f"exporter-{b.node_id}": e.proc.pid for b, e in zip(brokers, exporters)})  # none without
     pids["load"] = load.pids
     # Before every read, after them stopped: the agent's commands are not the window's CPU.
-    profiled = Profiles(brokers, profile_to) if profile_to else None
+    profiled = profiles.start(kind) if profiles else None
     r0 = requests_served(brokers)
     m0 = [records_read(e) for e in exporters]
     th0 = [thread_cpu(e.proc.pid) for e in exporters]
@@ -143,41 +143,62 @@ def window(
     }
 
 
-class Profiles:
-    """async-profiler on every broker's JVM, from its construction to stop()."""
+class CellProfiles:
+    """async-profiler on every broker's JVM in each window of a cell, the recordings kept in
+    `directory` and their summaries summed by kind (for `differences`)."""
 
-    def __init__(self, brokers: list[KafkaBroker], to: Path) -> None:
+    def __init__(self, brokers: list[KafkaBroker], directory: Path) -> None:
+        self.pids = {b.node_id: b._proc.pid for b in brokers if b._proc}
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.totals: dict[str, dict[str, Counter[str]]] = {}
+        self.recorded = 0
+
+    def start(self, kind: str) -> Recording:
         from bench import broker_profile
 
-        self.pids = {b.node_id: b._proc.pid for b in brokers if b._proc}
-        self.to = to
-        to.parent.mkdir(parents=True, exist_ok=True)
         with ThreadPoolExecutor(len(self.pids)) as pool:
             list(pool.map(broker_profile.start, self.pids.values()))
-        self.started = time.monotonic()
+        self.recorded += 1
+        return Recording(self, kind, f"{self.recorded:03d}-{kind}", time.monotonic())
+
+    def differences(self, variants: list[dict]) -> dict[str, str]:
+        """Per kind, the brokers' samples over its windows against those over the windows without
+        (all brokers and blocks summed): where their extra CPU goes."""
+        from bench import broker_profile
+
+        texts = {}
+        for variant in variants:
+            name = variant["name"]
+            texts[name] = broker_profile.difference(self.totals[name], self.totals["without"])
+            print(f"   the brokers' samples, {name} - without:\n{texts[name]}", flush=True)
+        return texts
+
+
+@dataclass
+class Recording:
+    cell: CellProfiles
+    kind: str
+    label: str
+    started: float
 
     def stop(self) -> dict[int, float]:
-        """Each broker's cores under its coordinator's DEBUG log calls over the recording."""
+        """Stops every broker's recording; returns each broker's cores under its coordinator's DEBUG
+        log calls, and adds the summaries to the cell's totals for the kind."""
         from bench import broker_profile
 
         seconds = time.monotonic() - self.started
-        with ThreadPoolExecutor(len(self.pids)) as pool:
-            paths = dict(
-                zip(
-                    self.pids,
-                    pool.map(
-                        lambda item: broker_profile.stop(item[1], profile_path(self.to, item[0])), self.pids.items()
-                    ),
-                )
-            )
-        return {
-            n: broker_profile.summary(path)["samples"]["logger"] * broker_profile.INTERVAL_MS / 1000 / seconds
-            for n, path in paths.items()
-        }
-
-
-def profile_path(prefix: Path, node: int) -> Path:
-    return prefix.with_name(f"{prefix.name}-b{node}.collapsed")
+        paths = {n: self.cell.directory / f"{self.label}-b{n}.collapsed" for n in self.cell.pids}
+        with ThreadPoolExecutor(len(paths)) as pool:
+            list(pool.map(lambda n: broker_profile.stop(self.cell.pids[n], paths[n]), paths))
+        total = self.cell.totals.setdefault(self.kind, {})
+        cores = {}
+        for n, path in paths.items():
+            one = broker_profile.summary(path)
+            for what, counts in one.items():
+                total.setdefault(what, Counter()).update(counts)
+            cores[n] = one["samples"]["logger"] * broker_profile.INTERVAL_MS / 1000 / seconds
+        return cores
 
 
 _JVM_NAMES: dict[int, dict[int, str]] = {}  # broker pid -> its threads' Java names (they do not change)
@@ -231,28 +252,6 @@ def window_end(
 # --- main -------------------------------------------------------------------------------------
 
 
-def profile_differences(windows: list[dict], prefixes: list[Path], variants: list[dict], nodes: list[int]) -> dict:
-    """Per kind, the brokers' samples over its windows against those over the windows without (the
-    recordings of all brokers and blocks summed): where their extra CPU goes."""
-    from bench import broker_profile
-
-    def summed(kind: str) -> dict[str, Counter[str]]:
-        total: dict[str, Counter[str]] = {}
-        for w, prefix in zip(windows, prefixes, strict=True):
-            if w["kind"] == kind:
-                for node in nodes:
-                    for what, counts in broker_profile.summary(profile_path(prefix, node)).items():
-                        total.setdefault(what, Counter()).update(counts)
-        return total
-
-    without = summed("without")
-    texts = {}
-    for variant in variants:
-        texts[variant["name"]] = broker_profile.difference(summed(variant["name"]), without)
-        print(f"   the brokers' samples, {variant['name']} - without:\n{texts[variant['name']]}", flush=True)
-    return texts
-
-
 class Levels:
     """The coordinators' log level now, changed only when a window wants another."""
 
@@ -280,33 +279,30 @@ def run_cell(
     by_name = {v["name"]: v for v in variants}
     seconds = args.window if rate else args.idle_window
     windows = []
-    prefixes = []  # each window's recordings, with --profile-broker
+    profiles = CellProfiles(brokers, logs / "profiles" / f"run{run}-rate{rate}") if args.profile_broker else None
     started = time.monotonic()
     for pair in range(1, args.pairs + 1):
         # Each block in the other order than the last (ABBA), so a drift within a block cancels over two.
         for kind in kinds if pair % 2 else kinds[::-1]:
             variant = by_name.get(kind, WITHOUT)
             levels.set(variant["level"])
-            profile_to = logs / "profiles" / f"run{run}-rate{rate}-block{pair}-{kind}" if args.profile_broker else None
             if not variant.get("exporters", True):
                 time.sleep(args.gap)  # stopped exporters' connections closed, the level's change in force
-                w = window(kind, brokers, [], load, seconds, profile_to)
+                w = window(kind, brokers, [], load, seconds, profiles)
             else:
                 exporters = start_exporters(variant, brokers, logs, args.ready_timeout)
                 try:
                     time.sleep(args.settle)
-                    w = window(kind, brokers, exporters, load, seconds, profile_to)
+                    w = window(kind, brokers, exporters, load, seconds, profiles)
                 finally:
                     stop_exporters(exporters)
             w.update(run=run, pair=pair)
             print_window(w)
             windows.append(w)
-            if profile_to:
-                prefixes.append(profile_to)
     cell = {"run": run, "rate": rate, "wall_seconds": round(time.monotonic() - started), "windows": windows}
     print(f"   {args.pairs} blocks in {cell['wall_seconds']} s", flush=True)
-    if args.profile_broker:
-        cell["broker_profile"] = profile_differences(windows, prefixes, variants, [b.node_id for b in brokers])
+    if profiles:
+        cell["broker_profile"] = profiles.differences(variants)
     cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers)) for v in variants}
     return cell
 
