@@ -350,8 +350,8 @@ def _decode_single_record(
     batch ends: each is compared, with the zero bytes after it, as one slice against a table instead
     of being decoded byte by byte.
 
-    Kept for what it saves: without it, `txn-exporter decode` of the synthetic mix takes 11.7% more
-    instructions per record (callgrind), which takes it below 2x DumpLogSegments' CPU time."""
+    Kept for what it saves: without it, `txn-exporter decode` of the synthetic mix takes 16% more CPU
+    time, which takes it below 2x DumpLogSegments' (docs/benchmarks.md)."""
     size = end - p
     head = _RECORD_HEADS[size] if size < _IMPLIED else None
     if head is None:

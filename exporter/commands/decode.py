@@ -212,10 +212,10 @@ def _line_makers(
     Built by hand: json.dumps of a dict per record would halve the throughput.
 
     Two caches, kept for what they save (`txn-exporter decode` of the synthetic mix, each taken out
-    alone): the text of each distinct partitions array, made once while the codec's memo holds it
-    (PartitionsMemo: 7.9% more instructions per record without it, callgrind), and the text around
-    the fields that take few values, made once per distinct set of them (10-15% more CPU time
-    without it). Without either, decode would fall to about 2x DumpLogSegments' CPU time or below."""
+    alone, docs/benchmarks.md): the text of each distinct partitions array, made once while the
+    codec's memo holds it (PartitionsMemo: 12% more CPU time without it), and the text around the
+    fields that take few values, made once per distinct set of them (34% more). Without either,
+    decode falls below 2x DumpLogSegments' CPU time."""
     few_values: dict[tuple[int, int, int, TransactionState, tuple[Any, ...]], tuple[str, str, str]] = {}
 
     def make_value(
