@@ -10,11 +10,9 @@ import sys
 import pytest
 
 from txn_workshop.harness.admin import create_internal_topics, create_topic
-from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer, unregistered_transaction
 
-TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DURATION = "kafka_transaction_duration_seconds_count"
 
 
@@ -75,13 +73,6 @@ def _hanging_json(bootstrap: str, *args: str) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
-def _tool_rows(broker: KafkaBroker, *args: str) -> list[list[str]]:
-    proc = broker.run_tool(TOOL, "--bootstrap-server", broker.bootstrap_servers, *args)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = [line.split() for line in proc.stdout.splitlines() if line.strip()]
-    return lines[1:]  # without the header
-
-
 def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
     first, second = cluster
     bootstrap = first.bootstrap_servers
@@ -105,9 +96,9 @@ def test_late_transaction_matches_kafkas_find_hanging(cluster, exporter):
         assert process.value("kafka_hanging_transactions") == 0
 
         ours = _hanging_json(bootstrap, "--broker-id", str(first.node_id), *late_args)
-        (producers,) = [_tool_rows(first, "describe-producers", "--topic", "held", "--partition", "0")]
-        kafka_hanging = _tool_rows(
-            first, "find-hanging", "--broker-id", str(first.node_id), "--max-transaction-timeout", "0"
+        _, producers = first.transactions_table("describe-producers", "--topic", "held", "--partition", "0")
+        _, kafka_hanging = first.transactions_table(
+            "find-hanging", "--broker-id", str(first.node_id), "--max-transaction-timeout", "0"
         )
     process.wait_for(lambda: process.value("kafka_partitions_with_late_transactions") == 0, 60, "markers written")
 
@@ -166,8 +157,8 @@ def test_hanging_transaction_matches_kafkas_find_hanging(own_broker, exporter, v
         "hanging",
     )
     # Kafka's find-hanging reports the same one: topic, partition, producer id, epoch, start offset.
-    kafka_hanging = _tool_rows(
-        broker, "find-hanging", "--broker-id", str(broker.node_id), "--max-transaction-timeout", "0"
+    _, kafka_hanging = broker.transactions_table(
+        "find-hanging", "--broker-id", str(broker.node_id), "--max-transaction-timeout", "0"
     )
     assert [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in kafka_hanging] == [
         ("unregistered", 0, row["producer_id"], row["epoch"])

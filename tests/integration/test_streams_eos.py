@@ -54,16 +54,6 @@ def _sweep_origin_ms(server_log: str) -> float:
     raise AssertionError("no `[TransactionCoordinator id=N] Starting up.` line in the broker log")
 
 
-def coordinator_states(broker) -> dict[str, str]:
-    """Every transactional id's state as the coordinator lists it (kafka-transactions.sh list)."""
-    proc = broker.run_tool(
-        broker.kafka.transactions_command_class, "--bootstrap-server", broker.bootstrap_servers, "list"
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    header, *rows = (line.split() for line in proc.stdout.splitlines() if line.strip())
-    return {row[header.index("TransactionalId")]: row[header.index("TransactionState")] for row in rows}
-
-
 def _rows(process, tids: set[str]) -> dict[str, dict]:
     status, body = process.get("/transactions")
     assert status == 200, body
@@ -119,9 +109,9 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
             watch.close()
         # Kafka's own answer, not the exporter's: which of B's transactions the coordinator holds open.
         time.sleep(1)  # a produce request in flight at the kill may still open one
-        killed = {
-            t for t, state in coordinator_states(broker).items() if t in b.transactional_ids and state == "Ongoing"
-        }
+        header, rows = broker.transactions_table("list")
+        tid, state = header.index("TransactionalId"), header.index("TransactionState")
+        killed = {row[tid] for row in rows if row[tid] in b.transactional_ids and row[state] == "Ongoing"}
         if killed:
             shown: dict[str, dict] = {}
             process.wait_for(

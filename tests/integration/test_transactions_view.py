@@ -28,7 +28,6 @@ from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.workload import held_commit, reassign_partitions, transaction_state_partition
 
-TOOL = "org.apache.kafka.tools.TransactionsCommand"
 OPEN = [f"view-open-{n}" for n in range(3)]
 
 
@@ -53,9 +52,7 @@ def ids(doc: dict) -> list[str]:
 
 def describe(broker: KafkaBroker, tid: str) -> dict[str, str]:
     """Kafka's own view of a transactional id (TransactionsCommand describe: a header and one row)."""
-    proc = broker.run_tool(TOOL, "--bootstrap-server", broker.bootstrap_servers, "describe", "--transactional-id", tid)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    header, row = (line.split() for line in proc.stdout.splitlines() if line.strip())
+    header, (row,) = broker.transactions_table("describe", "--transactional-id", tid)
     return dict(zip(header, row))
 
 

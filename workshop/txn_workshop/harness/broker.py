@@ -428,6 +428,18 @@ class KafkaBroker:
         The tool classes that moved between versions are in ``self.kafka`` (the version table)."""
         return _run_java(tools_libs(self.version), main_class, *args, timeout=timeout)
 
+    def transactions_table(self, *args: str) -> tuple[list[str], list[list[str]]]:
+        """`kafka-transactions.sh --bootstrap-server <this broker> ARGS` (list, describe,
+        describe-producers, find-hanging...): the header and rows of the table it prints, each line
+        split on whitespace. Raises KafkaBrokerError, with the tool's stderr, if it fails."""
+        proc = self.run_tool(self.kafka.transactions_command_class, "--bootstrap-server", self.bootstrap_servers, *args)
+        if proc.returncode != 0:
+            raise KafkaBrokerError(
+                f"kafka-transactions.sh {' '.join(args)}: exit {proc.returncode}: {proc.stderr[-2000:]}"
+            )
+        header, *rows = (line.split() for line in proc.stdout.splitlines() if line.strip())
+        return header, rows
+
     def transaction_state_segments(self) -> list[Path]:
         """All ``__transaction_state`` segment files, by partition then base offset."""
         return sorted(
