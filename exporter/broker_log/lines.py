@@ -91,7 +91,8 @@ _WORD = re.compile(r"\w+")
 _INTEGER = re.compile(r"-?[0-9]+")
 _MARKER_PREFIX = re.compile(r"Sending (.*)'s transaction marker (for|from) partition (\S+) has ")
 _COMPLETE_RETRY = re.compile(r"Not available to append PendingCompleteTxn[(\[]transactionalId=(.*?), coordinatorEpoch=")
-_COORDINATOR = re.compile(r"(Elected|Resigned) as the txn coordinator for partition (\d+) at epoch")
+# The epoch: a number when elected; Some(n) or None (Scala's Option) when resigned.
+_COORDINATOR = re.compile(r"(Elected|Resigned) as the txn coordinator for partition (\d+) at epoch (?:Some\()?(\d+)?")
 _FATAL = re.compile(r"Received fatal error ([\w.$]+) while sending txn marker for (.*)")
 
 
@@ -240,7 +241,9 @@ def _coordinator(message: str) -> Parsed | str | None:
     if "as the txn coordinator for partition" not in message:
         return None
     match = _COORDINATOR.match(message)
-    return UNRECOGNIZED if match is None else CoordinatorChanged(int(match[2]), match[1] == "Elected")
+    if match is None:
+        return UNRECOGNIZED
+    return CoordinatorChanged(int(match[2]), match[1] == "Elected", None if match[3] is None else int(match[3]))
 
 
 # By the logger's class name (the package moved for some classes in 4.x; the class names did not).

@@ -133,6 +133,9 @@ class CoordinatorChanged:
 
     partition: int
     elected: bool
+    # The coordinator epoch, which is the partition's leader epoch: the one its batches carry, so an
+    # elected line says which batches this broker appended (None: a resignation that names none).
+    epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

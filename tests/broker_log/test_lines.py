@@ -156,9 +156,10 @@ def test_coordinator_elected_and_resigned():
         f"{TS} INFO [TransactionCoordinator id=1] Elected as the txn coordinator for partition 7 at epoch 3 {logger}"
     )
     resigned = f"{TS} INFO [TransactionCoordinator id=1] Resigned as the txn coordinator for partition 7 at epoch Some(3) {logger}"
-    assert parse_entry(elected) == CoordinatorChanged(7, True)
-    assert parse_entry(resigned) == CoordinatorChanged(7, False)
-    assert parse_entry(resigned.replace("Some(3)", "None")) == CoordinatorChanged(7, False)
+    # The epoch is the partition's leader epoch, which its batches carry (failover accounting).
+    assert parse_entry(elected) == CoordinatorChanged(7, True, 3)
+    assert parse_entry(resigned) == CoordinatorChanged(7, False, 3)
+    assert parse_entry(resigned.replace("Some(3)", "None")) == CoordinatorChanged(7, False, None)
 
 
 def test_other_lines_malformed_and_unrecognized():
