@@ -1,7 +1,7 @@
 """The one catalogue of metrics: names, types, units, labels, help, KIP-1344 mapping, buckets.
 
 Every sink (the Prometheus collector and, through it, OTLP) and every generated file (dashboards,
-alerts, the mixin, docs/metrics.md's metric table: `make generate`, generate/) reads names from here
+alerts, the mixin, docs/metrics.md's metric table: `make generate`, generators/run.py) reads names from here
 so nothing drifts. A counter or gauge the model counts names its snapshot field (`reads`) and is
 rendered from it with no code of its own. `name` is the exposed sample name exactly as users query
 it (counters with their `_total`, info with `_info`); units are OpenMetrics units and always the
