@@ -28,13 +28,12 @@ from queries.placeholders import (
     DEFAULT_GRAFANA_URL,
     DEFAULT_RUNBOOK_URL,
     DEFAULTS,
-    EXPORTER_JOB,
     GRAFANA_URL,
     RUNBOOK_URL,
     expand_all,
 )
 
-__all__ = ["DEFAULT_GRAFANA_URL", "DEFAULT_RUNBOOK_URL", "EXPORTER_JOB"]  # re-exported for the tests and docs
+__all__ = ["DEFAULT_GRAFANA_URL", "DEFAULT_RUNBOOK_URL"]  # re-exported for the tests and docs
 
 RULES_PATH = Path(__file__).parent / "kafka-txn-exporter.rules.yml"
 # The exporter as the alert's instance label names it (its scrape target); https:// if it serves TLS.

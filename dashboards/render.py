@@ -23,6 +23,7 @@ from pathlib import Path
 
 from dashboards.overview import OVERVIEW
 from dashboards.panels import Panel
+from exporter import defaults
 from txn_workshop.harness.processes import free_port
 
 KEY_PANELS = (
@@ -117,7 +118,7 @@ def demo(seconds: float, out: Path) -> None:
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                 "scrape_configs": [
                     {
-                        "job_name": "kafka-txn-exporter",
+                        "job_name": defaults.SCRAPE_JOB,
                         "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"], "labels": {"cluster": "demo"}}],
                     }
                 ],

@@ -2,14 +2,21 @@
 its fields; the parts below the config that take a setting as an argument (the topic tail, the
 latency recorders, the collector, the hanging scan, the OTLP pusher, the logs, the probe) default
 to the same value from here, since they stand on lower floors and may not import the config
-(docs/architecture.md). Plain values, importing nothing: `import exporter.config` loads no Kafka
-client for them."""
+(docs/architecture.md). So do the parts around the exporter that name its port or its scrape job:
+the `txn-exporter transactions` command, the demo, the dashboards' and rules' queries (the mixin's
+`jobSelector`); the files that cannot import it (the Dockerfile, deploy/'s manifests, the example
+Prometheus configuration) are held to it by tests. Plain values, importing nothing:
+`import exporter.config` loads no Kafka client for them."""
 
 from __future__ import annotations
 
 from typing import Final
 
-LISTEN: Final = "0.0.0.0:9464"
+PORT: Final = 9464  # the exporter's HTTP port: /metrics, /healthz, /readyz, /transactions
+LISTEN: Final = f"0.0.0.0:{PORT}"
+# The job Prometheus scrapes the exporters under: the rules and dashboards select their series by it,
+# and `txn-exporter transactions --prometheus` finds the exporters among its targets.
+SCRAPE_JOB: Final = "kafka-txn-exporter"
 METADATA_REFRESH_SECONDS: Final = 30.0
 LATENCY_RESOLUTION_MS: Final = 10
 FRESHNESS_SECONDS: Final = 1.0

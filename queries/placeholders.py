@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from exporter import defaults
 from exporter.contracts import runbooks
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
@@ -41,14 +42,13 @@ SELECTOR_BRACES = _placeholder("selectorBraces")  # after a bare name: `{selecto
 SELECTOR_COMMA = _placeholder("selectorComma")  # after other matchers: `, selector`, or nothing
 NUMBERS = frozenset({"threshold"})  # formatted as numbers (%g), the others as text
 
-EXPORTER_JOB = "kafka-txn-exporter"  # the job name the exporter is scraped under (docs/dashboards-and-alerts.md)
 DEFAULT_RUNBOOK_URL = runbooks.RUNBOOK_URL
 DEFAULT_GRAFANA_URL = "https://grafana.example.com"
 
 # The `_config` defaults (thresholds and `for`s come from the alerts).
 DEFAULTS: dict[str, str] = {
     "selector": "",
-    "jobSelector": f'job="{EXPORTER_JOB}"',
+    "jobSelector": f'job="{defaults.SCRAPE_JOB}"',  # the job the exporter is scraped under
     "clusterLabel": "cluster",
     "runbookURL": DEFAULT_RUNBOOK_URL,
     "grafanaURL": DEFAULT_GRAFANA_URL,

@@ -25,6 +25,7 @@ import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
 
+from exporter import defaults
 from exporter.contracts.peers import Source
 from exporter.sources import peer_exporters
 from exporter.view import cluster, document, table
@@ -32,11 +33,9 @@ from exporter.view.endpoint import PATH
 from exporter.view.query import DEFAULT_LIMIT, MAX_LIMIT
 
 PASSWORD_ENV = "TXN_EXPORTER_PASSWORD"
-# The job the exporters are scraped under (docs/dashboards-and-alerts.md's scrape config; the alerts' rules use it).
-DEFAULT_JOB = "kafka-txn-exporter"
 # Neither --url nor --prometheus: the exporter on this machine's default port (the demo's, or a
 # sidecar's from inside its pod).
-DEFAULT_URL = "http://127.0.0.1:9464"
+DEFAULT_URL = f"http://127.0.0.1:{defaults.PORT}"
 UNAUTHORIZED_HINT = " (give --username and --password-file)"
 PROMETHEUS_TARGETS = "/api/v1/targets?state=active"
 
@@ -54,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--url",
         action="append",
         default=[],
-        help=f"an exporter, e.g. https://broker-1:9464 (or its /transactions); repeatable (default without "
+        help=f"an exporter, e.g. https://broker-1:{defaults.PORT} (or its /transactions); repeatable (default without "
         f"--prometheus: {DEFAULT_URL})",
     )
     parser.add_argument(
@@ -63,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a Prometheus server whose active targets of --job are the exporters to ask (GET /api/v1/targets)",
     )
     parser.add_argument(
-        "--job", default=DEFAULT_JOB, help=f"the exporters' job label in Prometheus (default: {DEFAULT_JOB})"
+        "--job",
+        default=defaults.SCRAPE_JOB,
+        help=f"the exporters' job label in Prometheus (default: {defaults.SCRAPE_JOB})",
     )
     parser.add_argument(
         "--state",

@@ -187,7 +187,7 @@ class Settings(BaseModel):
         str,
         Cli("HOST:PORT"),
         AfterValidator(_check_listen),
-        Field(description="address of the HTTP server for /metrics, /healthz, /readyz (IPv6: [::]:9464)"),
+        Field(description=f"address of the HTTP server for /metrics, /healthz, /readyz (IPv6: [::]:{defaults.PORT})"),
     ] = defaults.LISTEN
     metadata_refresh_seconds: Annotated[
         float, Cli("SECONDS"), Field(gt=0, allow_inf_nan=False, description="how often partition leadership is re-read")
@@ -308,7 +308,7 @@ class Settings(BaseModel):
         BeforeValidator(_one_or_many),
         Field(
             max_length=MAX_PEERS,
-            description="another exporter of the cluster (e.g. https://broker-2:9464), repeatable, at most "
+            description=f"another exporter of the cluster (e.g. https://broker-2:{defaults.PORT}), repeatable, at most "
             f"{MAX_PEERS}: /transactions?scope=cluster merges this exporter's view with theirs; env: "
             "comma-separated URLs; YAML: a list",
         ),

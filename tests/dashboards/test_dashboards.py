@@ -14,6 +14,7 @@ import yaml
 from alerts import generate as alerts_generate
 from alerts import rules as alerts_rules
 from dashboards import drilldown, generate, overview, panels
+from exporter import defaults
 from exporter.metrics.catalogue import CATALOGUE
 from queries import metrics
 
@@ -199,7 +200,7 @@ def test_the_exporters_own_process_is_on_both_dashboards_selected_by_its_job():
         "txn_exporter_append_latency_clock_info",
         "txn_exporter_append_latency_transitions_total",
     }
-    job = f'job="{alerts_generate.EXPORTER_JOB}"'
+    job = f'job="{defaults.SCRAPE_JOB}"'
     checked = 0
     for expr in _all_exprs():
         for name in metric_names(expr) & process:

@@ -27,7 +27,7 @@ from confluent_kafka import KafkaException, Producer
 from alerts import generate as alerts_generate
 from alerts import rules as alerts_rules
 from dashboards import generate
-from exporter import config
+from exporter import config, defaults
 from queries.metrics import known
 from tests.alerts.tools import Prometheus
 from tests.integration.exporter_process import ExporterProcess
@@ -218,7 +218,7 @@ def test_dashboards_and_alerts_on_a_real_prometheus(cluster, tmp_path):
                 "rule_files": [str(rules)],
                 "scrape_configs": [
                     {
-                        "job_name": alerts_generate.EXPORTER_JOB,
+                        "job_name": defaults.SCRAPE_JOB,
                         "static_configs": [{"targets": [instance], "labels": {"cluster": CLUSTER}}],
                     }
                 ],
@@ -330,8 +330,8 @@ def _check_queries(prometheus: Prometheus, instance: str, broker_log: bool) -> N
     assert missing == [], "no data (add expected_empty with the reason if that is right):\n" + "\n".join(missing)
     # The exporter's own process, under its job, on both dashboards (queries.metrics.PROCESS).
     itself = [q.expr for d in generate.DASHBOARDS for p in d.panels() for q in p.queries if "process_cpu" in q.expr]
-    assert len(itself) >= 2 and all(f'job="{alerts_generate.EXPORTER_JOB}"' in expr for expr in itself)
-    assert _has_data(prometheus.query(f'process_resident_memory_bytes{{job="{alerts_generate.EXPORTER_JOB}"}}'))
+    assert len(itself) >= 2 and all(f'job="{defaults.SCRAPE_JOB}"' in expr for expr in itself)
+    assert _has_data(prometheus.query(f'process_resident_memory_bytes{{job="{defaults.SCRAPE_JOB}"}}'))
     if broker_log:  # the coordinator retries the held markers with NOT_ENOUGH_REPLICAS, and logs it
         _wait(
             "marker retries from the broker log",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from exporter import defaults
 from exporter.codec import TransactionLogValue, TransactionState, encode_key, encode_value
 from txn_workshop.record_batches import encode_batch
 
@@ -64,6 +65,16 @@ def test_dockerfile_runtime_stage_is_hardened() -> None:
     copies = " ".join(args for word, args in instructions if word == "COPY")
     assert "tests" not in copies and "bench" not in copies
     assert "slim" in instructions[0][1] or "slim" in next(a for w, a in instructions if w == "ARG")
+
+
+def test_the_image_listens_on_the_exporters_default_port() -> None:
+    """The Dockerfile cannot import exporter.defaults: its listen address (which the HEALTHCHECK's
+    probe reads too) and the port it exposes are held to it here."""
+    instructions = _instructions()
+    runtime = instructions[[word for word, _ in instructions].index("FROM", 1) :]
+    env = " ".join(args for word, args in runtime if word == "ENV").split()
+    assert f"TXN_EXPORTER_LISTEN={defaults.LISTEN}" in env
+    assert [args for word, args in runtime if word == "EXPOSE"] == [str(defaults.PORT)]
 
 
 def _install_line() -> str:

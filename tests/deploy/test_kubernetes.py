@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.generate import EXPORTER_JOB, RULES_PATH
+from alerts.generate import RULES_PATH
 from dashboards.generate import DASHBOARDS, path_of
 from deploy import generate, tools
-from exporter import config
+from exporter import config, defaults
 from exporter.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +103,14 @@ def test_monitoring_component_holds_the_generated_rules_and_dashboards(overlay: 
         assert config_map["data"] == {path_of(spec).name: path_of(spec).read_text()}
 
 
+def _listen_port(container: dict) -> int:
+    """The port the exporter in ``container`` serves on: its --listen, else TXN_EXPORTER_LISTEN, else
+    the default (YAML cannot import exporter.defaults: this holds the manifests to it)."""
+    flags = [a.partition("=")[2] for a in container.get("args", []) if a.startswith("--listen=")]
+    env = [v.get("value", "") for v in container.get("env", []) if v["name"] == "TXN_EXPORTER_LISTEN"]
+    return int((flags or env or [defaults.LISTEN])[0].rpartition(":")[2])
+
+
 @pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
 def test_pod_monitor_scrapes_every_exporter_as_the_rules_expect(overlay: str) -> None:
     documents = render(overlay)
@@ -113,10 +121,11 @@ def test_pod_monitor_scrapes_every_exporter_as_the_rules_expect(overlay: str) ->
     assert exporters
     for labels, _, container in exporters:
         assert wanted <= labels.items(), "the PodMonitor selects the exporter's pods"
-        assert endpoint["port"] in {p["name"] for p in container["ports"]}
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports.get(endpoint["port"]) == _listen_port(container), "the port scraped is the one served"
         assert labels.get("txn-exporter/cluster"), "the cluster label the rules group by"
     relabel = {r["targetLabel"]: r for r in endpoint["relabelings"]}
-    assert relabel["job"]["replacement"] == EXPORTER_JOB
+    assert relabel["job"]["replacement"] == defaults.SCRAPE_JOB
     assert relabel["cluster"]["sourceLabels"] == ["__meta_kubernetes_pod_label_txn_exporter_cluster"]
     web_config = any(a.startswith("--web-config-file") for _, _, c in exporters for a in c["args"])
     assert (endpoint.get("scheme") == "https" and "basicAuth" in endpoint) == web_config
