@@ -5,6 +5,7 @@ it fails here, naming the requirement the lock no longer meets."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -14,6 +15,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+ADAPTER = ROOT / "exporter" / "sources" / "kafka_python_adapter.py"
 WORKSHOP = tomllib.loads((ROOT / "workshop" / "pyproject.toml").read_text())["project"]
 # A pinned requirement: `name==version \`, then its hashes one a line.
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) \\$")
@@ -70,9 +72,44 @@ def test_the_images_lock_is_the_products_dependencies_at_cis_versions() -> None:
     assert not {"pytest", "hypothesis", "pyspark", "pandas", "mypy", "uv"} & set(image)
 
 
+def reached_private_names(path: Path) -> tuple[set[str], bool]:
+    """The private names (`_x`, no dunders) a module reads off objects other than its own (`x._y`, x
+    neither self nor cls; getattr(x, "_y")), and whether it imports kafka-python."""
+    names: set[str] = set()
+    imports_kafka_python = False
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and not (
+            isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        ):
+            names.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            names.update(a.value for a in node.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str))
+        elif isinstance(node, ast.Import):
+            imports_kafka_python |= any(a.name.split(".")[0] == "kafka" for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports_kafka_python |= (node.module or "").split(".")[0] == "kafka" and not node.level
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}, imports_kafka_python
+
+
 def test_kafka_python_is_pinned_exactly() -> None:
-    """The cluster-state client calls kafka-python's private internals: a range would let a release
-    that moved them in."""
+    """The exporter calls kafka-python's private internals (exporter/sources/kafka_python_adapter.py, alone:
+    the next test): a range would let a release that moved them in."""
     (kafka_python,) = [r for r in map(Requirement, PROJECT["dependencies"]) if r.name == "kafka-python"]
     (spec,) = kafka_python.specifier
     assert spec.operator == "==" and pins("image.txt")["kafka-python"][0] == spec.version
+
+
+def test_kafka_pythons_private_parts_are_the_adapters_alone() -> None:
+    """So the pin above, and tests/sources/test_kafka_python_adapter.py's check of each private name
+    at the pinned version, cover one file: no other module of the exporter reads a name the adapter
+    reads, and one that imports kafka-python reads no private name of another object at all."""
+    adapter, _ = reached_private_names(ADAPTER)
+    assert "_manager" in adapter  # the check sees what it looks for
+    strays = {}
+    for path in sorted((ROOT / "exporter").rglob("*.py")):
+        if path == ADAPTER:
+            continue
+        names, imports_kafka_python = reached_private_names(path)
+        if stray := names if imports_kafka_python else names & adapter:
+            strays[path.relative_to(ROOT).as_posix()] = sorted(stray)
+    assert strays == {}, "kafka-python's private parts belong in exporter/sources/kafka_python_adapter.py"

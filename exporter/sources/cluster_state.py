@@ -56,6 +56,7 @@ from exporter.contracts.cluster import (
     TopicMetadata,
 )
 from exporter.sources.kafka_admin import admin_client
+from exporter.sources.kafka_python_adapter import cluster_metadata, run
 from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions, exception_name, whole
 
 log = logging.getLogger("txn_exporter.cluster_state")
@@ -207,8 +208,7 @@ class ClusterStateSource(CachedLookups):
         import kafka.errors as errors
 
         admin = self._client()
-        # kafka-python's describe_topics sends this very request and keeps only its topics.
-        metadata = admin._manager.run(admin._get_cluster_metadata, topics)
+        metadata = run(admin, cluster_metadata, admin, topics)
         live = frozenset(b["node_id"] for b in metadata["brokers"])
         try:
             fenced = frozenset(b["broker_id"] for b in admin.describe_cluster()["brokers"] if b.get("is_fenced"))

@@ -44,7 +44,8 @@ from exporter.contracts.groups import (
     offsets_partition,
 )
 from exporter.sources.kafka_admin import admin_client
-from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions, error_name
+from exporter.sources.kafka_python_adapter import cluster_metadata, describe_groups, error_name, run, send
+from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions
 
 log = logging.getLogger("txn_exporter.consumer_groups")
 
@@ -175,7 +176,7 @@ class ConsumerGroupsSource(CachedLookups):
 
     def _pending_groups(self, partition: int) -> OffsetsPartitionGroups:
         admin = self._client()
-        result: OffsetsPartitionGroups = admin._manager.run(self._requests, admin, partition)
+        result: OffsetsPartitionGroups = run(admin, self._requests, admin, partition)
         return result
 
     async def _requests(self, admin: Any, partition: int) -> OffsetsPartitionGroups:
@@ -184,9 +185,8 @@ class ConsumerGroupsSource(CachedLookups):
         from kafka.protocol.consumer import OffsetFetchRequest
         from kafka.protocol.metadata import FindCoordinatorRequest
 
-        manager = admin._manager
         # 1. The topic's partition count and the partition's leader (its groups' coordinator).
-        metadata = await admin._get_cluster_metadata([CONSUMER_OFFSETS_TOPIC])
+        metadata = await cluster_metadata(admin, [CONSUMER_OFFSETS_TOPIC])
         topic = next((t for t in metadata["topics"] if t["name"] == CONSUMER_OFFSETS_TOPIC), None)
         if topic is None or topic["error_code"]:
             raise errors.for_code(topic["error_code"] if topic else 3)()
@@ -195,7 +195,7 @@ class ConsumerGroupsSource(CachedLookups):
         if leader < 0:
             raise errors.LeaderNotAvailableError(f"{CONSUMER_OFFSETS_TOPIC}-{partition} has no leader")
         # 2. The groups the leader coordinates, those stored on this partition.
-        listed = await manager.send(ListGroupsRequest(min_version=0), node_id=leader)
+        listed = await send(admin, ListGroupsRequest(min_version=0), leader)
         if listed.error_code:
             raise errors.for_code(listed.error_code)()
         groups = groups_of_partition((g.group_id for g in listed.groups), partition, len(leaders))
@@ -205,20 +205,21 @@ class ConsumerGroupsSource(CachedLookups):
         # 3. Their committed partitions, require_stable: UNSTABLE_OFFSET_COMMIT where offsets are pending.
         group_type = OffsetFetchRequest.OffsetFetchRequestGroup
         low, high = OFFSET_FETCH_VERSIONS
-        fetched = await manager.send(
+        fetched = await send(
+            admin,
             OffsetFetchRequest(
                 groups=[group_type(group_id=g, topics=None) for g in asked],
                 require_stable=True,
                 min_version=low,
                 max_version=high,
             ),
-            node_id=leader,
+            leader,
         )
         pending, failed, committed = read_offset_fetch(fetched.groups)
         # 4. The others' assigned partitions without a committed offset (a first transactional commit).
         rest = [g for g in asked if g in committed]
         if rest:
-            described = await admin._async_describe_groups(rest, group_coordinator_id=leader)
+            described = await describe_groups(admin, rest, leader)
             uncommitted = {
                 g: assigned_partitions(described.get(g) or {}) - committed[g]
                 for g in rest
@@ -242,15 +243,15 @@ class ConsumerGroupsSource(CachedLookups):
                     min_version=low,
                     max_version=high,
                 )
-                more_pending, more_failed, _ = read_offset_fetch((await manager.send(request, node_id=leader)).groups)
+                more_pending, more_failed, _ = read_offset_fetch((await send(admin, request, leader)).groups)
                 pending |= more_pending
                 failed.update(more_failed)
         # 5. Who coordinates the pending groups now.
         coordinators: dict[str, int | None] = {}
         if pending:
             try:
-                found = await manager.send(
-                    FindCoordinatorRequest(key_type=0, coordinator_keys=sorted(pending), min_version=4)
+                found = await send(
+                    admin, FindCoordinatorRequest(key_type=0, coordinator_keys=sorted(pending), min_version=4)
                 )
                 coordinators = {
                     c.key: (c.node_id if not c.error_code and c.node_id >= 0 else None) for c in found.coordinators

@@ -23,14 +23,14 @@ failed round (ScanResult.events).
 
 Why kafka-python: confluent-kafka (librdkafka) has no DescribeProducers, ListTransactions or
 DescribeTransactions admin API; kafka-python >= 3.0 has all three (describe_producers,
-list_transactions, describe_transactions), is pure Python and maintained. It is used here only.
+list_transactions, describe_transactions), is pure Python and maintained.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from exporter import defaults
@@ -45,6 +45,7 @@ from exporter.contracts.hanging_rules import (
     partitions_with_late_transactions,
 )
 from exporter.sources.kafka_admin import KAFKA_PYTHON_SETTINGS, admin_client
+from exporter.sources.kafka_python_adapter import forget_transaction_coordinators
 
 log = logging.getLogger("txn_exporter.hanging")
 
@@ -154,7 +155,7 @@ class HangingScanner:
     def _check_transactional_id_rights(self) -> None:
         from kafka.errors import TransactionalIdAuthorizationFailedError, TransactionalIdNotFoundError
 
-        self._forget_coordinators([_PROBE_TRANSACTIONAL_ID])
+        forget_transaction_coordinators(self._admin, [_PROBE_TRANSACTIONAL_ID])
         try:
             self._admin.describe_transactions([_PROBE_TRANSACTIONAL_ID])
         except TransactionalIdNotFoundError:
@@ -227,7 +228,9 @@ class HangingScanner:
     def _describe(self, transactional_ids: set[str]) -> dict[str, CoordinatorTransaction | None]:
         from kafka.errors import TransactionalIdNotFoundError
 
-        self._forget_coordinators(transactional_ids)
+        # kafka-python keeps a coordinator it found for good: once one moved, every later round would
+        # fail on NOT_COORDINATOR. Asked afresh each round instead.
+        forget_transaction_coordinators(self._admin, transactional_ids)
         try:
             described = self._admin.describe_transactions(sorted(transactional_ids))
         except TransactionalIdNotFoundError:
@@ -250,17 +253,6 @@ class HangingScanner:
                 frozenset((tp.topic, tp.partition) for tp in d.topic_partitions),
             )
         return result
-
-    def _forget_coordinators(self, transactional_ids: Iterable[str]) -> None:
-        # kafka-python (3.0) caches each id's coordinator for good, never dropped on NOT_COORDINATOR:
-        # once a coordinator moved, every later round would fail. Asked afresh each round instead.
-        from kafka.protocol.metadata import CoordinatorType
-
-        manager = getattr(self._admin, "_manager", None)
-        cached = getattr(getattr(manager, "cluster", None), "_coordinators", None)
-        if isinstance(cached, dict):
-            for tid in transactional_ids:
-                cached.pop((CoordinatorType.TRANSACTION, tid), None)
 
     def scan_all(self) -> ScanResult:
         """Rounds until every led partition was described once (for the `hanging` command)."""

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from exporter.sources.kafka_python_adapter import broker_ids, send_through, send_to
+
 # A broker that did not answer within the timeout is asked last for this long.
 STALLED_SECONDS = 30.0
 
@@ -101,29 +103,21 @@ def import_kafka_python() -> None:
     import kafka  # noqa: F401
 
 
-class _RoutedManager:
-    """Stands for the admin's connection manager (kafka.net.manager.KafkaConnectionManager) in the
-    admin's own methods, which all send through `send`; everything else is the manager's."""
+class Router:
+    """Where an admin's requests go (see the module docstring), for kafka_python_adapter.send_through: the
+    own broker first, then the others, those that did not answer in time last."""
 
     def __init__(
-        self,
-        manager: Any,
-        own_broker: Callable[[], int | None],
-        timeout_ms: int,
-        monotonic: Callable[[], float] = time.monotonic,
+        self, own_broker: Callable[[], int | None], timeout_ms: int, monotonic: Callable[[], float] = time.monotonic
     ) -> None:
-        self._manager = manager
         self._own_broker = own_broker
         self._timeout_ms = timeout_ms
         self._monotonic = monotonic
         self._stalled: dict[int, float] = {}  # node id -> until when it is asked last
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._manager, name)
-
-    def candidates(self) -> list[int]:
+    def candidates(self, connections: Any) -> list[int]:
         """The nodes to ask, in order: the own broker, the others (shuffled), those stalled last."""
-        nodes = [b.node_id for b in self._manager.cluster.brokers()]
+        nodes = broker_ids(connections)
         random.shuffle(nodes)
         own = self._own_broker()
         if own is not None and own in nodes:
@@ -137,19 +131,18 @@ class _RoutedManager:
             (n for n in nodes if n in self._stalled), key=self._stalled.__getitem__
         )
 
-    async def send(self, request: Any, node_id: int | None = None, request_timeout_ms: int | None = None) -> Any:
+    async def send(self, connections: Any, request: Any, node_id: int | None, timeout_ms: int | None) -> Any:
+        """A kafka_python_adapter.Sender: to `node_id` alone when given, else to the candidates in turn."""
         import kafka.errors as errors
 
-        timeout_ms = request_timeout_ms or self._timeout_ms
-        nodes = [node_id] if node_id is not None else self.candidates()
+        timeout_ms = timeout_ms or self._timeout_ms
+        nodes = [node_id] if node_id is not None else self.candidates(connections)
         if not nodes:  # no metadata yet: kafka-python's own choice
-            return await self._manager.wait_for(self._manager.send(request), timeout_ms)
+            return await send_to(connections, request, None, timeout_ms)
         failure: Exception | None = None
         for node in nodes:
             try:
-                return await self._manager.wait_for(
-                    self._manager.send(request, node_id=node, request_timeout_ms=timeout_ms), timeout_ms
-                )
+                return await send_to(connections, request, node, timeout_ms)
             except (errors.KafkaTimeoutError, errors.RequestTimedOutError) as e:
                 self._stalled[node] = self._monotonic() + STALLED_SECONDS
                 failure = e
@@ -161,5 +154,4 @@ class _RoutedManager:
 
 def route(admin: Any, own_broker: Callable[[], int | None], timeout_ms: int) -> Any:
     """Has `admin` (a KafkaAdminClient) send its requests as the module docstring says; returns it."""
-    admin._manager = _RoutedManager(admin._manager, own_broker, timeout_ms)
-    return admin
+    return send_through(admin, Router(own_broker, timeout_ms).send)

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, TypedDict
 
-from exporter.broker_log.errors import ERRORS
 from exporter.contracts.cluster import Fact
 from exporter.sources.kafka_admin import import_kafka_python
+from exporter.sources.kafka_python_adapter import error_name, known_error_name
 
 # An answer is cached this long; a view waits this long at most for a first look; a request runs on
 # this long at most in the background.
@@ -86,19 +86,6 @@ class Workers:
     def stop(self) -> None:
         for _ in self._threads:
             self._queue.put(None)
-
-
-def known_error_name(code: int) -> str | None:
-    """A Kafka error code's name as Kafka 4.x spells it, None for a code it does not name."""
-    for number, name, _ in ERRORS:
-        if code == number:
-            return name
-    return None
-
-
-def error_name(code: int) -> str:
-    """A Kafka error code's name ("error N" for one Kafka does not name)."""
-    return known_error_name(code) or f"error {code}"
 
 
 def exception_name(exc: BaseException) -> str:

@@ -4,6 +4,7 @@ exercised by tests/integration/test_diagnosis.py (a stopped broker, a hold, a mo
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from types import SimpleNamespace
@@ -36,12 +37,12 @@ class FakeAdmin:
         with self.lock:
             return sum(1 for n, _ in self.calls if n == name)
 
-    def _get_cluster_metadata(self, topics):  # what describe_topics sends; the brokers come with it
+    async def _get_cluster_metadata(self, topics):  # what describe_topics sends; the brokers come with it
         return {"brokers": [{"node_id": n} for n in (1, 2)], "topics": self.describe_topics(topics)}
 
     @property
-    def _manager(self):
-        return SimpleNamespace(run=lambda call, *args: call(*args))
+    def _manager(self):  # runs the adapter's coroutines (kafka_python_adapter.run), each on a loop of its own
+        return SimpleNamespace(run=lambda call, *args: asyncio.run(call(*args)))
 
     def describe_topics(self, topics):
         self._call("describe_topics", tuple(topics))

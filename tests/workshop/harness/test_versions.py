@@ -72,6 +72,7 @@ def test_the_row_names_classes_and_logging_its_jars_have(version):
         "config_command_class",
         "jmx_tool_class",
         "transactions_command_class",
+        "broker_api_versions_class",
     ):
         assert getattr(row, name) in tools, name
     binding = {1: "slf4j-reload4j-", 2: "log4j-slf4j-impl-"}[row.log4j]

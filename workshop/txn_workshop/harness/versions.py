@@ -27,6 +27,7 @@ class KafkaVersion:
     storage_tool_class: str = "kafka.tools.StorageTool"
     jmx_tool_class: str = "org.apache.kafka.tools.JmxTool"
     transactions_command_class: str = "org.apache.kafka.tools.TransactionsCommand"
+    broker_api_versions_class: str = "kafka.admin.BrokerApiVersionsCommand"
     # `transaction.version` feature levels `kafka-storage format --feature` accepts (KIP-890 TV2
     # from 4.0); empty: the broker has no such feature to set.
     transaction_versions: tuple[int, ...] = ()
@@ -64,7 +65,13 @@ class KafkaVersion:
 
 # What whole lines of versions share (keyword arguments of KafkaVersion).
 _3X: dict[str, Any] = {"log4j": 1, "zookeeper_mode": True}
-_4X: dict[str, Any] = {"log4j": 2, "transaction_versions": (0, 1, 2), "share_group_state_topic": True}
+# BrokerApiVersionsCommand moved from core to the tools module in 4.0.
+_4X: dict[str, Any] = {
+    "log4j": 2,
+    "transaction_versions": (0, 1, 2),
+    "share_group_state_topic": True,
+    "broker_api_versions_class": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+}
 _4_1: dict[str, Any] = {**_4X, "log_state_names": "enum", "transaction_log_dump": "json"}
 
 # Newest first. The newest patch of each minor that Maven Central serves (2026-11).
