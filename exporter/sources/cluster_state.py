@@ -40,7 +40,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import Any, Unpack
 
@@ -57,7 +56,7 @@ from exporter.contracts.cluster import (
 )
 from exporter.sources.kafka_admin import admin_client
 from exporter.sources.kafka_python_adapter import cluster_metadata, run
-from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions, exception_name, whole
+from exporter.sources.lookups import CachedEntry, CachedLookups, LookupOptions, exception_name
 
 log = logging.getLogger("txn_exporter.cluster_state")
 
@@ -187,16 +186,6 @@ class ClusterStateSource(CachedLookups):
             future = self._submit(functools.partial(self._min_isr, due))
             for topic in due:
                 self._watch(self._configs[topic], future, functools.partial(_one_of, topic))
-
-    def _watch(self, entry: CachedEntry, future: Future, pick: Callable[[Any], tuple[Any, str | None]] = whole) -> None:
-        """Holding self._lock."""
-        entry.pending, entry.pick = future, pick
-
-        def done(f: Future) -> None:
-            with self._lock:
-                self._settle(entry, f)
-
-        future.add_done_callback(done)
 
     # --- requests (kafka-python, blocking: on the workers) ---
 

@@ -167,7 +167,7 @@ class ConsumerGroupsSource(CachedLookups):
                 entry = self._entries.setdefault(n, CachedEntry())
                 entry.asked = now
                 if self._due(entry, now):
-                    entry.pending = self._submit(functools.partial(self._ask, n))
+                    self._watch(entry, self._submit(functools.partial(self._ask, n)))
             waiting = self._first_looks(self._entries[n] for n in wanted)
         if waiting:
             wait_futures(waiting, timeout=self.wait_seconds)

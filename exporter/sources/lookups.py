@@ -5,6 +5,7 @@ entry is due, how an answer settles, what is forgotten, a close that never waits
 
 from __future__ import annotations
 
+import abc
 import logging
 import queue
 import threading
@@ -113,12 +114,12 @@ class LookupOptions(TypedDict, total=False):
     own_broker: Callable[[], int | None]
 
 
-class CachedLookups:
+class CachedLookups(abc.ABC):
     """The frame of a source of cached lookups: its kafka-python admin, made by the first worker that
     needs it; its daemon workers; its entries (in the dicts `_caches` returns), refreshed when due,
-    settled from their futures, dropped when long unasked. Thread-safe: `_lock` guards the entries,
-    held for dict work only; reentrant, as a future that is already done runs its callback at once,
-    in the thread that adds it."""
+    settled as their futures complete (`_watch`), dropped when long unasked. Thread-safe: `_lock`
+    guards the entries, held for dict work only; reentrant, as a future that is already done runs
+    its callback at once, in the thread that adds it."""
 
     what = "lookups"  # the source's name in its log lines, its logger's and its threads'
     worker_threads = 1
@@ -156,11 +157,13 @@ class CachedLookups:
         self._forgot = 0.0
         self._closed = False
 
+    @abc.abstractmethod
     def _kafka_python_admin(self) -> Any:
-        raise NotImplementedError
+        """Makes the source's client (kafka_admin.admin_client, with its own client id and bounds)."""
 
+    @abc.abstractmethod
     def _caches(self) -> Iterable[dict[Any, CachedEntry]]:
-        raise NotImplementedError
+        """The dicts holding the source's entries (those `_forget` drops from)."""
 
     # --- the client and the workers ---
 
@@ -226,6 +229,17 @@ class CachedLookups:
     def _first_looks(entries: Iterable[CachedEntry]) -> list[Future]:
         """The refreshes of entries that never had an answer: a view waits for those only."""
         return [e.pending for e in entries if e.fetched is None and e.pending is not None]
+
+    def _watch(self, entry: CachedEntry, future: Future, pick: Callable[[Any], tuple[Any, str | None]] = whole) -> None:
+        """Holding self._lock: `future` is the entry's refresh, settled as it completes (`pick`: the
+        entry's part of its answer), whether a view reads the entry again or not."""
+        entry.pending, entry.pick = future, pick
+
+        def done(f: Future) -> None:
+            with self._lock:
+                self._settle(entry, f)
+
+        future.add_done_callback(done)
 
     def _fact(self, entry: CachedEntry) -> Fact:
         # A future that completed while its callback has not run yet (waiters wake first) counts.

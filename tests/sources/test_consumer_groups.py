@@ -122,6 +122,30 @@ def test_a_first_look_waits_a_bounded_time_and_errors_are_unknown():
     source.close()
 
 
+def test_an_answer_settles_as_it_comes_so_one_no_view_reads_again_is_forgotten():
+    """Partition 3's first look got no answer in time and no view reads it again: its answer settles
+    all the same (CachedLookups._watch), so once unasked for ten minutes it is dropped and the next
+    view asks afresh (an entry settled only when read again was never dropped)."""
+    asker, now = Asker(), [100.0]
+    asker.gate.clear()
+    source = ConsumerGroupsSource("unused:9092", ask=asker, monotonic=lambda: now[0], wait_seconds=0)
+    assert source.lookup([3])[3].problem == "no answer within 0 s"
+    asker.gate.set()
+    deadline = time.monotonic() + 5
+    while source._entries[3].pending is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert source._entries[3].value == asker.answer
+    now[0] += 601
+    source.lookup([4])
+    source.lookup([3])
+    deadline = time.monotonic() + 5
+    while sorted(asker.asked) != [3, 3, 4]:  # the workers ask in the background
+        assert time.monotonic() < deadline, asker.asked
+        time.sleep(0.01)
+    source.close()
+
+
 def test_only_so_many_partitions_a_view():
     asker = Asker()
     source = ConsumerGroupsSource("unused:9092", ask=asker, max_partitions=2, wait_seconds=2)
