@@ -40,6 +40,19 @@ class PartitionAssigned:
     # Whether the exporter's own broker leads it (always, unless --all-partitions): then its
     # coordinator's `succeeded` lines are in the broker log read, and time its appends.
     here: bool = True
+    # Wall clock (ms) from which the partition's records were counted by some exporter (this one's
+    # start): a prepare appended since pairs with the completion counted here, whichever exporter
+    # counted the prepare (a coordinator may move between the two). None: only prepares counted here.
+    counting_since_ms: int | None = None
+
+
+@dataclass(slots=True)
+class PartitionDraining:
+    """The exporter's broker no longer leads the partition: it is read on, from its new leader, to
+    the end of the epochs its broker led there, its records counted, while its gauges and rows are
+    left to the new leader's exporter; PartitionRevoked ends it."""
+
+    partition: int
 
 
 @dataclass(slots=True)
@@ -206,6 +219,7 @@ TopicEvent = (
     TransactionLogRecords
     | UndecodableRecord
     | PartitionAssigned
+    | PartitionDraining
     | PartitionReplayed
     | PartitionRevoked
     | PartitionProgress

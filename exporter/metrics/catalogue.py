@@ -375,8 +375,11 @@ APPEND_CLOCK_UNMATCHED = MetricSpec(
     "txn_exporter_append_clock_unmatched_total",
     MetricType.COUNTER,
     "Live records and `succeeded` lines that waited for each other in vain, by kind (record, line)"
-    " and reason: expired (the other not read within 10 s), evicted (over 16384 waiting), already_timed"
-    " (a line whose record the fetch clock had timed, as the coordinator's clock came back).",
+    " and reason: expired (the other not read within 10 s), append_failed (a record whose append the"
+    " coordinator logged as failed: a leader stepping down, a follower keeping the record),"
+    " leadership_lost (a record read after its broker lost the partition, never acknowledged: e.g. the"
+    " broker killed), evicted (over 16384 waiting), already_timed (a line whose record the fetch clock"
+    " had timed, as the coordinator's clock came back).",
     labels=("kind", "reason"),
 )
 APPEND_LATENCY_NEGATIVE = MetricSpec(

@@ -12,10 +12,14 @@ already held such lines: CoordinatorLogAtDebug), and for the partitions whose
 coordinator writes the log read (`here`): their live records wait for their line (and lines for
 their record: either may come first) in insertion-ordered buffers, matched by the five fields both
 carry (id, target state, producer id and epoch, last update). A record whose line has not come
-within `hold_ms` is counted, not timed (UNTIMED); a line whose record has not come is dropped and
-counted. When records wait out the hold and no line at all came for as long (the logger set back to
-INFO, the file unreadable or rotated away, a broker restart that reset a run-time level), the fetch
-clock is in force again until a line comes back; the tail then fetches at its resolution again.
+within `hold_ms` is counted, not timed (UNTIMED), by why its line never came: the coordinator logged
+its append as failed (APPEND_FAILED: a leader stepping down fails its pending appends, though a
+follower may keep the record), its broker had lost the partition when the record was read
+(LEADERSHIP_LOST: a drain's record appended but never acknowledged, e.g. the broker killed), or
+nothing tells (EXPIRED). A line whose record has not come is dropped and counted. When records wait
+out the hold for no known reason and no line at all came for as long (the logger set back to INFO,
+the file unreadable or rotated away, a broker restart that reset a run-time level), the fetch clock
+is in force again until a line comes back; the tail then fetches at its resolution again.
 
 Each transition is timed at most once: while the fetch clock is in force, the keys of the records it
 timed are kept for `hold_ms`, so their lines, arriving once the coordinator's clock is back, are
@@ -48,7 +52,12 @@ UNTIMED = "untimed"
 EXPIRED = "expired"  # its partner did not come within the hold
 EVICTED = "evicted"  # more than max_waiting were waiting
 ALREADY_TIMED = "already_timed"  # (a line) its record was timed by the fetch clock
-UNMATCHED_REASONS = {"record": (EXPIRED, EVICTED), "line": (EXPIRED, EVICTED, ALREADY_TIMED)}
+APPEND_FAILED = "append_failed"  # (a record) the coordinator logged its append as failed
+LEADERSHIP_LOST = "leadership_lost"  # (a record) read in a drain, its line never written
+UNMATCHED_REASONS = {
+    "record": (EXPIRED, APPEND_FAILED, LEADERSHIP_LOST, EVICTED),
+    "line": (EXPIRED, EVICTED, ALREADY_TIMED),
+}
 
 HOLD_MS = 10_000
 MAX_WAITING = 16_384
@@ -56,7 +65,8 @@ MAX_WAITING = 16_384
 # (transactional id, target state, producer id, producer epoch, last update ms): what a record's value
 # and its `succeeded` line both name.
 Key = tuple[str, int, int, int, int]
-Record = tuple[int, int, int]  # received ms, CreateTime ms, producer id (the rest is its key)
+# Received ms, CreateTime ms, producer id (the rest is its key), whether its broker had lost the partition.
+Record = tuple[int, int, int, bool]
 Line = tuple[int, int]  # seen ms, appended ms (UTC)
 V = TypeVar("V", bound=tuple[Any, ...])  # an entry, its arrival (ms) first
 LatencySink = Callable[[int, int, str, int], None]
@@ -75,6 +85,9 @@ class AppendClock:
         self._lines: OrderedDict[Key, Line] = OrderedDict()
         # Records the fetch clock timed, by key, with when they were received (see the docstring).
         self._fetch_timed: OrderedDict[Key, tuple[int]] = OrderedDict()
+        # Appends the coordinator logged as failed, by (id, target state), with when: the reason a
+        # record of theirs has no line (a follower kept it as the leader stepped down).
+        self._failed: OrderedDict[tuple[str, int], tuple[int]] = OrderedDict()
         self._last_line_ms = 0  # when the last `succeeded` line was read
         # Counters: transitions timed by the coordinator's clock and untimed, by target state (those
         # the fetch clock timed are the histograms' counts less the coordinator's); unmatched records
@@ -87,9 +100,10 @@ class AppendClock:
         self.negative = 0
         self._log_timed = _timed_log.isEnabledFor(logging.DEBUG)  # (set at start: read once)
 
-    def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int) -> None:
+    def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int, lost: bool = False) -> None:
         """A live record with a target state, received at `received_ms`, of a partition whose
-        coordinator writes the log read (the model times the others' by the fetch itself)."""
+        coordinator writes the log read (the model times the others' by the fetch itself); `lost`:
+        read in a drain, after the broker lost the partition."""
         if not self.coordinator:
             self._record_latency[key[1]](received_ms - timestamp_ms, received_ms, key[0], producer_id)
             if self._log_timed:
@@ -100,7 +114,7 @@ class AppendClock:
         if line is not None:
             self._time(key, line[1], timestamp_ms, max(received_ms, line[0]), producer_id)
         else:
-            self._remember(self._records, key, (received_ms, timestamp_ms, producer_id), "record")
+            self._remember(self._records, key, (received_ms, timestamp_ms, producer_id, lost), "record")
 
     def line(self, event: TransitionAppended) -> None:
         """The coordinator's `succeeded` line of a transition."""
@@ -122,7 +136,7 @@ class AppendClock:
         if record is None:
             self._remember(self._lines, key, (event.seen_ms, event.appended_ms), "line")
             return
-        received_ms, timestamp_ms, producer_id = record
+        received_ms, timestamp_ms, producer_id, _ = record
         self._time(key, event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), producer_id)
 
     def presume(self, seen_ms: int) -> None:
@@ -136,6 +150,13 @@ class AppendClock:
                 "lines when the exporter started)"
             )
 
+    def failed(self, transactional_id: str, target_state: int, seen_ms: int) -> None:
+        """The coordinator logged an append of `transactional_id` to `target_state` as failed."""
+        self._failed.pop((transactional_id, target_state), None)
+        self._failed[transactional_id, target_state] = (seen_ms,)
+        while len(self._failed) > self._max:
+            self._failed.popitem(last=False)
+
     def replayed(self, key: Key) -> None:
         """A replayed record (history, never timed): its line, if waiting, is not a missing record's."""
         if self._lines:
@@ -148,6 +169,8 @@ class AppendClock:
         records_expired = self._expire(self._records, "record", cutoff)
         self._expire(self._lines, "line", cutoff)
         self._expire(self._fetch_timed, None, cutoff)
+        # (A failure line waits twice the hold: its record may wait the whole hold after it.)
+        self._expire(self._failed, None, cutoff - self._hold_ms)
         if records_expired and self.coordinator and self._last_line_ms < cutoff:
             self.coordinator = False
             log.warning(
@@ -189,20 +212,26 @@ class AppendClock:
                 for old, _ in evicted:
                     self.untimed[old[1]] += 1
 
-    def _expire(self, buffer: OrderedDict[Key, V], kind: str | None, cutoff: int) -> int:
-        """Drops the entries that arrived before `cutoff`, counted for `kind`; returns how many."""
-        expired = 0
+    def _expire(self, buffer: OrderedDict[Any, V], kind: str | None, cutoff: int) -> int:
+        """Drops the entries that arrived before `cutoff`, counted for `kind` by reason; returns how
+        many expired for no known reason (a record: no failure logged, its broker still leading)."""
+        unexplained = 0
         while buffer:
             key, entry = next(iter(buffer.items()))
             if entry[0] >= cutoff:
                 break
             del buffer[key]
-            expired += 1
+            reason = EXPIRED
             if kind == "record":
                 self.untimed[key[1]] += 1
-        if expired and kind is not None:
-            self.unmatched[kind, EXPIRED] += expired
-        return expired
+                if (key[0], key[1]) in self._failed:
+                    reason = APPEND_FAILED
+                elif entry[3]:
+                    reason = LEADERSHIP_LOST
+            if kind is not None:
+                self.unmatched[kind, reason] += 1
+            unexplained += reason == EXPIRED
+        return unexplained
 
 
 def _log(key: Key, latency_ms: int, clock: str) -> None:

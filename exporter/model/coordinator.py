@@ -7,10 +7,12 @@ Pure: `apply(event)` for each event a source yields, in order, from one writer t
 the plain rows of exporter.model.reading.
 
 Decisions a reader of the metrics needs to know:
-- Only LIVE records are observed (append latency, which doubles as the records count per target
-  state; tombstones; marker completions): replaying a partition re-reads history whose appends
-  happened long ago, and counting it would turn every restart or takeover into a burst of fake
-  appends.
+- Only the records a source hands over as counted (`replay=False`) are observed (append latency,
+  which doubles as the records count per target state; tombstones; marker completions): replaying a
+  partition re-reads history, and counting it would turn every restart or takeover into a burst of
+  fake appends. Which records are counted is the source's rule (exporter.sources.topic_tail: each
+  by the exporter whose broker appended it, by the batch's leader epoch); a partition may hand over
+  counted records while it replays (a takeover's own epoch) or drains (PartitionDraining).
 - A tombstone (null value, written when a transactional id expires) drops the id. It has no target
   state, so it is counted on its own (`tombstones`), never under a `target_state`.
 - DEAD and PREPARE_EPOCH_FENCE are never written by brokers (a tombstone and a PREPARE_ABORT are
@@ -60,6 +62,7 @@ from exporter.contracts.events import (
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,
+    PartitionDraining,
     PartitionProgress,
     PartitionReplayed,
     PartitionRevoked,
@@ -159,15 +162,19 @@ T = TypeVar("T")
 
 
 class CoordinatorModel:
-    def __init__(self, sinks: ObservationSinks, coordinator_log: bool = False) -> None:
+    def __init__(self, sinks: ObservationSinks, coordinator_log: bool = False, all_partitions: bool = False) -> None:
         """`coordinator_log`: whether a broker log is read (--broker-log), whose `succeeded` lines may
-        time the appends (AppendClock); without one, the fetch clock times every record."""
+        time the appends (AppendClock); without one, the fetch clock times every record.
+        `all_partitions`: the source follows every partition (--all-partitions), so the log's elected
+        and resigned lines say which partitions' appends its lines time; else every record counted is
+        this broker's own append, timed by its line even once the partition has moved (a drain)."""
         self._lock = threading.Lock()
         self._partitions: dict[int, PartitionState] = {}
         # Bound once: a method lookup per record is measurable at 250k records/s.
         self._record_append_latency = tuple(sink.record for sink in sinks.append_latency)
         self._append_clock = AppendClock(self._record_append_latency)
         self._coordinator_log = coordinator_log
+        self._all_partitions = all_partitions
         self._record_completion = (
             sinks.marker_completion_commit.record,
             sinks.marker_completion_abort.record,
@@ -222,6 +229,8 @@ class CoordinatorModel:
         # Whether these records' lines may come (AppendClock): the broker log read is their coordinator's.
         logged = self._coordinator_log and part.here
         clock = self._append_clock
+        draining = part.draining
+        counting_since_ms = part.counting_since_ms
         for record in records:
             tid = record.transactional_id
             live = not replay
@@ -263,7 +272,8 @@ class CoordinatorModel:
                     if part.retrying:
                         part.retrying.discard(tid)
                 if action & _ENTERS_PENDING:
-                    part.pending[tid] = (record.timestamp_ms << 1) | live
+                    counted = live or (counting_since_ms is not None and record.timestamp_ms >= counting_since_ms)
+                    part.pending[tid] = (record.timestamp_ms << 1) | counted
             if action & _LEAVES_IN_FLIGHT_STATE:
                 del inflight[old][tid]
             if action & _ENTERS_IN_FLIGHT:  # InFlight's fields
@@ -279,14 +289,15 @@ class CoordinatorModel:
             timestamp_ms = record.timestamp_ms
             if logged:
                 key = (tid, new, producer_id, value.producer_epoch, value.last_update_timestamp_ms)
-                clock.record(key, timestamp_ms, received_ms, producer_id)
+                clock.record(key, timestamp_ms, received_ms, producer_id, draining)
             else:
                 record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
                 self._producer_id_rotations += 1
             if action & _COMPLETES:
-                # Prepare -> complete of the same kind, both appends seen live. Under the prepare's
-                # producer id: the one its markers carry (a TV2 COMPLETE_* may carry the next one).
+                # Prepare -> complete of the same kind, both appends counted (the prepare perhaps by the
+                # exporter of the coordinator before a move: `pending`). Under the prepare's producer
+                # id: the one its markers carry (a TV2 COMPLETE_* may carry the next one).
                 if prepared & 1:
                     self._record_completion[(action >> 3) & 1](
                         timestamp_ms - (prepared >> 1), received_ms, tid, old_packed >> PRODUCER_ID_SHIFT
@@ -364,7 +375,14 @@ class CoordinatorModel:
                 part.high_watermark = event.high_watermark
         elif type(event) is PartitionAssigned:
             # A (re)assignment replays the partition from scratch.
-            self._partitions[event.partition] = PartitionState(live=False, here=event.here)
+            self._partitions[event.partition] = PartitionState(
+                live=False, here=event.here, counting_since_ms=event.counting_since_ms
+            )
+        elif type(event) is PartitionDraining:
+            part = self._partitions.get(event.partition)
+            if part is not None:
+                part.live = False  # its gauges and rows are the new leader's exporter's now
+                part.draining = part.here = True
         elif type(event) is PartitionReplayed:
             part = self._partitions.get(event.partition)
             if part is not None:
@@ -386,6 +404,8 @@ class CoordinatorModel:
             key = (event.target_state, event.error)
             self._append_errors[key] = self._append_errors.get(key, 0) + 1
             self._note_append_error(event)
+            if event.transactional_id is not None:
+                self._append_clock.failed(event.transactional_id, event.target_state, event.seen_ms)
         elif type(event) is MarkerWriteFailed:
             self._marker_failures[event.error] = self._marker_failures.get(event.error, 0) + 1
             self._note_marker_error(event)
@@ -414,9 +434,10 @@ class CoordinatorModel:
         elif type(event) is CoordinatorLogAtDebug:
             self._append_clock.presume(event.seen_ms)
         elif type(event) is CoordinatorChanged:
-            # An ownership signal for the topic source (exporter.app); and whose lines the log holds.
+            # An ownership signal for the topic source (exporter.app); and, following every partition,
+            # whose lines the log holds.
             coordinated = self._partitions.get(event.partition)
-            if coordinated is not None:
+            if coordinated is not None and self._all_partitions:
                 coordinated.here = event.elected
         else:
             raise TypeError(f"not a source event: {event!r}")

@@ -24,8 +24,9 @@ class PartitionState:
     KIP-588 timeout aborts). CoordinatorModel packs it on the record path; `unpack` reads it back.
 
     `pending` holds only the ids whose last state is PREPARE_COMMIT/PREPARE_ABORT (the few in flight),
-    as `prepare_timestamp_ms << 1 | seen_live`, so the oldest pending prepare is a min() over them
-    and a marker completion can tell whether its prepare was seen live.
+    as `prepare_timestamp_ms << 1 | counted`, so the oldest pending prepare is a min() over them
+    and a marker completion can tell whether its prepare was counted, here or by the exporter whose
+    broker appended it (appended since `counting_since_ms`), rather than replayed history.
 
     `retrying` holds the pending ids whose final COMPLETE_* append is in the coordinator's retry
     queue (from the broker log): always a subset of `pending`, left when the id leaves it.
@@ -46,6 +47,8 @@ class PartitionState:
 
     __slots__ = (
         "append_errors",
+        "counting_since_ms",
+        "draining",
         "here",
         "high_watermark",
         "inflight",
@@ -59,7 +62,7 @@ class PartitionState:
         "states",
     )
 
-    def __init__(self, live: bool, here: bool = True) -> None:
+    def __init__(self, live: bool, here: bool = True, counting_since_ms: int | None = None) -> None:
         self.states: dict[str, int] = {}
         self.pending: dict[str, int] = {}
         self.retrying: set[str] = set()
@@ -71,6 +74,11 @@ class PartitionState:
         self.state_counts: list[int] = [0] * (ABSENT + 1)
         # False while replaying up to the high watermark: the partial state is not reported yet.
         self.live = live
+        # Led elsewhere now and read to the end of this broker's epochs (PartitionDraining): counted,
+        # its records timed by this broker's lines, but reported by the new leader's exporter.
+        self.draining = False
+        # A prepare whose timestamp is at least this pairs with its completion (PartitionAssigned).
+        self.counting_since_ms = counting_since_ms
         # The last decoded record (one reference is cheaper on the hot path than copying fields).
         self.last_record: TransactionLogRecord | None = None
         # Next offset to read as known from positions and undecodable records; decoded records

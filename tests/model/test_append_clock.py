@@ -8,7 +8,9 @@ from exporter.contracts.events import (
     CoordinatorChanged,
     CoordinatorLogAtDebug,
     PartitionAssigned,
+    PartitionDraining,
     PartitionReplayed,
+    TransactionLogAppendFailed,
     TransitionAppended,
 )
 from exporter.model import CoordinatorModel, ObservationSinks
@@ -17,9 +19,11 @@ from tests.model.builders import S, log_event, snapshot
 from tests.model.test_coordinator import ListSink
 
 
-def clocked_model(here: bool = True) -> tuple[CoordinatorModel, list[ListSink]]:
+def clocked_model(here: bool = True, all_partitions: bool = False) -> tuple[CoordinatorModel, list[ListSink]]:
     append = [ListSink() for _ in range(6)]
-    model = CoordinatorModel(ObservationSinks(append, ListSink(), ListSink()), coordinator_log=True)
+    model = CoordinatorModel(
+        ObservationSinks(append, ListSink(), ListSink()), coordinator_log=True, all_partitions=all_partitions
+    )
     model.apply(PartitionAssigned(0, here))
     model.apply(PartitionReplayed(0))
     return model, append
@@ -90,7 +94,8 @@ def test_when_lines_stop_the_fetch_clock_is_back_and_the_coordinators_returns_wi
 
 
 def test_partitions_another_broker_leads_keep_the_fetch_clock_until_this_one_is_elected() -> None:
-    model, append = clocked_model(here=False)
+    """Following every partition (--all-partitions), the log's elected lines say whose lines it holds."""
+    model, append = clocked_model(here=False, all_partitions=True)
     model.apply(line("x", S.ONGOING, 10, 11))
     model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
     assert append[S.ONGOING].values == [30]
@@ -162,8 +167,9 @@ def test_lines_a_buffered_appender_holds_back_still_time_their_records_within_th
 
 def test_leadership_moving_mid_transaction_loses_no_count() -> None:
     """The broker resigns a partition while a record waits for its line: the record is counted when
-    its wait ends (untimed), and the partition's next records are timed by the fetch."""
-    model, append = clocked_model()
+    its wait ends (untimed), and the partition's next records are timed by the fetch (following every
+    partition: the records of the partition's next leader are counted here too)."""
+    model, append = clocked_model(all_partitions=True)
     model.apply(line("w", S.ONGOING, 10, 11))
     model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
     model.apply(CoordinatorChanged(0, elected=False))
@@ -186,3 +192,26 @@ def test_lines_in_the_log_before_the_start_bring_the_coordinators_clock_until_re
     model.apply_batch([], now_ms=1030 + HOLD_MS + 1)
     assert not model.coordinator_clock()
     assert clock(model).untimed[S.ONGOING] == 1 and clock(model).unmatched["record", "expired"] == 1
+
+
+def test_a_drained_partitions_records_are_timed_by_this_brokers_lines_and_those_without_one_say_why() -> None:
+    """Beside its own broker only (no --all-partitions), every record counted is its broker's append:
+    a resignation changes no timing, a drain's records take their lines, and a record with no line is
+    untimed for a reason: the coordinator logged its append as failed, or its broker lost the partition."""
+    model, append = clocked_model()
+    model.apply(line("w", S.ONGOING, 10, 11))
+    model.apply(CoordinatorChanged(0, elected=False, epoch=3))
+    model.apply(PartitionDraining(0))
+    assert snapshot(model).transactions_by_state == (0,) * 6  # the new leader's exporter shows it
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
+    model.apply(line("a", S.ONGOING, 1000, 1002))
+    model.apply(log_event("b", S.PREPARE_COMMIT, timestamp_ms=1100, received_ms=1130))
+    model.apply(TransactionLogAppendFailed(S.PREPARE_COMMIT, "NOT_LEADER_OR_FOLLOWER", "b", seen_ms=1120))
+    model.apply(log_event("c", S.ONGOING, timestamp_ms=1200, received_ms=1230))
+    model.apply_batch([], now_ms=1230 + HOLD_MS + 1)
+    row = clock(model)
+    assert append[S.ONGOING].values == [2] and row.clock == "coordinator"  # (no reason to fall back)
+    assert row.untimed[S.PREPARE_COMMIT] == 1 and row.untimed[S.ONGOING] == 1
+    assert row.unmatched[("record", "append_failed")] == 1
+    assert row.unmatched[("record", "leadership_lost")] == 1
+    assert row.unmatched[("record", "expired")] == 0

@@ -81,6 +81,20 @@ def test_replayed_records_build_state_but_are_neither_counted_nor_timed():
     assert append[S.COMPLETE_COMMIT].values == [5]
 
 
+def test_a_completion_pairs_with_a_prepare_another_exporter_counted() -> None:
+    """A coordinator moved between the prepare and the complete: the new leader's exporter replays
+    the prepare (the old one's exporter counted it) and counts the completion, as it counts the
+    complete record; a prepare from before the exporters counted is history."""
+    model, _, commit, _ = new_model()
+    model.apply(PartitionAssigned(0, counting_since_ms=1500))
+    model.apply(log_event("old", S.PREPARE_COMMIT, timestamp_ms=1000, replay=True))
+    model.apply(log_event("moved", S.PREPARE_COMMIT, timestamp_ms=2000, replay=True))
+    model.apply(PartitionReplayed(0))
+    model.apply(log_event("old", S.COMPLETE_COMMIT, timestamp_ms=2010))
+    model.apply(log_event("moved", S.COMPLETE_COMMIT, timestamp_ms=2040))
+    assert commit.values == [40]
+
+
 def test_pending_markers_go_up_and_down_and_the_oldest_prepare_is_tracked():
     model, _, commit, abort = new_model()
     live_partition(model, 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException
 
 from exporter.contracts.events import PartitionAssigned, PartitionRevoked, TransactionLogRecords
 from tests.sources.test_topic_tail_readiness import scripted_tail
@@ -95,21 +95,20 @@ def test_a_record_of_a_newer_leader_on_another_broker_is_never_taken(live):
     assert taken(events) == [] and 0 not in consumer.assigned
 
 
-def test_a_fenced_partition_whose_leader_moved_on_since_is_followed_afresh(live):
+def test_a_fenced_partition_whose_leader_moved_on_since_counts_only_its_brokers_epochs(live):
     """Broker 1 leads partition 0 again, but in epoch 5: epoch 4, the fenced record's, may have been
-    another broker's (its exporter counted what it appended), so nothing from offset 2 is counted
-    until the replay reaches the leader's high watermark."""
+    another broker's (its exporter counted what it appended): refetched from the record, epoch 4's
+    records are applied uncounted and epoch 5's counted."""
     tail, consumer, _clock = live
     consumer.queued = [Message(0, 2, epoch=4)]
     assert taken(tail.poll(timeout=0)) == []
     consumer.leader_epochs[0], consumer.high[0] = 5, 4
     events = tail.poll(timeout=0)
-    assigned = [e for e in events if isinstance(e, (PartitionRevoked, PartitionAssigned)) and e.partition == 0]
-    assert assigned == [PartitionRevoked(0), PartitionAssigned(0)]
-    assert (0, OFFSET_BEGINNING) in consumer.assigned_from  # (the others moved with it to the busy client)
-    consumer.queued = [Message(0, o, epoch=3 if o < 2 else 4) for o in range(4)] + [Message(0, 4, epoch=5)]
+    assert not [e for e in events if isinstance(e, (PartitionRevoked, PartitionAssigned)) and e.partition == 0]
+    assert consumer.assigned_from == [(0, 2)]
+    consumer.queued = [Message(0, 2, epoch=4), Message(0, 3, epoch=4), Message(0, 4, epoch=5)]
     events = tail.poll(timeout=0)
-    assert applied_uncounted(events) == [0, 1, 2, 3] and taken(events) == [4]
+    assert applied_uncounted(events) == [2, 3] and taken(events) == [4]
 
 
 def test_a_failed_ownership_read_keeps_the_fence_and_asks_again_within_a_second(live, monkeypatch):
@@ -180,10 +179,15 @@ def test_records_without_a_leader_epoch_are_taken():
     assert taken(tail.poll(timeout=0)) == [0, 1]
 
 
-def test_a_leader_that_answers_no_epoch_holds_the_records_to_the_first_ones():
+def test_a_leader_that_answers_no_epoch_has_its_records_epoch_taken_once_ownership_is_read_again():
     clock = SimpleNamespace(now=1000.0)
     tail, consumer = scripted_tail(Refetching, metadata_refresh_seconds=30, clock=lambda: clock.now)
     consumer.leader_epochs[0] = None
     tail.poll(timeout=0)
+    consumer.assigned_from.clear()
+    consumer.queued = [Message(0, 0, epoch=7), Message(0, 1, epoch=7)]
+    assert taken(tail.poll(timeout=0)) == []
+    tail.poll(timeout=0)  # ownership read: this broker leads it still, answering no epoch: the record's
+    assert consumer.assigned_from == [(0, 0)]
     consumer.queued = [Message(0, 0, epoch=7), Message(0, 1, epoch=7), Message(0, 2, epoch=8)]
     assert taken(tail.poll(timeout=0)) == [0, 1]

@@ -170,13 +170,15 @@ def test_the_consumer_not_fetching_is_polled_for_its_callbacks_and_its_errors_do
 def test_a_replay_is_fetched_by_the_busy_consumer_and_the_pattern_holds_until_it_ends(fetching):
     tail, made, clock = fetching.tail, fetching.made, fetching.clock
     idle, busy = made
-    for client in made:  # partition 3 moves to another broker
+    for client in made:  # partition 3 moves to another broker, whose epoch ends the drain at once
         client.leaders[3] = 2
+        client.leader_epochs[3] = 1
     tail.refresh_ownership_soon()
     fetching.deliver(polls=0)
     assert not tail.busy and idle.assigned == {0, 1, 2}
     for client in made:  # and back, with a history of 5 records: the ownership read assigns and replays it
         client.leaders[3] = 1
+        client.leader_epochs[3] = 2
         client.high[3] = 5
     tail.refresh_ownership_soon()
     fetching.deliver(polls=0)

@@ -12,7 +12,12 @@ import pytest
 from confluent_kafka import KafkaError
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
-from exporter.contracts.events import PartitionReplayed, PartitionRevoked, SourceStatus, TransactionLogRecords
+from exporter.contracts.events import (
+    PartitionDraining,
+    PartitionReplayed,
+    SourceStatus,
+    TransactionLogRecords,
+)
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
 from exporter.sources.topic_tail import replay
@@ -134,8 +139,8 @@ class TombstoneAware(Message):
 class TimedMessage(Message):
     """The runs tests' Message with a timestamp of its own (ms)."""
 
-    def __init__(self, partition: int, offset: int, timestamp_ms: int) -> None:
-        super().__init__(partition, offset)
+    def __init__(self, partition: int, offset: int, timestamp_ms: int, epoch: int = 0) -> None:
+        super().__init__(partition, offset, epoch=epoch)
         self._timestamp_ms = timestamp_ms
 
     def timestamp(self):
@@ -178,25 +183,27 @@ def test_a_topic_said_absent_by_a_starting_broker_is_history_when_it_holds_older
     assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
 
 
-def test_a_partition_back_from_a_time_without_leader_is_replayed_whole(monkeypatch):
-    """Its records since may have been read by the exporter beside its leader meanwhile: a
-    rolling-upgrade run counted one twice when this exporter took them as live."""
+def test_a_partition_back_from_a_time_without_leader_counts_only_this_brokers_epochs(monkeypatch):
+    """Leaderless, the partition drains (no leader answers its end yet); back, it is replayed from
+    its beginning: what predates the exporter is history, what this broker appended in its new epoch
+    is counted, here only (a rolling-upgrade run once counted such a record twice)."""
     tail, consumer, clock = unled_tail()
     consumer.high = {0: 1}
     consumer.queued = [TimedMessage(0, 0, 900_000)]
     tail.poll(timeout=0)  # followed and replayed
     clock.now += 30
     consumer.leaders = {0: -1}
-    assert [type(e) for e in tail.poll(timeout=0)] == [PartitionRevoked]
+    assert [type(e) for e in tail.poll(timeout=0)] == [PartitionDraining]
     clock.now += 1  # asked again a second later, not 30: a partition is leaderless
-    consumer.leaders = {0: 1}
+    consumer.leaders, consumer.leader_epochs = {0: 1}, {0: 1}
     consumer.high = {0: 2}
-    consumer.queued = [TimedMessage(0, 0, 900_000), TimedMessage(0, 1, 1_030_500)]
-    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
+    consumer.queued = [TimedMessage(0, 0, 900_000), TimedMessage(0, 1, 1_030_500, epoch=1)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0], True), ("records", 0, [1], False), ("replayed", 0)]
 
 
-def test_a_topic_absent_after_it_was_seen_is_history_when_back(monkeypatch):
-    """A restarting broker may answer that the topic does not exist: that is no new cluster."""
+def test_a_topic_absent_after_it_was_seen_is_no_new_cluster(monkeypatch):
+    """A restarting broker may answer that the topic does not exist: that is no new cluster, and
+    the record it appends meanwhile is counted by its epoch, this broker's."""
     tail, consumer, clock = unled_tail()
     tail.poll(timeout=0)  # seen, empty
     clock.now += 30
@@ -204,13 +211,15 @@ def test_a_topic_absent_after_it_was_seen_is_history_when_back(monkeypatch):
     tail.poll(timeout=0)
     clock.now += 1
     consumer.topic_error = None
-    consumer.high = {0: 1}
-    consumer.queued = [TimedMessage(0, 0, 1_030_500)]
-    assert shape(tail.poll(timeout=0)) == [("records", 0, [0], True), ("replayed", 0)]
+    consumer.high, consumer.leader_epochs = {0: 1}, {0: 1}
+    consumer.queued = [TimedMessage(0, 0, 1_030_500, epoch=1)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0], False), ("replayed", 0)]
 
 
-def test_a_partition_moving_in_from_another_broker_is_replayed_whole(monkeypatch):
-    """What its previous coordinator appended, the exporter beside that broker saw."""
+def test_a_partition_moving_in_from_another_broker_counts_its_own_epoch_in_the_replay(monkeypatch):
+    """What its previous coordinator appended (epoch 0), the exporter beside that broker counted;
+    what this broker appended as its new leader (epoch 1) before the exporter took the partition,
+    this one counts, in the replay."""
     tail, consumer, clock = unled_tail(broker_id=1)  # this exporter runs beside broker 1
     consumer.leaders = {0: -1}
     consumer.topic_error = None
@@ -219,7 +228,7 @@ def test_a_partition_moving_in_from_another_broker_is_replayed_whole(monkeypatch
     consumer.leaders = {0: 2}  # led by broker 2
     tail.poll(timeout=0)
     clock.now += 30
-    consumer.leaders = {0: 1}  # moved here
+    consumer.leaders, consumer.leader_epochs = {0: 1}, {0: 1}  # moved here
     consumer.high = {0: 2}
-    consumer.queued = [TimedMessage(0, 0, 1_000_500), TimedMessage(0, 1, 1_020_000)]
-    assert shape(tail.poll(timeout=0)) == [("records", 0, [0, 1], True), ("replayed", 0)]
+    consumer.queued = [TimedMessage(0, 0, 1_000_500), TimedMessage(0, 1, 1_020_000, epoch=1)]
+    assert shape(tail.poll(timeout=0)) == [("records", 0, [0], True), ("records", 0, [1], False), ("replayed", 0)]

@@ -5,8 +5,9 @@ Ownership: by default the exporter follows the partitions whose leader is the br
 beside (that broker is their transaction coordinator); with `all_partitions`, every partition.
 Metadata is re-read every `metadata_refresh_seconds` (or at once when `refresh_ownership_soon()` is
 called, e.g. on a coordinator elected/resigned log line): partitions that move in are assigned and
-replayed from the beginning; partitions that move out are unassigned and revoked, so the model drops
-their state and every series they fed.
+replayed from the beginning; partitions that move out are drained (read on to the end of the epochs
+this exporter's broker led there: counting.py), then unassigned and revoked, so the model drops their
+state and every series they fed.
 
 One exception to replay: a cluster's first records. When this exporter, before it ever saw
 `__transaction_state`, found it absent, nothing in the topic can predate that moment, so the
@@ -17,16 +18,13 @@ was seen, nor to partitions without a leader for a while: a restarting broker an
 exporter beside another broker may still be reading those records. While the topic is absent or a
 partition leaderless, ownership is read again every second.
 
-Fencing: a record counts once, by the exporter beside the broker that appended it as leader. Each
-followed partition's records are held to a leader epoch (its batch's, set by the broker that
-appended it): at assignment, the epoch its leader answers in (this exporter's broker: replay ends at
-the high watermark of that answer, never below what an earlier leader appended and its exporter
-counted). A live record of an earlier epoch was appended by an earlier leader: applied to the state,
-not counted. One of a newer epoch (between a leader moving and the next ownership read the client
-follows the partition to its new leader, whose exporter counts the same records from its takeover
-on) is not taken: once ownership has been read again, the partition is dropped if another broker
-leads it; if this exporter's broker does, and its leader answers in that epoch, it is refetched from
-the record; in a newer one still (another broker may have led it between), it is followed afresh.
+Fencing: a record counts once, by the exporter beside the broker that appended it as leader, known
+by its batch's leader epoch (counting.py). A live record of an epoch newer than any this exporter's
+broker is known to have led (between a leader moving and the next ownership read the client follows
+the partition to its new leader) is not taken until ownership has been read again: if another broker
+leads the partition, it is drained (and the record, of a newer leader, ends the drain); if this
+exporter's broker does, the epoch its leader answers in is its own, and the partition is refetched
+from the record, counted if its epoch is one this broker led.
 """
 
 from __future__ import annotations
@@ -74,9 +72,8 @@ class Ownership:
         self._topic_seen = False
         self._topic_absent_since_ms: int | None = None
         self.created_since_ms: dict[int, int] = {}
-        # Followed partitions -> the leader epoch of their last record taken; those whose live
-        # record of a newer one (at their next offset) waits for ownership to be read again -> that epoch.
-        self.epochs: dict[int, int] = {}
+        # Followed partitions whose live record of a newer epoch (at their next offset) waits for
+        # ownership to be read again -> that epoch.
         self.fenced: dict[int, int] = {}
         # Each partition's leader, as the last metadata read answered; with all_partitions, the broker
         # the bootstrap address names, when it names one (whose log --broker-log reads).
@@ -175,14 +172,6 @@ class Ownership:
             f"bootstrap servers {self._bootstrap_servers!r}: pass --broker-id N, or --all-partitions"
         )
 
-    def assigned(self, partition: int, leader_epoch: int | None) -> None:
-        """`partition` is followed from its first offset, its records held to `leader_epoch` (its
-        leader's, as it answered; None from a broker that does not say: to its first record's)."""
-        if leader_epoch is None:
-            self.epochs.pop(partition, None)
-        else:
-            self.epochs[partition] = leader_epoch
-
     def live(self, partition: int) -> None:
         """`partition` replayed (or had nothing to): no more a new topic's partition."""
         self.created_since_ms.pop(partition, None)
@@ -190,26 +179,25 @@ class Ownership:
     def forget(self, partition: int) -> None:
         """`partition` is followed no more."""
         self.created_since_ms.pop(partition, None)
-        self.epochs.pop(partition, None)
         self.fenced.pop(partition, None)
 
-    def fence(self, partition: int, offset: int, epoch: int) -> None:
+    def fence(self, partition: int, offset: int, epoch: int, newest: int) -> None:
         """A live record of `partition` (at `offset`, its next) was appended in leader `epoch`, newer
-        than the last record's: it waits for ownership to be read again, at the next poll."""
+        than the `newest` this exporter's broker is known to have led: it waits for ownership to be
+        read again, at the next poll."""
         log.info(
-            "%s-%d: offset %d was appended by the leader of epoch %d (the last record's: %d); it is taken "
-            "once ownership is read again, if this exporter's broker leads the partition still",
+            "%s-%d: offset %d was appended by the leader of epoch %d (this broker's newest known: %d); it is "
+            "taken once ownership is read again, if this exporter's broker leads the partition still",
             TOPIC,
             partition,
             offset,
             epoch,
-            self.epochs[partition],
+            newest,
         )
         self.fenced[partition] = epoch
         self.read_soon()
 
-    def lift(self, partitions: list[int]) -> None:
-        """Fenced `partitions` whose leader answered in their fenced record's epoch, held to it from
-        now on; the caller refetches them from their next offset."""
-        for partition in partitions:
-            self.epochs[partition] = self.fenced.pop(partition)
+    def lift(self, partitions: list[int]) -> dict[int, int]:
+        """Fenced `partitions` whose leader (this exporter's broker) answered: their fenced epochs; the
+        caller refetches them from their next offset."""
+        return {partition: self.fenced.pop(partition) for partition in partitions}

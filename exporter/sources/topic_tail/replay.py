@@ -3,7 +3,8 @@ bounded window and handed to the model decoded, in offset order.
 
 A newly assigned partition is read from its first offset up to the high watermark seen at assignment
 with `replay=True`, which rebuilds state without observing latency; `PartitionReplayed` marks the
-switch to live records. Only each transactional id's last record of a replay window is decoded (see
+switch to live records. (A record this exporter counts, of a takeover's own epoch, is not put in the
+window: the tail hands the window over first and the record on as counted, counting.py.) Only each transactional id's last record of a replay window is decoded (see
 Replay.hand_over): a replayed record matters only as the state it leaves, which a later record of the
 same id overwrites, as the broker's own load of the partition keeps the last."""
 
@@ -44,16 +45,14 @@ class Replay:
         """`partition` is followed no more: its window goes undecoded."""
         self.windows.pop(partition, None)
 
-    def hand_over(self, partition: int, events: list[TopicEvent], epochs: dict[int, int]) -> None:
+    def hand_over(self, partition: int, events: list[TopicEvent]) -> None:
         """Decodes the replay window's last records and hands them to the model as one replay run,
-        in offset order; the window starts again empty. The newest leader epoch among them raises
-        the partition's in `epochs` (the one its live records are held to)."""
+        in offset order; the window starts again empty."""
         window = self.windows[partition]
         if not window:
             return
         self.windows[partition] = {}
         records = []
-        epoch = epochs.get(partition, -1)
         # Every record made here outlives the loop, so the cyclic collector would run over and over
         # through the growing list (about 40% of the hand-over's time) to free nothing: none of it
         # has cycles. It is paused for the loop only.
@@ -62,9 +61,6 @@ class Replay:
         try:
             for key, message in window.items():
                 offset = message.offset()
-                appended_in = message.leader_epoch()
-                if appended_in is not None and appended_in > epoch:
-                    epoch = appended_in
                 try:
                     records.append(decode_record(key, message.value(), offset, message.timestamp()[1], False))
                 except DecodeError as e:
@@ -72,14 +68,12 @@ class Replay:
         finally:
             if collecting:
                 gc.enable()
-        if epoch >= 0:
-            epochs[partition] = epoch
         if records:
             records.sort(key=_BY_OFFSET)
             events.append(TransactionLogRecords(partition, records, int(self._clock() * 1000), True))
 
-    def end(self, partition: int, events: list[TopicEvent], epochs: dict[int, int]) -> None:
+    def end(self, partition: int, events: list[TopicEvent]) -> None:
         """`partition`'s replay is done: its window handed over, then PartitionReplayed."""
-        self.hand_over(partition, events, epochs)
+        self.hand_over(partition, events)
         del self.windows[partition]
         events.append(PartitionReplayed(partition))

@@ -16,6 +16,7 @@ from exporter import defaults
 from exporter.codec import DecodeError, TransactionLogRecord, decode_record
 from exporter.contracts.events import (
     PartitionAssigned,
+    PartitionDraining,
     PartitionProgress,
     PartitionReplayed,
     PartitionRevoked,
@@ -25,6 +26,7 @@ from exporter.contracts.events import (
     UndecodableRecord,
 )
 from exporter.sources.topic_tail.catch_up import CatchUp
+from exporter.sources.topic_tail.counting import CountingRule
 from exporter.sources.topic_tail.fetch_pattern import FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
@@ -47,6 +49,10 @@ _ACCESS_ERRORS = {
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
+# A drain's end is asked of the partition's new leader this often; a drain the leaders never let end
+# (the partition offline: no leader answers) is cut after DRAIN_LIMIT_SECONDS, logged.
+_DRAIN_CHECK_SECONDS = 1.0
+DRAIN_LIMIT_SECONDS = 120.0
 
 # Every live record as received, at DEBUG: what the append-latency bound of each transition was
 # measured from (tests/integration/broker_truth.py holds it to the coordinator's own log lines).
@@ -106,6 +112,14 @@ class TransactionLogTail:
             clock=clock,
         )
         self._replay = Replay(clock)
+        self._counting = CountingRule(every_epoch=all_partitions)
+        self._started_ms = int(clock() * 1000)
+        # The partitions this exporter's broker led at the first complete view of ownership, not yet
+        # assigned: their floor is the high watermark their leader answers (what predates the start).
+        self._first_owned: set[int] | None = None
+        # Draining partitions -> (the last epoch this exporter's broker led there, since when).
+        self._draining: dict[int, tuple[int, float]] = {}
+        self._next_drain_check = 0.0
         self._catch_up = CatchUp()  # what stamps the records appended during a replay
         self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
@@ -133,6 +147,12 @@ class TransactionLogTail:
     def refresh_ownership_soon(self) -> None:
         self._ownership.read_soon()
 
+    def coordinator_elected(self, partition: int, epoch: int) -> None:
+        """Any thread (the broker log's): this exporter's broker became the partition's coordinator in
+        `epoch`; its records of that epoch are counted here (counting.py), and ownership read soon."""
+        self._counting.hand(partition, epoch)
+        self._ownership.read_soon()
+
     def fetch_for_freshness(self, on: bool) -> None:
         """Whether the coordinator's own clock times the appends (exporter.model.append_clock): then the
         followed partitions are fetched for freshness only, without nudges or high-watermark errands."""
@@ -143,11 +163,15 @@ class TransactionLogTail:
         """Returns the events of one poll: ownership changes, records, progress, status."""
         events: list[TopicEvent] = []
         fetch, ownership = self._fetch, self._ownership
+        self._counting.take_handed()
         now = self._clock()
         if ownership.due(now):
             self._refresh_ownership(events)
             if ownership.fenced:  # (the read failed, or a leader did not answer)
                 ownership.retry_soon(now)
+        if self._draining and now >= self._next_drain_check:
+            self._next_drain_check = now + _DRAIN_CHECK_SECONDS
+            self._check_drains(events)
         if self._followed:
             self._consume(events, fetch.wait(timeout), max_records)
             fetch.nudge()
@@ -209,9 +233,12 @@ class TransactionLogTail:
         window_ids = replay.window_ids
         next_offset = self._next_offset
         ownership = self._ownership
-        epochs = ownership.epochs
         fenced = ownership.fenced
         created_since_ms = ownership.created_since_ms
+        counting = self._counting
+        counts = counting.counts
+        by_epoch = not counting.every_epoch
+        draining = self._draining
         append = events.append
         errors = live = 0
         run: TransactionLogRecords | None = None  # the run of one partition's live records being filled
@@ -226,37 +253,51 @@ class TransactionLogTail:
             key = message.key()
             window = windows.get(partition)
             # A new topic's first record: live if appended after the exporter looked.
-            if window is not None and created_since_ms and partition in created_since_ms:  # noqa: SIM102
+            if window is not None and created_since_ms and partition in created_since_ms:
                 if message.timestamp()[1] >= created_since_ms.pop(partition):
                     self._end_replay(partition, events)  # appended after the exporter looked: live
                     window = None
-                # else the partition holds records from before: the topic was there, whatever the
-                # broker said (one starting up may say so), and this is history to replay
-            if window is not None:  # replaying: a later record of the key replaces this one undecoded
-                next_offset[partition] = offset + 1
-                if key is None:
-                    append(UndecodableRecord(partition, offset, DecodeError("bad_length", "null key")))
                 else:
-                    window[key] = message
-                if offset + 1 >= followed[partition]:  # type: ignore[operator]  # because replaying, so its target is set
-                    self._end_replay(partition, events)
-                elif len(window) >= window_ids:
-                    replay.hand_over(partition, events, epochs)
-                continue
-            if partition not in followed or partition in fenced:
-                continue  # fetched just before an unassign; or refetched once ownership is read
+                    # The partition holds records from before: the topic was there, whatever the
+                    # broker said (one starting up may say so), and this is history to replay.
+                    counting.decided(partition, followed[partition])  # type: ignore[arg-type]  # because replaying, so its target is set
             epoch = message.leader_epoch()
-            earlier = False
-            if epoch is not None:
-                held = epochs.setdefault(partition, epoch)
-                if epoch != held:
-                    if epoch > held:
-                        ownership.fence(partition, offset, epoch)
-                        run = None
-                        continue
-                    # Appended by a leader before the one this exporter's broker took over from: that
-                    # leader's exporter counted it, if anyone (ownership.py, "Fencing").
-                    earlier = True
+            replay_end: int | None = None
+            if window is not None:
+                if not counts(partition, epoch, offset):
+                    # History: a later record of the key replaces this one undecoded.
+                    next_offset[partition] = offset + 1
+                    if key is None:
+                        append(UndecodableRecord(partition, offset, DecodeError("bad_length", "null key")))
+                    else:
+                        window[key] = message
+                    if offset + 1 >= followed[partition]:  # type: ignore[operator]  # because replaying, so its target is set
+                        self._end_replay(partition, events)
+                    elif len(window) >= window_ids:
+                        replay.hand_over(partition, events)
+                    continue
+                # A record of an epoch this exporter's broker led (a takeover's): counted as it is
+                # read, after the window's records before it, in offset order.
+                replay.hand_over(partition, events)
+                run = None
+                replay_end = followed[partition]
+                earlier = False
+            elif partition not in followed or partition in fenced:
+                continue  # fetched just before an unassign; or refetched once ownership is read
+            elif epoch is None:  # (a broker that does not say: counted beside its leader)
+                earlier = partition in draining
+            else:
+                earlier = not counts(partition, epoch, offset)
+                if earlier and by_epoch and epoch > counting.newest(partition):
+                    # A newer leader's: a draining partition has been read to the end of this broker's
+                    # epochs; a followed one waits for ownership to say whose epoch it is (ownership.py).
+                    run = None
+                    if partition in draining:
+                        self._drained(partition, events, "read past its epochs")
+                    else:
+                        ownership.fence(partition, offset, epoch, counting.newest(partition))
+                    continue
+                # Else appended by another leader (whose exporter counted it), or below the floor.
             next_offset[partition] = offset + 1
             try:
                 if key is None:
@@ -284,6 +325,9 @@ class TransactionLogTail:
                 live += 1
                 if observed:
                     _log_observed(partition, record, readable_ms)
+            if replay_end is not None and offset + 1 >= replay_end:
+                self._end_replay(partition, events)
+                run = None
         if live:
             self._fetch.delivered(events, live, received_ms)
         if errors < len(messages):
@@ -317,7 +361,7 @@ class TransactionLogTail:
             log.warning("consumer error: %s", error)
 
     def _end_replay(self, partition: int, events: list[TopicEvent]) -> None:
-        self._replay.end(partition, events, self._ownership.epochs)
+        self._replay.end(partition, events)
         self._ownership.live(partition)
         self._followed[partition] = None
 
@@ -344,12 +388,22 @@ class TransactionLogTail:
             self._waiting = self._apply_ownership(owned, events)
 
     def _apply_ownership(self, owned: set[int], events: list[TopicEvent]) -> set[int]:
-        """Follows `owned` from now on; returns the owned partitions that could not be assigned yet."""
-        ownership, replay = self._ownership, self._replay
-        gone = sorted(set(self._followed) - owned)
-        if gone:
-            self._unfollow(gone, events)
-            log.info("stopped following %s partitions %s", TOPIC, gone)
+        """Follows `owned` from now on, draining the partitions that moved away; returns the owned
+        partitions that could not be assigned yet."""
+        ownership, replay, counting = self._ownership, self._replay, self._counting
+        if self._first_owned is None:
+            self._first_owned = set(owned)
+        draining = self._draining
+        # Taken back while draining: followed afresh below (the floor keeps what was counted).
+        back = sorted(owned & set(draining))
+        gone = sorted(set(self._followed) - owned - set(draining))
+        drain = [p for p in gone if not counting.every_epoch and self._followed[p] is None and counting.led(p)]
+        if drain:
+            self._start_drains(drain, events)
+        stop = sorted(set(gone) - set(drain)) + back
+        if stop:
+            self._unfollow(stop, events)
+            log.info("stopped following %s partitions %s", TOPIC, stop)
         if ownership.fenced:
             self._settle_fences(events)
         new = sorted(owned - set(self._followed))
@@ -364,10 +418,14 @@ class TransactionLogTail:
                 continue
             high, epoch = answer
             assigned.append(partition)
-            events.append(PartitionAssigned(partition, ownership.here(partition)))
+            events.append(PartitionAssigned(partition, ownership.here(partition), self._started_ms))
             self._progress_sent.pop(partition, None)  # (the model's new PartitionState has none)
             self._next_offset[partition] = 0
-            ownership.assigned(partition, epoch)
+            if epoch is not None and ownership.here(partition):
+                counting.learn(partition, epoch)  # its leader, this exporter's broker, answered in it
+            if partition in self._first_owned and partition not in ownership.created_since_ms:
+                counting.decided(partition, high)  # led since before the start: history below
+            self._first_owned.discard(partition)
             if high <= 0:
                 self._followed[partition] = None
                 ownership.live(partition)  # empty: live from its first record anyway
@@ -386,6 +444,9 @@ class TransactionLogTail:
     def _unfollow(self, partitions: list[int], events: list[TopicEvent]) -> None:
         self._fetch.consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
         for partition in partitions:
+            if self._followed[partition] is None:  # (a replay's next offset holds undecided records)
+                self._counting.decided(partition, self._next_offset.get(partition, 0))
+            self._draining.pop(partition, None)
             del self._followed[partition]
             self._replay.drop(partition)
             self._catch_up.drop(partition)
@@ -396,31 +457,67 @@ class TransactionLogTail:
 
     def _settle_fences(self, events: list[TopicEvent]) -> None:
         """The fenced partitions this exporter's broker still leads (ownership just read), each by
-        what its leader answers now: in the fenced record's epoch, it appended that record, which is
-        refetched (the partition's next offset, which the fence did not move); in a newer one, another
-        broker may have led the partition between, its exporter counting what it appended, so the
-        partition is followed afresh (unfollowed here, replayed from its beginning with the new ones).
-        One that does not answer stays fenced, asked again within a second (poll)."""
-        lifted: list[int] = []
-        afresh: list[int] = []
+        what its leader answers now: the epoch it answers in is this broker's (a broker that does
+        not say: the fenced record's), and the partition is refetched from the fenced record (its
+        next offset, which the fence did not move), counted if its epoch is one this broker led (an
+        epoch between may have been another broker's). One that does not answer stays fenced, asked
+        again within a second (poll)."""
         fenced = sorted(self._ownership.fenced.items())
         answers = self._leader_answers([partition for partition, _ in fenced])
-        for partition, fenced_epoch in fenced:
+        answered = [partition for partition, _ in fenced if answers[partition] is not None]
+        if not answered:
+            return
+        for partition, fenced_epoch in self._ownership.lift(answered).items():
+            epoch = answers[partition][1]  # type: ignore[index]  # because answered
+            self._counting.learn(partition, fenced_epoch if epoch is None else epoch)
+        self._fetch.refetch(answered, self._next_offset)
+        log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, answered)
+
+    def _start_drains(self, partitions: list[int], events: list[TopicEvent]) -> None:
+        """`partitions` moved away: read on, from their new leaders, to the end of the last epoch
+        this exporter's broker led there (counting.py), counted here, shown by the new leaders'
+        exporters. One fenced on a newer leader's record has been read to that end already."""
+        now = self._clock()
+        for partition in partitions:
+            self._draining[partition] = (self._counting.newest(partition), now)
+            events.append(PartitionDraining(partition))
+        fenced = [p for p in partitions if p in self._ownership.fenced]
+        for partition in fenced:
+            self._drained(partition, events, "read past its epochs")
+        self._next_drain_check = 0.0  # (asked at once: an idle partition may be read to its end)
+        log.info("%s partitions %s: led elsewhere now; read on to the end of this broker's epochs", TOPIC, partitions)
+
+    def _check_drains(self, events: list[TopicEvent]) -> None:
+        """Ends the drains read to their end: the partition's new leader answers in a newer epoch than
+        this broker's last there, with a high watermark the drain has read to. A leader whose high
+        watermark lags the start of its epoch does not answer (KIP-207), so the watermark answered is
+        never below the end of this broker's epoch: what a leader before appended and the new one
+        kept. The drain reads past it only the new leader's records, applied and not counted."""
+        draining = sorted(self._draining)
+        answers = self._leader_answers(draining)
+        now = self._clock()
+        for partition in draining:
             answer = answers[partition]
-            if answer is not None:
-                (afresh if answer[1] is not None and answer[1] > fenced_epoch else lifted).append(partition)
-        if lifted:
-            self._ownership.lift(lifted)
-            self._fetch.refetch(lifted, self._next_offset)
-            log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, lifted)
-        if afresh:
-            self._unfollow(afresh, events)
-            log.info(
-                "%s partitions %s: led by this exporter's broker, in a newer epoch than their fenced record's "
-                "(another broker may have led them between); replayed afresh",
-                TOPIC,
-                afresh,
-            )
+            last_epoch, since = self._draining[partition]
+            if answer is not None and answer[1] is not None and answer[1] > last_epoch:
+                if self._next_offset.get(partition, 0) >= answer[0]:
+                    self._drained(partition, events, f"read to offset {answer[0]}")
+            elif now - since > DRAIN_LIMIT_SECONDS:
+                log.warning(
+                    "%s-%d: no leader let its drain end within %.0f s (offline?); records of this broker's epoch "
+                    "%d after offset %d are not counted here",
+                    TOPIC,
+                    partition,
+                    DRAIN_LIMIT_SECONDS,
+                    last_epoch,
+                    self._next_offset.get(partition, 0),
+                )
+                self._drained(partition, events, "cut")
+
+    def _drained(self, partition: int, events: list[TopicEvent], how: str) -> None:
+        if partition in self._draining:
+            self._unfollow([partition], events)
+            log.info("%s-%d: drained (%s); stopped following it", TOPIC, partition, how)
 
     def _leader_answers(self, partitions: list[int]) -> dict[int, tuple[int, int | None] | None]:
         """Each partition's high watermark and leader epoch as its leader answers them (ListOffsets for

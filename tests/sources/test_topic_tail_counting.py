@@ -1,0 +1,99 @@
+"""Each record counted once by the exporters of a cluster, through failovers (exporter.sources.topic_tail's
+counting.py): by the exporter whose broker led the partition in the batch's leader epoch, in a
+takeover's replay too; the exporter whose broker lost a partition drains it to the end of its epochs;
+a partition taken back counts nothing twice. The same through real brokers killed, stopped and moved:
+tests/integration/test_failover_counting.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from exporter.contracts.events import PartitionDraining, PartitionRevoked
+from exporter.sources.topic_tail import tail as tail_module
+from tests.sources.test_topic_tail_fencing import Refetching, applied_uncounted, taken
+from tests.sources.test_topic_tail_readiness import scripted_tail
+from tests.sources.test_topic_tail_runs import Message
+
+
+@pytest.fixture
+def led():
+    """A tail beside broker 1, which leads partition 0 in epoch 3 since before the start (its two
+    records counted live), and partitions 1-3, empty, in epoch 0."""
+    clock = SimpleNamespace(now=1000.0)
+    tail, consumer = scripted_tail(Refetching, metadata_refresh_seconds=30, clock=lambda: clock.now)
+    consumer.leader_epochs[0] = 3
+    tail.poll(timeout=0)
+    consumer.queued = [Message(0, 0, epoch=3), Message(0, 1, epoch=3)]
+    assert taken(tail.poll(timeout=0)) == [0, 1]
+    return tail, consumer, clock
+
+
+def move(tail, consumer, clock, leader: int, epoch: int):
+    """Partition 0 now led by `leader` in `epoch`; the next poll reads ownership."""
+    consumer.leaders[0], consumer.leader_epochs[0] = leader, epoch
+    tail.refresh_ownership_soon()
+    clock.now += 0.1
+    return tail.poll(timeout=0)
+
+
+def test_a_partition_moving_away_is_drained_to_the_end_of_this_brokers_epoch(led):
+    """Broker 2 took partition 0 in epoch 4 before this exporter read offsets 2-3, which broker 1
+    appended in epoch 3: counted here, in the drain; broker 2's first record ends it."""
+    tail, consumer, clock = led
+    consumer.high[0] = 4
+    events = move(tail, consumer, clock, leader=2, epoch=4)
+    assert PartitionDraining(0) in events and PartitionRevoked(0) not in events  # its watermark not read to
+    consumer.queued = [Message(0, 2, epoch=3), Message(0, 3, epoch=3), Message(0, 4, epoch=4)]
+    events = tail.poll(timeout=0)
+    assert taken(events) == [2, 3] and applied_uncounted(events) == []
+    assert PartitionRevoked(0) in events and 0 not in consumer.assigned
+
+
+def test_an_idle_drain_ends_when_the_new_leader_answers_a_watermark_read_to(led):
+    tail, consumer, clock = led
+    consumer.high[0] = 3
+    move(tail, consumer, clock, leader=2, epoch=4)
+    consumer.queued = [Message(0, 2, epoch=3)]
+    assert taken(tail.poll(timeout=0)) == [2]
+    clock.now += 1.1  # the next check of the drain: broker 2 answers in epoch 4 at offset 3, read to
+    assert PartitionRevoked(0) in tail.poll(timeout=0)
+
+
+def test_a_drain_no_leader_lets_end_is_cut_after_its_limit(led):
+    tail, consumer, clock = led
+    move(tail, consumer, clock, leader=-1, epoch=3)  # leaderless: nobody answers a newer epoch
+    clock.now += tail_module.DRAIN_LIMIT_SECONDS / 2
+    assert PartitionRevoked(0) not in tail.poll(timeout=0)
+    clock.now += tail_module.DRAIN_LIMIT_SECONDS
+    assert PartitionRevoked(0) in tail.poll(timeout=0)
+
+
+def test_a_takeover_counts_this_brokers_epoch_in_its_replay_and_nothing_twice_when_taken_back(led):
+    """Broker 2 leads epoch 4 (offset 2), broker 1 takes partition 0 back in epoch 5 (offsets 3-4,
+    appended before this exporter read ownership): the replay counts 3-4, not 0-1 (counted before
+    the drain) nor 2 (broker 2's); the elected line's epoch makes a later record counted at once."""
+    tail, consumer, clock = led
+    consumer.high[0] = 3
+    move(tail, consumer, clock, leader=2, epoch=4)
+    consumer.queued = [Message(0, 2, epoch=4)]
+    assert PartitionRevoked(0) in tail.poll(timeout=0)
+    consumer.high[0] = 5
+    move(tail, consumer, clock, leader=1, epoch=5)
+    consumer.queued = [Message(0, o, epoch=e) for o, e in ((0, 3), (1, 3), (2, 4), (3, 5), (4, 5))]
+    events = tail.poll(timeout=0)
+    assert taken(events) == [3, 4] and applied_uncounted(events) == [0, 1, 2]
+    tail.coordinator_elected(0, 6)  # (a bumped epoch, no move: ZooKeeper mode)
+    consumer.queued = [Message(0, 5, epoch=6)]
+    assert taken(tail.poll(timeout=0)) == [5]
+
+
+def test_following_every_partition_counts_every_epoch_once():
+    clock = SimpleNamespace(now=1000.0)
+    tail, consumer = scripted_tail(
+        Refetching, all_partitions=True, metadata_refresh_seconds=30, clock=lambda: clock.now
+    )
+    tail.poll(timeout=0)
+    consumer.queued = [Message(0, 0, epoch=0), Message(0, 1, epoch=1), Message(0, 2, epoch=7)]
+    assert taken(tail.poll(timeout=0)) == [0, 1, 2]
