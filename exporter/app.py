@@ -4,7 +4,7 @@
 One thread polls the `__transaction_state` tail and applies its events to the model (holding the
 model's lock once per polled batch); with --broker-log, another follows the broker's log files the
 same way and, on a coordinator elected/resigned line, asks the tail to re-read partition ownership at
-once; with a hanging-scan interval, a third runs the scan. The HTTP server's threads render the
+once (and hands it the epochs its broker was elected in: exporter.sources.topic_tail's counting.py); with a hanging-scan interval, a third runs the scan. The HTTP server's threads render the
 model at scrape time, and the transactions view, which asks the cluster-state source
 (exporter.sources.cluster_state: cached, bounded in time, its own threads) about the stuck rows it
 shows.
@@ -66,7 +66,9 @@ class Exporter:
             otlp.ExponentialRecorders(self.recorders) if push and settings.otlp_histogram == "exponential" else None
         )
         self.model = CoordinatorModel(
-            exponential.sinks() if exponential else self.recorders.sinks(), coordinator_log=bool(settings.broker_log)
+            exponential.sinks() if exponential else self.recorders.sinks(),
+            coordinator_log=bool(settings.broker_log),
+            all_partitions=settings.all_partitions,
         )
         self.registry = CollectorRegistry(auto_describe=True)
         collector = TransactionCollector(
@@ -261,7 +263,12 @@ class Exporter:
             if events:  # (any line read makes one: the lines' count)
                 watch.read_found_lines()
                 self.model.apply_batch(events, int(time.time() * 1000))
-                if any(type(event) is CoordinatorChanged for event in events):
+                changes = [event for event in events if type(event) is CoordinatorChanged]
+                for change in changes:
+                    # An elected line names an epoch this broker leads: its records are counted here.
+                    if change.elected and change.epoch is not None:
+                        self.tail.coordinator_elected(change.partition, change.epoch)
+                if changes:
                     self.tail.refresh_ownership_soon()
             wait = next_broker_log_wait(wait, events, quiet)
             if stop.wait(wait):
