@@ -20,6 +20,9 @@ SCRAPE_JOB: Final = "kafka-txn-exporter"
 METADATA_REFRESH_SECONDS: Final = 30.0
 LATENCY_RESOLUTION_MS: Final = 10
 FRESHNESS_SECONDS: Final = 1.0
+# On SIGTERM, how long the exporter may read on the partitions its stopping broker led, to the end of
+# their epochs (exporter.sources.topic_tail's drains), before it exits.
+SHUTDOWN_DRAIN_SECONDS: Final = 10.0
 LATENCY_WINDOW_SECONDS: Final = 300.0
 LOG_LEVEL: Final = "INFO"
 LOG_FORMAT: Final = "text"

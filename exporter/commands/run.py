@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from exporter import config, logs
 from exporter.app import STOP_GRACE_SECONDS, Exporter
@@ -47,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, _frame: object) -> None:
         signalled.append(signum)
-        stop.set()
 
     # Python runs a signal's handler in the main thread, but the kernel hands SIGTERM to any thread
     # that does not block it. Python's C handler, in whichever thread took the signal, writes to the
@@ -73,9 +73,11 @@ def run(args: argparse.Namespace) -> int:
     failed: list[Exception] = []
     serving = threading.Thread(target=_serve, args=(exporter, stop, failed, wake_write), name="sources", daemon=True)
     serving.start()
-    # Any byte means stop: a signal (its handler runs here at the latest in the join below, where
-    # this thread holds no lock of `stop`'s, which the handler takes) or the sources' end.
+    # Any byte means stop: a signal (its handler runs here at the latest in the join below) or the
+    # sources' end.
     os.read(wake_read, 1)
+    _drain(exporter, serving, signalled, settings.shutdown_drain_seconds)
+    stop.set()
     serving.join(STOP_GRACE_SECONDS)
     signal.set_wakeup_fd(-1)
     os.close(wake_read)
@@ -101,6 +103,26 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(0)
     return 0
+
+
+def _drain(exporter: Exporter, serving: threading.Thread, signalled: list[int], seconds: float) -> None:
+    """On a signal, while the sources read on partitions their broker stopped leading (its controlled
+    shutdown moving them), to the end of its epochs there (exporter.sources.topic_tail's drains): waits
+    for them, at most `seconds`, or until a second signal. None: returns at once."""
+    deadline = time.monotonic() + seconds
+    waited = False
+    while signalled and len(signalled) < 2 and exporter.tail.draining and serving.is_alive():
+        if not waited:
+            log.info(
+                "stopping once the partitions its broker no longer leads are read to their end (at most %g s)", seconds
+            )
+            waited = True
+        if time.monotonic() >= deadline:
+            log.warning(
+                "stopping with partitions still draining after %g s: their last records are not counted", seconds
+            )
+            return
+        serving.join(0.05)
 
 
 def _serve(exporter: Exporter, stop: threading.Event, failed: list[Exception], wake: int) -> None:

@@ -216,6 +216,18 @@ class Settings(BaseModel):
             "topic and the log are each read at least twice that often, and no more, whatever the load",
         ),
     ] = defaults.FRESHNESS_SECONDS
+    shutdown_drain_seconds: Annotated[
+        float,
+        Cli("SECONDS"),
+        Field(
+            ge=0,
+            le=600,
+            allow_inf_nan=False,
+            description="on SIGTERM or Ctrl-C, how long the exporter may go on reading the partitions its broker "
+            "has just stopped leading (its controlled shutdown moving them), to the end of the broker's epochs "
+            "there, so that their last records are counted; it exits as soon as none is left, at once if none is",
+        ),
+    ] = defaults.SHUTDOWN_DRAIN_SECONDS
     latency_window_seconds: Annotated[
         float,
         Cli("SECONDS"),

@@ -208,6 +208,12 @@ class TransactionLogTail:
         return self._fetch.close()
 
     @property
+    def draining(self) -> bool:
+        """Whether partitions this exporter's broker no longer leads are read on to the end of its
+        epochs (any thread: a read of the dict's size)."""
+        return bool(self._draining)
+
+    @property
     def busy(self) -> bool:
         """Whether the followed partitions are fetched by the busy consumer (every latency_resolution_ms)."""
         return self._fetch.busy
