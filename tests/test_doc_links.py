@@ -102,6 +102,34 @@ def test_every_link_into_a_markdown_page_resolves(page: Path):
     assert not broken, "\n".join(broken)
 
 
+CODE_LINK = re.compile(r"\b(docs/[\w-]+\.md)#([\w-]+)")
+CODE_DIRS = ("exporter", "bench", "queries", "dashboards", "alerts", "deploy", "mixin", "generators", "workshop")
+
+
+def test_every_link_from_the_code_into_a_docs_page_resolves():
+    """A comment's `docs/PAGE.md#anchor` (the figure behind a reason, on docs/benchmarks.md) names a heading."""
+    broken = [
+        f"{path.relative_to(ROOT)}:{number}: {page}#{fragment}"
+        for folder in CODE_DIRS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        for page, fragment in CODE_LINK.findall(line)
+        if not (ROOT / page).is_file() or fragment not in anchors(ROOT / page)
+    ]
+    assert not broken, "\n".join(broken)
+
+
 def test_the_benchmarks_page_is_a_results_page_under_500_lines():
     lines = (ROOT / "docs" / "benchmarks.md").read_text().splitlines()
     assert len(lines) < 500, f"docs/benchmarks.md has {len(lines)} lines: today's figures only, history is in git"
+
+
+def test_the_benchmarks_page_names_every_bench_file_and_no_date():
+    """Each benchmark has its section (the other files of bench/ are named as its parts), and a figure
+    is the latest one, not a dated entry of a run's history."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    files = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem != "__init__")
+    unnamed = [name for name in files if f"{name}.py" not in text and f"bench.{name}" not in text]
+    assert not unnamed, f"docs/benchmarks.md does not name bench/{{{','.join(unnamed)}}}.py"
+    dates = re.findall(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b", text)
+    assert not dates, f"docs/benchmarks.md gives dates {dates}: the latest figures only, history is in git"
