@@ -350,8 +350,8 @@ def _decode_single_record(
     batch ends: each is compared, with the zero bytes after it, as one slice against a table instead
     of being decoded byte by byte.
 
-    Kept for what it saves: without it, `txn-exporter decode` of the synthetic mix takes 16% more CPU
-    time, which takes it below 2x DumpLogSegments' (docs/benchmarks.md)."""
+    Kept: decode takes 16% more CPU time without it, below 2x DumpLogSegments'
+    (docs/benchmarks.md#decode-txn-exporter-decode-against-dumplogsegments)."""
     size = end - p
     head = _RECORD_HEADS[size] if size < _IMPLIED else None
     if head is None:

@@ -143,8 +143,8 @@ def _decode_value_v1(buf: bytes, build_partitions: bool | PartitionsMemo[Any], m
     last_update, start = _TIMESTAMPS.unpack_from(buf, pos)
     pos += _TIMESTAMPS.size
     # The fast path: the tagged fields' usual shapes, compared whole (count, tags, sizes) and read
-    # in place. Kept for what it saves: without it, the live path takes 12.4% more instructions
-    # (the source's loop and the model, the synthetic mix, callgrind).
+    # in place. Kept: the live path takes 12.4% more instructions without it
+    # (docs/benchmarks.md#throughput-decode--model--metrics).
     tags = buf[pos : pos + 3]
     if tags[0] == 0:  # none
         return make(1, producer_id, epoch, timeout_ms, state, partitions, last_update, start)

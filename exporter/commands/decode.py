@@ -211,11 +211,10 @@ def _line_makers(
     with `tail`: each record's JSON line straight from its parsed fields, with no object in between.
     Built by hand: json.dumps of a dict per record would halve the throughput.
 
-    Two caches, kept for what they save (`txn-exporter decode` of the synthetic mix, each taken out
-    alone, docs/benchmarks.md): the text of each distinct partitions array, made once while the
-    codec's memo holds it (PartitionsMemo: 12% more CPU time without it), and the text around the
-    fields that take few values, made once per distinct set of them (34% more). Without either,
-    decode falls below 2x DumpLogSegments' CPU time."""
+    Two caches: the text of each distinct partitions array, made once while the codec's memo holds it
+    (PartitionsMemo), and the text around the fields that take few values, made once per distinct set
+    of them. Kept: without either, decode takes 12% or 34% more CPU time, below 2x DumpLogSegments'
+    (docs/benchmarks.md#decode-txn-exporter-decode-against-dumplogsegments)."""
     few_values: dict[tuple[int, int, int, TransactionState, tuple[Any, ...]], tuple[str, str, str]] = {}
 
     def make_value(

@@ -1,10 +1,10 @@
 """Waiting for followed files to change: Linux's inotify, called through libc, on their directories.
 
-An idle exporter's broker-log thread read its files twice a second, and each wake-up cost more than
-the read (0.0006 cores of an idle exporter's 0.003, measured beside a 4.4 broker); watched, it sleeps
-until its broker writes. Where inotify is not to be had (another system, a directory not there yet,
-a watch refused), waits are plain timeouts, as are they once a read finds lines that no notice
-announced (a file system whose writers the kernel does not see, as on NFS).
+An idle exporter's broker-log thread read its files twice a second, each wake-up costing more than
+the read (0.0006 cores of an idle exporter's 0.003: docs/benchmarks.md#the-broker-logs-reads);
+watched, it sleeps until its broker writes. Where inotify is not to be had (another system, a
+directory not there yet, a watch refused), waits are plain timeouts, as are they once a read finds
+lines that no notice announced (a file system whose writers the kernel does not see, as on NFS).
 """
 
 from __future__ import annotations
