@@ -1,7 +1,8 @@
 """The value's fields are declared once (TransactionLogValue's table): every consumer derives its
 fields from it, and a tagged field added there is decoded, encoded, shown and stored with no other
 edit. KAFKA-20357's field (the last producer epoch, a tagged field after Kafka 4.4) stands as the
-example, under the next tag after the codec's highest, as docs/changing.md's walk adds it."""
+example, under the next tag after the codec's highest, as docs/changing.md's walk adds it. Stored: the
+pipeline's columns, held to the table in tests/pipeline/test_decode.py (it needs the spark extra)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,6 @@ from exporter.codec.value import (
     value_from_fields,
 )
 from exporter.commands import decode as decode_command
-from exporter.pipeline import decode as pipeline_decode
-from exporter.pipeline import tables
 
 NAMES = [f.name for f in VALUE_FIELDS]
 # The tag a newer Kafka's field takes: the next after the highest the codec names.
@@ -91,16 +90,9 @@ def test_fields_are_passed_by_name_and_by_position_only_through_the_table():
     )
 
 
-def test_every_consumer_takes_its_fields_from_the_table():
-    # The decode command's JSON: the table's names, in order.
+def test_the_decode_commands_json_takes_its_fields_from_the_table():
     record = TransactionLogRecord(5, 1010, "t", a_value(client_transaction_version=2))
     assert list(json.loads(decode_command.format_record(record))["value"]) == NAMES
-    # The pipeline's columns (Arrow and Spark): the value's, from the table, in the order of the rows.
-    columns = pipeline_decode.value_columns()
-    assert sorted(attribute for _, attribute, _ in columns) == sorted(NAMES)
-    value_names = [f.name for f in pipeline_decode.TRANSITIONS_SCHEMA][5:-1]
-    assert value_names == [column for column, _, _ in columns]
-    assert [c for c, _ in tables.COLUMNS["transitions"]][4:-2] == value_names
 
 
 def declared_as(cls: type, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,11 +126,6 @@ def test_a_tagged_field_added_to_the_table_is_all_it_takes(monkeypatch):
     at_default = json.loads(decode_value(encode_value(a_value(cls)), partitions, make_value))
     assert list(at_default) == [*NAMES, "newer_producer_epoch"] and at_default["newer_producer_epoch"] == -1
     assert json.loads(decode_command.format_record(TransactionLogRecord(5, 1010, "t", value)))["value"] == line
-    # A column at the end of the pipeline's value columns, of Spark's int for an int16.
-    assert pipeline_decode.value_columns(value_fields(cls)) == [
-        *pipeline_decode.value_columns(),
-        ("newer_producer_epoch", "newer_producer_epoch", pipeline_decode.pa.int32()),
-    ]
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_segment_files, partition_of_path
-from exporter.pipeline.lifecycles import INPUT_COLUMNS, lifecycles_of_sorted
 from txn_workshop.harness.broker import KafkaBroker
 from txn_workshop.harness.transaction_log_dump import DumpedRecord
 
@@ -40,6 +35,14 @@ def settled_records(broker: KafkaBroker, keep: Callable[[str], bool], timeout: f
 
 def segment_lifecycles(segments: list[Path]) -> list[dict]:
     """One dict per transaction (the pipeline's lifecycles table's columns), open ones included."""
+    # The spark extra's pyarrow, imported here: make check's setup has none, and collects the modules
+    # that import this one (their tests need a broker: not run there).
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_segment_files, partition_of_path
+    from exporter.pipeline.lifecycles import INPUT_COLUMNS, lifecycles_of_sorted
+
     files = pa.RecordBatch.from_pydict(
         {
             "cluster": [CLUSTER] * len(segments),

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("pyspark")  # the spark extra, which make check's setup leaves out
+
 from exporter.contracts.lifecycle import pending_at
 from exporter.pipeline import tables
 from exporter.pipeline.sources import segment_input

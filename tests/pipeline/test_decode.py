@@ -1,12 +1,22 @@
-"""exporter.pipeline.decode: the codec in Arrow batches equals the codec record by record (no JVM)."""
+"""exporter.pipeline.decode: the codec in Arrow batches equals the codec record by record, and its
+columns come from the codec's value table (no JVM: the spark extra's pyarrow and numpy)."""
+
+import pytest
+
+pytest.importorskip("pyspark")  # the spark extra, which make check's setup leaves out
 
 import pyarrow as pa
 
 from exporter.codec import TransactionLogValue, TransactionState, decode_record, encode_key, encode_value
-from exporter.codec.value import TAGGED_FIELDS
+from exporter.codec.value import TAGGED_FIELDS, VALUE_FIELDS, value_fields
+from exporter.pipeline import decode as pipeline_decode
+from exporter.pipeline import tables
 from exporter.pipeline.decode import TRANSITIONS_SCHEMA, decode_kafka_rows, decode_segment, decode_segment_files
 from tests.codec.crafted import fake_headers
+from tests.codec.test_value_fields import with_a_new_tagged_field
 from txn_workshop.record_batches import encode_batch
+
+pytestmark = pytest.mark.spark
 
 V = TransactionLogValue(
     version=1,
@@ -142,3 +152,20 @@ def test_crafted_segment_costs_linear_work(monkeypatch):
     got = rows(decode_segment("c", 0, encode_batch(0, [RECORDS[0]]) + fake_headers(size)))
     assert got[0]["offset"] == 0 and all(r["error"] for r in got[1:])
     assert crc_bytes[0] <= (record_batch.RESYNC_CRC_FACTOR + 3) * size + record_batch.RESYNC_CRC_SLACK
+
+
+def test_the_value_columns_are_the_codecs_table():
+    """Arrow's and Spark's columns: the value's, from the table, in the order of the rows."""
+    columns = pipeline_decode.value_columns()
+    assert sorted(attribute for _, attribute, _ in columns) == sorted(f.name for f in VALUE_FIELDS)
+    value_names = [f.name for f in TRANSITIONS_SCHEMA][5:-1]
+    assert value_names == [column for column, _, _ in columns]
+    assert [c for c, _ in tables.COLUMNS["transitions"]][4:-2] == value_names
+
+
+def test_a_tagged_field_added_to_the_table_is_a_column_at_the_end():
+    """tests/codec/test_value_fields.py's new field, of Spark's int for an int16."""
+    assert pipeline_decode.value_columns(value_fields(with_a_new_tagged_field())) == [
+        *pipeline_decode.value_columns(),
+        ("newer_producer_epoch", "newer_producer_epoch", pa.int32()),
+    ]

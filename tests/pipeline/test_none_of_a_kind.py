@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("pyspark")  # the spark extra, which make check's setup leaves out
+
 from exporter.pipeline import stream, tables
 from exporter.pipeline.backfill import write_openmetrics
 from exporter.pipeline.report import write_report

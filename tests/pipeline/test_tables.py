@@ -9,6 +9,8 @@ import urllib.request
 
 import pytest
 
+pytest.importorskip("pyspark")  # the spark extra, which make check's setup leaves out
+
 from exporter.cli import main
 from exporter.contracts.lifecycle import pending_at
 from exporter.pipeline import tables
