@@ -1,7 +1,8 @@
 """The hashed locks pip installs from (requirements/, made by `make lock`): CI's (scripts/setup) holds
-every dependency of the product, its dev and spark extras, and the workshop's; the image's (the
-Dockerfile) the product's alone, at CI's versions. A pyproject.toml edited without `make lock` after
-it fails here, naming the requirement the lock no longer meets."""
+every dependency of the product, its dev and spark extras, and the workshop's; the checks'
+(`scripts/setup check`) the product's and the dev extra's; the image's (the Dockerfile) the
+product's alone; the last two at CI's versions. A pyproject.toml edited without `make lock` after it
+fails here, naming the requirement the lock no longer meets."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def unmet(requirements: list[str], locked: dict[str, tuple[str, int]]) -> list[s
 
 
 def test_every_file_of_every_lock_is_pinned_with_its_hash() -> None:
-    for name in ("ci.txt", "image.txt"):
+    for name in ("ci.txt", "check.txt", "image.txt"):
         locked = pins(name)
         assert locked, name
         assert [n for n, (_, hashes) in locked.items() if hashes == 0] == [], name
@@ -62,6 +63,15 @@ def test_cis_lock_meets_every_requirement_of_the_product_its_extras_and_the_work
     assert unmet(requirements, pins("ci.txt")) == [], "run make lock"
     # The workshop's one dependency is the product (installed from its source): nothing to lock.
     assert WORKSHOP["dependencies"] == ["kafka-txn-exporter"]
+
+
+def test_the_checks_lock_is_the_products_and_the_dev_extras_at_cis_versions() -> None:
+    check, ci = pins("check.txt"), pins("ci.txt")
+    assert unmet([*PROJECT["dependencies"], *PROJECT["optional-dependencies"]["dev"]], check) == [], "run make lock"
+    assert {n: v for n, (v, _) in check.items()} == {n: ci[n][0] for n in check}, "run make lock"
+    # `make check` runs no test of the spark extra: its setup fetches none of it (pyarrow comes with
+    # its stubs, which mypy reads).
+    assert not {"pyspark", "pandas", "numpy", "matplotlib"} & set(check)
 
 
 def test_the_images_lock_is_the_products_dependencies_at_cis_versions() -> None:
