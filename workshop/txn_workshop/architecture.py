@@ -38,7 +38,13 @@ FLOORS: tuple[tuple[Part, ...], ...] = (
             "logging, the web config file, the settings' defaults",
         ),
     ),
-    (Part("contracts", ("exporter.contracts",), "the events sources emit; the KIP rules (lifecycles, hanging)"),),
+    (
+        Part(
+            "contracts",
+            ("exporter.contracts",),
+            "the events sources emit; the KIP rules (lifecycles, hanging); Kafka versions and the known-bug table",
+        ),
+    ),
     (Part("broker_log", ("exporter.broker_log",), "the broker's log lines parsed into events"),),
     (
         Part("sources", ("exporter.sources",), "topic tail, segment files, broker-log tail, hanging scan"),
