@@ -26,20 +26,21 @@ def test_the_license_is_an_spdx_expression() -> None:
 
 def test_make_test_runs_the_checks_first_and_the_tests_last() -> None:
     """The README's test command: format, lint and types (make stops at the first that fails), then
-    pytest, whose summary line ends what CI reads."""
+    the tests, make check's first (tests/fast_first.py), whose summary line of both ends what CI reads."""
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     commands = [line for line in dry.stdout.splitlines() if line.startswith(".venv/bin/")]
     assert commands == [
         ".venv/bin/ruff format --check .",
         ".venv/bin/ruff check .",
         ".venv/bin/mypy",
-        ".venv/bin/pytest -n 2 --dist loadfile",
+        '.venv/bin/python -m tests.fast_first "not kafka and not spark and not image and not tools"',
     ]
 
 
 def test_make_check_runs_the_same_checks_then_the_tests_that_need_nothing_fetched() -> None:
-    """The fast loop: its setup installs the Python packages only (no Java, jars, Debian packages, Go
-    or npm), and pytest leaves out every marker that needs more (pyproject.toml's markers)."""
+    """The fast loop: its setup installs the Python packages only, no spark extra (no Java, jars,
+    Debian packages, Go or npm), and pytest leaves out every marker that needs more (pyproject.toml's
+    markers)."""
     dry = subprocess.run(["make", "-n", "check"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     # (Under a make of its own, make also says which directory it enters.)
     lines = [line for line in dry.stdout.splitlines() if not line.startswith("make")]

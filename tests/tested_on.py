@@ -193,13 +193,17 @@ class Recorder:
             return  # the controller judges, from every worker's reports
         every = all_cells()
         covered = {cell for cells in self.cells.values() for cell in cells}
-        # The README's test command (`pytest`, no arguments: testpaths) with nothing deselected: every
-        # cell must be there, so a check or version that lost its tests shows as failed too. (With
-        # workers, deselection happens in them: -k and -m are read here instead.)
+        # The whole suite (`pytest`, no arguments: testpaths) with nothing deselected, or its rest after
+        # the fast tests (`make test`'s second run: tests/fast_first.py; no per-version check is
+        # fast): every cell must be there, so a check or version that lost its tests shows as failed
+        # too. (With workers, deselection happens in them: -k and -m are read here instead.)
         option = self.config.option
-        selecting = bool(getattr(option, "keyword", "") or getattr(option, "markexpr", ""))
+        rest_of_suite = getattr(option, "rest_of_suite", False)
+        selecting = bool(getattr(option, "keyword", "") or (getattr(option, "markexpr", "") and not rest_of_suite))
         whole_suite = (
-            self.config.args_source is pytest.Config.ArgsSource.TESTPATHS and not self.deselected and not selecting
+            self.config.args_source is pytest.Config.ArgsSource.TESTPATHS
+            and not selecting
+            and (not self.deselected or rest_of_suite)
         )
         if covered != every and not whole_suite:
             return  # a run of some tests only: it says nothing about the table
