@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from exporter.app import BROKER_LOG_POLL_SECONDS, BROKER_LOG_QUIET_POLL_SECONDS, next_broker_log_wait
+from exporter.app.broker_log_loop import BROKER_LOG_POLL_SECONDS, BROKER_LOG_QUIET_POLL_SECONDS, next_broker_log_wait
 from exporter.contracts.events import BrokerLogStats, CoordinatorChanged
 
 # In a fresh interpreter: every thread the exporter starts (its HTTP server's, its sources', its

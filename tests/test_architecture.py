@@ -60,7 +60,7 @@ def test_no_python_file_is_over_600_lines():
         for path in root.rglob("*.py")
         if not any(part.startswith(".") or part.endswith(".egg-info") for part in path.relative_to(root).parts)
     }
-    assert {"exporter/app.py", "bench/sidecar_cost.py", "workshop/txn_workshop/demo.py"} <= set(sizes)
+    assert {"exporter/app/__init__.py", "bench/sidecar_cost.py", "workshop/txn_workshop/demo.py"} <= set(sizes)
     over = {path: lines for path, lines in sizes.items() if lines > MAX_MODULE_LINES}
     assert over == {}
 

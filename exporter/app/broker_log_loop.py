@@ -1,0 +1,79 @@
+"""The broker-log thread's loop (--broker-log): reads the broker's log files when they change,
+applies their events to the model, and passes on the coordinator elected/resigned lines."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, TransitionAppended
+from exporter.model import CoordinatorModel
+from exporter.sources.broker_log_tail import BrokerLogFollower
+from exporter.sources.file_watch import FileWatch
+
+log = logging.getLogger("txn_exporter")
+# The broker log is read when its file changes (exporter.sources.file_watch), at most every
+# BROKER_LOG_POLL_SECONDS after a read that brought an event (a failed append, a marker retry, a
+# coordinator change); after one that did not, that least wait doubles up to
+# BROKER_LOG_QUIET_POLL_SECONDS. Growth alone does not count: at DEBUG, which --broker-log needs, the
+# coordinator writes a line for every transition it appends, and reading them 10 times a second cost
+# 3.0 ms of CPU a second at 200 transactions/s, 2 of them the reads' own (docs/benchmarks.md, "The
+# broker log's reads"). An event is then counted up to a second after its line is written. Where the
+# file's changes cannot be watched, it is read after each such wait, changed or not; watched, at least
+# every BROKER_LOG_WATCHED_POLL_SECONDS.
+BROKER_LOG_POLL_SECONDS = 0.1
+BROKER_LOG_QUIET_POLL_SECONDS = 1.0
+BROKER_LOG_WATCHED_POLL_SECONDS = 5.0
+
+
+def follow_broker_logs(
+    stop: threading.Event,
+    watch: FileWatch,
+    followers: Sequence[BrokerLogFollower],
+    model: CoordinatorModel,
+    coordinators_changed: Callable[[list[CoordinatorChanged]], None],
+    freshness_seconds: float,
+) -> None:
+    """Reads the broker log files when they change, at most every BROKER_LOG_POLL_SECONDS, less
+    often while they bring no event (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set;
+    hands `coordinators_changed` the elected and resigned lines of a read that brought any."""
+    failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
+    wait = BROKER_LOG_POLL_SECONDS
+    # Read at least twice within the freshness: a `succeeded` line times its record no later.
+    quiet = min(BROKER_LOG_QUIET_POLL_SECONDS, freshness_seconds / 2)
+    while True:
+        events = []
+        for n, follower in enumerate(followers):
+            try:
+                events += follower.poll()
+            except OSError as e:
+                if n not in failing:
+                    log.warning("cannot read broker log %s: %s", follower.path, e)
+                failing.add(n)
+            else:
+                failing.discard(n)
+        if events:  # (any line read makes one: the lines' count)
+            watch.read_found_lines()
+            model.apply_batch(events, int(time.time() * 1000))
+            changes = [event for event in events if type(event) is CoordinatorChanged]
+            if changes:
+                coordinators_changed(changes)
+        wait = next_broker_log_wait(wait, events, quiet)
+        if stop.wait(wait):
+            return
+        if watch.watching():
+            watch.wait(BROKER_LOG_WATCHED_POLL_SECONDS)
+
+
+def next_broker_log_wait(wait: float, events: Sequence[object], quiet: float = BROKER_LOG_QUIET_POLL_SECONDS) -> float:
+    """The wait before the broker log's next read, after a read that brought `events` (see
+    BROKER_LOG_POLL_SECONDS): the shortest after an event, else twice the last, at most `quiet`. The
+    `succeeded` lines of appends, which a busy coordinator writes all the time, do not hasten it."""
+    if any(type(event) not in _ROUTINE for event in events):
+        return BROKER_LOG_POLL_SECONDS
+    return min(wait * 2, quiet)
+
+
+_ROUTINE = (BrokerLogStats, TransitionAppended)
