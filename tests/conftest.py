@@ -93,25 +93,37 @@ class BrokerPool:
     def joined_pair(self, root: Path, version: str, **first: Any) -> Iterator[tuple[KafkaBroker, KafkaBroker]]:
         """Two brokers of one cluster, the second joining the first (so markers can be held back and
         partitions moved); both get the first's `broker_properties`, `jmx` and `mode`. Stopped on exit."""
-        first_broker = KafkaBroker(version, workdir=root / "1", **first)
-        second_broker = KafkaBroker(
-            version,
-            workdir=root / "2",
-            join=first_broker,
-            node_id=2,
-            broker_properties=first.get("broker_properties"),
-            jmx=first.get("jmx", False),
-            mode=first.get("mode", "kraft"),
-        )
-        pair = (first_broker, second_broker)
+        with self.joined(root, version, 2, **first) as brokers:
+            yield brokers[0], brokers[1]
+
+    @contextmanager
+    def joined(self, root: Path, version: str, nodes: int, **first: Any) -> Iterator[list[KafkaBroker]]:
+        """`nodes` brokers of one cluster, nodes 2.. joining node 1 (its only controller in KRaft); each
+        gets the first's `broker_properties`, `jmx`, `mode` and `logging_config`. Stopped on exit. (A
+        cluster of more than MAX_JVMS brokers runs beside no session broker: they are stopped first.)"""
+        brokers = [KafkaBroker(version, workdir=root / "1", **first)]
+        brokers += [
+            KafkaBroker(
+                version,
+                workdir=root / str(n),
+                join=brokers[0],
+                node_id=n,
+                broker_properties=first.get("broker_properties"),
+                jmx=first.get("jmx", False),
+                mode=first.get("mode", "kraft"),
+                logging_config=first.get("logging_config"),
+                internal_topics_on_join=first.get("internal_topics_on_join", True),
+            )
+            for n in range(2, nodes + 1)
+        ]
         try:
-            for broker in pair:
+            for broker in brokers:
                 self.make_room()
                 self.own.append(broker)
                 broker.start()
-            yield pair
+            yield brokers
         finally:
-            for broker in reversed(pair):  # the joined broker first: it needs the controller to stop
+            for broker in reversed(brokers):  # the joined brokers first: they need the controller to stop
                 broker.stop()
                 if broker in self.own:
                     self.own.remove(broker)

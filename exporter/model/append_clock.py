@@ -7,8 +7,8 @@ Two clocks can time a transition's `__transaction_state` append:
 - the fetch (FETCH): when the exporter received the record, minus the same CreateTime: an upper
   bound, looser by the fetch's delay (the tail's resolution).
 
-The coordinator's clock is in force from the first `succeeded` line (or from the start, when the log
-already held such lines: CoordinatorLogAtDebug), and for the partitions whose
+The coordinator's clock is presumed in force from the start, when a broker log is read (`presumed`:
+deploy/ configures its DEBUG lines), else from the first `succeeded` line, and for the partitions whose
 coordinator writes the log read (`here`): their live records wait for their line (and lines for
 their record: either may come first) in insertion-ordered buffers, matched by the five fields both
 carry (id, target state, producer id and epoch, last update). A record whose line has not come
@@ -17,9 +17,10 @@ its append as failed (APPEND_FAILED: a leader stepping down fails its pending ap
 follower may keep the record), its broker had lost the partition when the record was read
 (LEADERSHIP_LOST: a drain's record appended but never acknowledged, e.g. the broker killed), or
 nothing tells (EXPIRED). A line whose record has not come is dropped and counted. When records wait
-out the hold for no known reason and no line at all came for as long (the logger set back to INFO,
-the file unreadable or rotated away, a broker restart that reset a run-time level), the fetch clock
-is in force again until a line comes back; the tail then fetches at its resolution again.
+out the hold for no known reason and no line at all came for as long (the logger at INFO, set back
+to it, the file unreadable or rotated away, a broker restart that reset a run-time level), the fetch
+clock is in force again until a line comes back, and those records are timed by it, as received; the
+tail then fetches at its resolution again.
 
 Each transition is timed at most once: while the fetch clock is in force, the keys of the records it
 timed are kept for `hold_ms`, so their lines, arriving once the coordinator's clock is back, are
@@ -74,13 +75,19 @@ LatencySink = Callable[[int, int, str, int], None]
 
 class AppendClock:
     def __init__(
-        self, record_latency: Sequence[LatencySink], hold_ms: int = HOLD_MS, max_waiting: int = MAX_WAITING
+        self,
+        record_latency: Sequence[LatencySink],
+        hold_ms: int = HOLD_MS,
+        max_waiting: int = MAX_WAITING,
+        presumed: bool = False,
     ) -> None:
-        """`record_latency`: the append-latency sinks' record methods, by target state."""
+        """`record_latency`: the append-latency sinks' record methods, by target state; `presumed`: the
+        coordinator's clock in force from the start (a broker log is read), so the first records of a
+        coordinator whose log holds no line yet wait for theirs."""
         self._record_latency = record_latency
         self._hold_ms = hold_ms
         self._max = max_waiting
-        self.coordinator = False  # the clock in force: the coordinator's, else the fetch's
+        self.coordinator = presumed  # the clock in force: the coordinator's, else the fetch's
         self._records: OrderedDict[Key, Record] = OrderedDict()
         self._lines: OrderedDict[Key, Line] = OrderedDict()
         # Records the fetch clock timed, by key, with when they were received (see the docstring).
@@ -166,12 +173,14 @@ class AppendClock:
         """Counts what waited longer than the hold at `now_ms`, and goes back to the fetch clock when
         records waited in vain while no line came."""
         cutoff = now_ms - self._hold_ms
-        records_expired = self._expire(self._records, "record", cutoff)
+        # No line for the whole hold: records waiting in vain for no known reason are the fetch's.
+        falling_back = self.coordinator and self._last_line_ms < cutoff
+        records_expired = self._expire(self._records, "record", cutoff, falling_back)
         self._expire(self._lines, "line", cutoff)
         self._expire(self._fetch_timed, None, cutoff)
         # (A failure line waits twice the hold: its record may wait the whole hold after it.)
         self._expire(self._failed, None, cutoff - self._hold_ms)
-        if records_expired and self.coordinator and self._last_line_ms < cutoff:
+        if records_expired and falling_back:
             self.coordinator = False
             log.warning(
                 "append latency: no `succeeded` line in the broker log for %.0f s while %d record(s) waited for "
@@ -212,9 +221,10 @@ class AppendClock:
                 for old, _ in evicted:
                     self.untimed[old[1]] += 1
 
-    def _expire(self, buffer: OrderedDict[Any, V], kind: str | None, cutoff: int) -> int:
+    def _expire(self, buffer: OrderedDict[Any, V], kind: str | None, cutoff: int, fetch_timed: bool = False) -> int:
         """Drops the entries that arrived before `cutoff`, counted for `kind` by reason; returns how
-        many expired for no known reason (a record: no failure logged, its broker still leading)."""
+        many expired for no known reason (a record: no failure logged, its broker still leading),
+        which, if `fetch_timed`, are timed by the fetch clock (as received) instead."""
         unexplained = 0
         while buffer:
             key, entry = next(iter(buffer.items()))
@@ -223,11 +233,17 @@ class AppendClock:
             del buffer[key]
             reason = EXPIRED
             if kind == "record":
-                self.untimed[key[1]] += 1
                 if (key[0], key[1]) in self._failed:
                     reason = APPEND_FAILED
                 elif entry[3]:
                     reason = LEADERSHIP_LOST
+                elif fetch_timed:
+                    received_ms, timestamp_ms, producer_id, _ = entry
+                    self._record_latency[key[1]](received_ms - timestamp_ms, received_ms, key[0], producer_id)
+                    self._remember(self._fetch_timed, key, (received_ms,), None)
+                    unexplained += 1
+                    continue
+                self.untimed[key[1]] += 1
             if kind is not None:
                 self.unmatched[kind, reason] += 1
             unexplained += reason == EXPIRED

@@ -42,10 +42,18 @@ def clock(model: CoordinatorModel):
 
 
 def test_without_lines_the_fetch_clock_times_every_record_at_receipt() -> None:
+    """A broker log read: the coordinator's clock is presumed from the start, so a record waits for its
+    line; when none comes within the hold (the logger at INFO), it is timed by the fetch as received,
+    and the fetch clock times the next ones at receipt."""
     model, append = clocked_model()
+    assert clock(model).clock == "coordinator"
     model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
-    assert append[S.ONGOING].values == [30]
+    assert append[S.ONGOING].values == []
+    model.apply_batch([], now_ms=1030 + HOLD_MS + 1)
+    assert append[S.ONGOING].values == [30] and clock(model).untimed[S.ONGOING] == 0
     assert clock(model).clock == "fetch"
+    model.apply(log_event("b", S.ONGOING, timestamp_ms=20_000, received_ms=20_020))
+    assert append[S.ONGOING].values == [30, 20]
 
 
 def test_a_line_brings_the_coordinators_clock_and_times_its_record_in_either_order() -> None:
@@ -81,16 +89,16 @@ def test_when_lines_stop_the_fetch_clock_is_back_and_the_coordinators_returns_wi
     model.apply(line("a", S.ONGOING, 1000, 1001, seen_ms=1100))
     model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1200))
     model.apply(log_event("b", S.ONGOING, timestamp_ms=2000, received_ms=2200))  # its line never comes
-    model.apply_batch([], now_ms=2200 + HOLD_MS + 1)
+    model.apply_batch([], now_ms=2200 + HOLD_MS + 1)  # timed by the fetch, as received
     assert clock(model).clock == "fetch" and "no `succeeded` line" in caplog.text
     model.apply(log_event("c", S.ONGOING, timestamp_ms=20_000, received_ms=20_010))  # timed at receipt
     model.apply(line("c", S.ONGOING, 20_000, 20_001))  # its line after it: not timed again
     model.apply(line("d", S.ONGOING, 21_000, 21_002))
     model.apply(log_event("d", S.ONGOING, timestamp_ms=21_000, received_ms=21_300))
     row = clock(model)
-    assert append[S.ONGOING].values == [1, 10, 2]
+    assert append[S.ONGOING].values == [1, 200, 10, 2]
     assert row.clock == "coordinator" and row.unmatched[("line", "already_timed")] == 1
-    assert row.coordinator_timed[S.ONGOING] == 2 and row.untimed[S.ONGOING] == 1
+    assert row.coordinator_timed[S.ONGOING] == 2 and row.untimed[S.ONGOING] == 0
 
 
 def test_partitions_another_broker_leads_keep_the_fetch_clock_until_this_one_is_elected() -> None:
@@ -183,15 +191,15 @@ def test_leadership_moving_mid_transaction_loses_no_count() -> None:
 def test_lines_in_the_log_before_the_start_bring_the_coordinators_clock_until_records_wait_in_vain() -> None:
     """CoordinatorLogAtDebug (the log held `succeeded` lines when the exporter started): the coordinator's
     clock from the start, so an idle exporter fetches for freshness; records that then wait out the hold
-    with no line bring the fetch clock back, counted untimed."""
+    with no line bring the fetch clock back, timed by it as received."""
     model, append = clocked_model()
     model.apply(CoordinatorLogAtDebug(seen_ms=500))
     assert model.coordinator_clock() and clock(model).clock == "coordinator"
     model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
     assert append[S.ONGOING].values == []  # waits for its line
     model.apply_batch([], now_ms=1030 + HOLD_MS + 1)
-    assert not model.coordinator_clock()
-    assert clock(model).untimed[S.ONGOING] == 1 and clock(model).unmatched["record", "expired"] == 1
+    assert not model.coordinator_clock() and append[S.ONGOING].values == [30]
+    assert clock(model).untimed[S.ONGOING] == 0 and clock(model).unmatched["record", "expired"] == 0
 
 
 def test_a_drained_partitions_records_are_timed_by_this_brokers_lines_and_those_without_one_say_why() -> None:

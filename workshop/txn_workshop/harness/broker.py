@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -162,6 +163,10 @@ class KafkaBroker:
         self._jmx_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self.paused = False  # SIGSTOPped by pause()
+        # close() may come from another thread than a start() under way: the JVM's launch checks it
+        # under this lock, so none is launched once it came.
+        self._lifecycle = threading.Lock()
+        self._closed = False
 
     @property
     def bootstrap_servers(self) -> str:
@@ -246,32 +251,66 @@ class KafkaBroker:
             if self.kafka.log4j == 2
             else f"-Dlog4j.configuration=file:{self._logging_config()}",
         ]
-        with self.stdout_log.open("ab") as out:
-            self._proc = subprocess.Popen(
-                ["java", *_JVM_OPTS, *logging_opts, *self._jmx_opts(), "-cp", f"{libs}/*", "kafka.Kafka", str(props)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.workdir,
-                preexec_fn=die_with_parent,
-                # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
-                # its brokers in order, instead of also killing each JVM under its clients' feet.
-                process_group=0,
-            )
-        _live.add(self)
         try:
+            self._launch(
+                ["java", *_JVM_OPTS, *logging_opts, *self._jmx_opts(), "-cp", f"{libs}/*", "kafka.Kafka", str(props)]
+            )
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
 
-    def stop(self) -> None:
-        """SIGTERM (controlled shutdown), SIGKILL after 30 s. Idempotent; a paused broker is resumed first."""
+    def _launch(self, command: list[str]) -> None:
+        """Starts the JVM, unless the broker was closed (KafkaBrokerError)."""
+        with self._lifecycle:
+            if self._closed:
+                raise KafkaBrokerError(f"{self} was closed")
+            with self.stdout_log.open("ab") as out:
+                self._proc = subprocess.Popen(
+                    command,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.workdir,
+                    preexec_fn=die_with_parent,
+                    # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
+                    # its brokers in order, instead of also killing each JVM under its clients' feet.
+                    process_group=0,
+                )
+            _live.add(self)
+
+    def stop(self, timeout: float = _STOP_TIMEOUT_S) -> None:
+        """SIGTERM (controlled shutdown), SIGKILL after `timeout` s. Idempotent; a paused broker is
+        resumed first. Another thread may stop it meanwhile (close()): each waits for the same JVM,
+        until it is gone or its own timeout kills it."""
+        self.resume()
+        proc = self._proc
+        if proc is not None:
+            terminate(proc, timeout)
+        with self._lifecycle:
+            if self._proc is proc:
+                self._proc = None
+                _live.discard(self)
+        if self.zookeeper is not None:
+            self.zookeeper.release(self)
+
+    def close(self, timeout: float = _STOP_TIMEOUT_S) -> None:
+        """Stops the broker for good, from any thread: a start() under way in another thread ends in
+        KafkaBrokerError, its JVM stopped or never launched (the demo's Ctrl-C while its workload
+        restarts a broker)."""
+        with self._lifecycle:
+            self._closed = True
+        self.stop(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: the broker dies at once, without a controlled shutdown (its leadership moves only
+        once the controller misses its heartbeats, broker.session.timeout.ms). `start` restarts it."""
         self.resume()
         proc, self._proc = self._proc, None
         _live.discard(self)
         if proc is not None:
-            terminate(proc, _STOP_TIMEOUT_S)
+            proc.kill()
+            proc.wait()
         if self.zookeeper is not None:
             self.zookeeper.release(self)
 
@@ -408,10 +447,12 @@ class KafkaBroker:
             return s.connect_ex(("127.0.0.1", self._port)) == 0
 
     def _check_alive(self, deadline: float) -> None:
-        assert self._proc is not None
-        if self._proc.poll() is not None:
+        proc = self._proc
+        if proc is None:  # stopped by another thread (close())
+            raise KafkaBrokerError(f"Kafka {self.version} was stopped during its start")
+        if proc.poll() is not None:
             raise KafkaBrokerError(
-                f"Kafka {self.version} exited with {self._proc.returncode} during start\n"
+                f"Kafka {self.version} exited with {proc.returncode} during start\n"
                 f"--- {self.stdout_log}:\n{tail(self.stdout_log)}\n--- {self.server_log}:\n{tail(self.server_log)}"
             )
         if time.monotonic() > deadline:
