@@ -3,7 +3,8 @@ against the real schemas (deploy/tools.py: Kubernetes' own, the Prometheus Opera
 Strimzi's CRD validators; all pinned, fetched and cached by scripts/setup), the generated monitoring
 component holding the generated rules and the one copy of the dashboards' JSON, plus the cross-references a schema cannot see: mounts name volumes, probes
 name ports, selectors select, the PodMonitor finds the exporters and labels them as the rules
-expect, the exporter's flags and variables exist, and the sidecar runs hardened."""
+expect, the exporter's flags and variables exist, the sidecar runs hardened, reaches the whole
+cluster and outlives its broker's shutdown."""
 
 from __future__ import annotations
 
@@ -45,11 +46,16 @@ def _pod_templates(documents) -> list[tuple[dict, dict]]:
     ]
 
 
+def _containers(spec: dict) -> list[dict]:
+    """A pod spec's containers, its init containers (native sidecars among them) included."""
+    return spec.get("initContainers", []) + spec["containers"]
+
+
 def _exporters(documents) -> list[tuple[dict, dict, dict]]:
     return [
         (labels, spec, c)
         for labels, spec in _pod_templates(documents)
-        for c in spec["containers"]
+        for c in _containers(spec)
         if "txn-exporter" in c["image"]
     ]
 
@@ -69,7 +75,7 @@ def test_schema_validation_refuses_what_the_api_server_would() -> None:
     """The validators are strict where the real schemas are: a misspelt field, a bad enum."""
     documents = {d["kind"]: d for overlay in ("kubernetes", "strimzi") for d in render(overlay)}
     statefulset = yaml.safe_load(yaml.safe_dump(documents["StatefulSet"]))
-    statefulset["spec"]["template"]["spec"]["containers"][1]["volumeMount"] = []
+    statefulset["spec"]["template"]["spec"]["initContainers"][0]["volumeMount"] = []
     monitor = yaml.safe_load(yaml.safe_dump(documents["PodMonitor"]))
     monitor["spec"]["podMetricsEndpoints"][0]["intervall"] = "15s"
     rule = yaml.safe_load(yaml.safe_dump(documents["PrometheusRule"]))
@@ -103,12 +109,19 @@ def test_monitoring_component_holds_the_generated_rules_and_dashboards(overlay: 
         assert config_map["data"] == {path_of(spec).name: path_of(spec).read_text()}
 
 
+def _setting(container: dict, field: str) -> str | None:
+    """The exporter setting `field` as ``container`` gives it: its flag, else its variable (a literal
+    value; one from a reference as "ref"), else None."""
+    flag = "--" + field.replace("_", "-") + "="
+    flags = [a.removeprefix(flag) for a in container.get("args", []) if a.startswith(flag)]
+    env = [v.get("value", "ref") for v in container.get("env", []) if v["name"] == config.env_name(field)]
+    return (flags or env or [None])[0]
+
+
 def _listen_port(container: dict) -> int:
     """The port the exporter in ``container`` serves on: its --listen, else TXN_EXPORTER_LISTEN, else
     the default (YAML cannot import exporter.defaults: this holds the manifests to it)."""
-    flags = [a.partition("=")[2] for a in container.get("args", []) if a.startswith("--listen=")]
-    env = [v.get("value", "") for v in container.get("env", []) if v["name"] == "TXN_EXPORTER_LISTEN"]
-    return int((flags or env or [defaults.LISTEN])[0].rpartition(":")[2])
+    return int((_setting(container, "listen") or defaults.LISTEN).rpartition(":")[2])
 
 
 @pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
@@ -144,7 +157,7 @@ def test_references_resolve(overlay: str) -> None:
             name = volume.get("secret", {}).get("secretName")
             # Secrets of the base, or those Strimzi makes (the CA, the KafkaUser's password).
             assert name is None or name in secrets or name.startswith("my-kafka-")
-        for container in template["spec"]["containers"]:
+        for container in _containers(template["spec"]):
             for mount in container.get("volumeMounts", []):
                 assert mount["name"] in volumes, f"{container['name']} mounts unknown volume {mount['name']}"
             ports = {p.get("name") for p in container.get("ports", [])}
@@ -182,6 +195,50 @@ def test_sidecar_shares_the_broker_log_volume_read_only() -> None:
     assert exporter_mount["readOnly"] is True
     broker_mount = next(m for m in broker["volumeMounts"] if m["name"] == exporter_mount["name"])
     assert broker_mount["mountPath"] == log_dir
+
+
+# What a broker pod's grace period is when unset (Kubernetes' default, and Strimzi's): the time its
+# broker's controlled shutdown had before the exporter's drain needed more.
+BROKER_SHUTDOWN_SECONDS = 30
+
+
+def _beside_a_broker(spec: dict, exporter: dict) -> bool:
+    return any(c is not exporter and "kafka" in c["image"] for c in _containers(spec))
+
+
+@pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
+def test_exporter_reaches_the_whole_cluster_and_names_its_broker(overlay: str) -> None:
+    """Issue 50: an exporter drains the partitions its broker gave up from their new leaders, its own
+    broker perhaps down, so it bootstraps from more than that broker, and --broker-id names it (the
+    bootstrap list no longer does)."""
+    for _, spec, exporter in _exporters(render(overlay)):
+        assert "--all-partitions" in exporter["args"] or _setting(exporter, "broker_id") is not None
+        servers = (_setting(exporter, "bootstrap_servers") or "").split(",")
+        assert any("$(POD_NAME)" not in s for s in servers), "an address that is not its own broker's"
+        if _beside_a_broker(spec, exporter):
+            assert any(s.startswith("$(POD_NAME).") for s in servers), "its own broker first"
+
+
+def test_sidecar_outlives_its_brokers_shutdown() -> None:
+    """A native sidecar (an init container that restarts Always) is stopped once the broker has
+    exited: it sees the controlled shutdown move its broker's partitions and drains them; the grace
+    period covers that shutdown and then the drain."""
+    ((_, spec, exporter),) = _exporters(render("kubernetes"))
+    assert exporter in spec.get("initContainers", []) and exporter["restartPolicy"] == "Always"
+    drain = float(_setting(exporter, "shutdown_drain_seconds") or defaults.SHUTDOWN_DRAIN_SECONDS)
+    assert spec["terminationGracePeriodSeconds"] >= BROKER_SHUTDOWN_SECONDS + drain
+
+
+def test_strimzi_pods_give_an_injected_sidecar_its_drain() -> None:
+    """Strimzi's pod template cannot add the sidecar (deploy/strimzi/kafka-txn-exporter.yaml, way A);
+    it sets the grace period an injected one needs. The sidecar-less exporter's own pod lets it drain."""
+    documents = render("strimzi")
+    (pool,) = _of_kind(documents, "KafkaNodePool")
+    grace = pool["spec"]["template"]["pod"]["terminationGracePeriodSeconds"]
+    assert grace >= BROKER_SHUTDOWN_SECONDS + defaults.SHUTDOWN_DRAIN_SECONDS
+    for _, spec, exporter in _exporters(documents):
+        drain = float(_setting(exporter, "shutdown_drain_seconds") or defaults.SHUTDOWN_DRAIN_SECONDS)
+        assert spec.get("terminationGracePeriodSeconds", BROKER_SHUTDOWN_SECONDS) >= drain
 
 
 def test_example_kafka_client_config_is_a_valid_exporter_config(tmp_path: Path) -> None:
