@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from exporter.contracts.events import PartitionDraining, PartitionRevoked
-from exporter.sources.topic_tail import tail as tail_module
+from exporter.sources.topic_tail import drains
 from tests.sources.test_topic_tail_fencing import Refetching, applied_uncounted, taken
 from tests.sources.test_topic_tail_readiness import scripted_tail
 from tests.sources.test_topic_tail_runs import Message
@@ -64,9 +64,9 @@ def test_an_idle_drain_ends_when_the_new_leader_answers_a_watermark_read_to(led)
 def test_a_drain_no_leader_lets_end_is_cut_after_its_limit(led):
     tail, consumer, clock = led
     move(tail, consumer, clock, leader=-1, epoch=3)  # leaderless: nobody answers a newer epoch
-    clock.now += tail_module.DRAIN_LIMIT_SECONDS / 2
+    clock.now += drains.LIMIT_SECONDS / 2
     assert PartitionRevoked(0) not in tail.poll(timeout=0)
-    clock.now += tail_module.DRAIN_LIMIT_SECONDS
+    clock.now += drains.LIMIT_SECONDS
     assert PartitionRevoked(0) in tail.poll(timeout=0)
 
 

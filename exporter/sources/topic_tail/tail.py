@@ -27,6 +27,7 @@ from exporter.contracts.events import (
 )
 from exporter.sources.topic_tail.catch_up import CatchUp
 from exporter.sources.topic_tail.counting import CountingRule
+from exporter.sources.topic_tail.drains import Drains
 from exporter.sources.topic_tail.fetch_pattern import FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
@@ -49,10 +50,6 @@ _ACCESS_ERRORS = {
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
-# A drain's end is asked of the partition's new leader this often; a drain the leaders never let end
-# (the partition offline: no leader answers) is cut after DRAIN_LIMIT_SECONDS, logged.
-_DRAIN_CHECK_SECONDS = 1.0
-DRAIN_LIMIT_SECONDS = 120.0
 
 # Every live record as received, at DEBUG: what the append-latency bound of each transition was
 # measured from (tests/integration/broker_truth.py holds it to the coordinator's own log lines).
@@ -117,9 +114,7 @@ class TransactionLogTail:
         # The partitions this exporter's broker led at the first complete view of ownership, not yet
         # assigned: their floor is the high watermark their leader answers (what predates the start).
         self._first_owned: set[int] | None = None
-        # Draining partitions -> (the last epoch this exporter's broker led there, since when).
-        self._draining: dict[int, tuple[int, float]] = {}
-        self._next_drain_check = 0.0
+        self._draining = Drains()
         self._catch_up = CatchUp()  # what stamps the records appended during a replay
         self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
@@ -169,8 +164,7 @@ class TransactionLogTail:
             self._refresh_ownership(events)
             if ownership.fenced:  # (the read failed, or a leader did not answer)
                 ownership.retry_soon(now)
-        if self._draining and now >= self._next_drain_check:
-            self._next_drain_check = now + _DRAIN_CHECK_SECONDS
+        if self._draining and self._draining.due(now):
             self._check_drains(events)
         if self._followed:
             self._consume(events, fetch.wait(timeout), max_records)
@@ -401,8 +395,8 @@ class TransactionLogTail:
             self._first_owned = set(owned)
         draining = self._draining
         # Taken back while draining: followed afresh below (the floor keeps what was counted).
-        back = sorted(owned & set(draining))
-        gone = sorted(set(self._followed) - owned - set(draining))
+        back = sorted(owned & set(draining.partitions))
+        gone = sorted(set(self._followed) - owned - set(draining.partitions))
         drain = [p for p in gone if not counting.every_epoch and self._followed[p] is None and counting.led(p)]
         if drain:
             self._start_drains(drain, events)
@@ -452,7 +446,7 @@ class TransactionLogTail:
         for partition in partitions:
             if self._followed[partition] is None:  # (a replay's next offset holds undecided records)
                 self._counting.decided(partition, self._next_offset.get(partition, 0))
-            self._draining.pop(partition, None)
+            self._draining.forget(partition)
             del self._followed[partition]
             self._replay.drop(partition)
             self._catch_up.drop(partition)
@@ -480,45 +474,20 @@ class TransactionLogTail:
         log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, answered)
 
     def _start_drains(self, partitions: list[int], events: list[TopicEvent]) -> None:
-        """`partitions` moved away: read on, from their new leaders, to the end of the last epoch
-        this exporter's broker led there (counting.py), counted here, shown by the new leaders'
-        exporters. One fenced on a newer leader's record has been read to that end already."""
+        """`partitions` moved away: drained (drains.py). One fenced on a newer leader's record has been
+        read to its end already."""
         now = self._clock()
         for partition in partitions:
-            self._draining[partition] = (self._counting.newest(partition), now)
+            self._draining.start(partition, self._counting.newest(partition), now)
             events.append(PartitionDraining(partition))
-        fenced = [p for p in partitions if p in self._ownership.fenced]
-        for partition in fenced:
+        for partition in [p for p in partitions if p in self._ownership.fenced]:
             self._drained(partition, events, "read past its epochs")
-        self._next_drain_check = 0.0  # (asked at once: an idle partition may be read to its end)
         log.info("%s partitions %s: led elsewhere now; read on to the end of this broker's epochs", TOPIC, partitions)
 
     def _check_drains(self, events: list[TopicEvent]) -> None:
-        """Ends the drains read to their end: the partition's new leader answers in a newer epoch than
-        this broker's last there, with a high watermark the drain has read to. A leader whose high
-        watermark lags the start of its epoch does not answer (KIP-207), so the watermark answered is
-        never below the end of this broker's epoch: what a leader before appended and the new one
-        kept. The drain reads past it only the new leader's records, applied and not counted."""
-        draining = sorted(self._draining)
-        answers = self._leader_answers(draining)
-        now = self._clock()
-        for partition in draining:
-            answer = answers[partition]
-            last_epoch, since = self._draining[partition]
-            if answer is not None and answer[1] is not None and answer[1] > last_epoch:
-                if self._next_offset.get(partition, 0) >= answer[0]:
-                    self._drained(partition, events, f"read to offset {answer[0]}")
-            elif now - since > DRAIN_LIMIT_SECONDS:
-                log.warning(
-                    "%s-%d: no leader let its drain end within %.0f s (offline?); records of this broker's epoch "
-                    "%d after offset %d are not counted here",
-                    TOPIC,
-                    partition,
-                    DRAIN_LIMIT_SECONDS,
-                    last_epoch,
-                    self._next_offset.get(partition, 0),
-                )
-                self._drained(partition, events, "cut")
+        answers = self._leader_answers(sorted(self._draining.partitions))
+        for partition, how in self._draining.ended(answers, self._next_offset, self._clock()):
+            self._drained(partition, events, how)
 
     def _drained(self, partition: int, events: list[TopicEvent], how: str) -> None:
         if partition in self._draining:
