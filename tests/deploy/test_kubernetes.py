@@ -208,15 +208,15 @@ def _beside_a_broker(spec: dict, exporter: dict) -> bool:
 
 @pytest.mark.parametrize("overlay", ["kubernetes", "strimzi"])
 def test_exporter_reaches_the_whole_cluster_and_names_its_broker(overlay: str) -> None:
-    """Issue 50: an exporter drains the partitions its broker gave up from their new leaders, its own
-    broker perhaps down, so it bootstraps from more than that broker, and --broker-id names it (the
-    bootstrap list no longer does)."""
+    """An exporter drains the partitions its broker gave up from their new leaders, its own broker
+    perhaps down: it bootstraps from more than that broker, and --broker-id names it (a bootstrap
+    list naming several brokers does not)."""
     for _, spec, exporter in _exporters(render(overlay)):
         assert "--all-partitions" in exporter["args"] or _setting(exporter, "broker_id") is not None
         servers = (_setting(exporter, "bootstrap_servers") or "").split(",")
         assert any("$(POD_NAME)" not in s for s in servers), "an address that is not its own broker's"
         if _beside_a_broker(spec, exporter):
-            assert any(s.startswith("$(POD_NAME).") for s in servers), "its own broker first"
+            assert any(s.startswith("$(POD_NAME).") for s in servers), "and its own broker"
 
 
 def test_sidecar_outlives_its_brokers_shutdown() -> None:
