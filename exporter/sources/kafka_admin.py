@@ -104,8 +104,9 @@ def import_kafka_python() -> None:
 
 
 class Router:
-    """Where an admin's requests go (see the module docstring), for kafka_python_adapter.send_through: the
-    own broker first, then the others, those that did not answer in time last."""
+    """Where an admin's requests go (see the module docstring): the own broker first, then the
+    others, those that did not answer in time last. Its `send` is what the admin sends through
+    (exporter.sources.kafka_python_adapter.send_through: kafka-python's side of the swap)."""
 
     def __init__(
         self, own_broker: Callable[[], int | None], timeout_ms: int, monotonic: Callable[[], float] = time.monotonic

@@ -19,8 +19,8 @@ from typing import Any
 
 from exporter.broker_log.errors import ERRORS
 
-# What an admin's requests are sent with, once `send_through` it: (connections, request, node id or None for
-# any, timeout in ms or None for the admin's) -> the response.
+# What an admin's requests are sent with, once `send_through` it: (connections, request, node id or
+# None for any, timeout in ms or None for the admin's) -> the response.
 Sender = Callable[[Any, Any, "int | None", "int | None"], Awaitable[Any]]
 
 _ERROR_NAMES = {code: name for code, name, _ in ERRORS}
