@@ -60,6 +60,9 @@ class PartitionReplayed:
     """Replay reached the high watermark seen at assignment: records from here on are live."""
 
     partition: int
+    # A takeover's (an epoch of this exporter's broker that began after its start): how long, in ms,
+    # from its assignment to here. None: the partitions led at the start, or following every one.
+    takeover_replay_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +70,8 @@ class PartitionRevoked:
     """The partition moved away: its state and every series it fed must go."""
 
     partition: int
+    # How its drain ended (exporter.sources.topic_tail's drains): "read_to_end" or "cut"; None: none.
+    drain: str | None = None
 
 
 @dataclass(slots=True)

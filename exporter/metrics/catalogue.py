@@ -301,6 +301,31 @@ PARTITIONS_FOLLOWED = MetricSpec(
     "__transaction_state partitions the exporter follows, by phase (replaying history or live).",
     labels=("phase",),
 )
+PARTITIONS_TAKEN_OVER = MetricSpec(
+    "txn_exporter_partitions_taken_over_total",
+    MetricType.COUNTER,
+    "__transaction_state partitions this exporter's broker took over since the exporter started (an"
+    " epoch of its broker's that began after the start), replayed and followed live.",
+    reads="partitions_taken_over",
+)
+TAKEOVER_REPLAY = MetricSpec(
+    "txn_exporter_takeover_replay_seconds_total",
+    MetricType.COUNTER,
+    "Time the takeovers' replays took, from the partition's assignment to following it live, summed:"
+    " over txn_exporter_partitions_taken_over_total, the mean. The takeover's own records are counted"
+    " and timed meanwhile; its gauges and /transactions rows wait for it.",
+    unit="seconds",
+    reads="takeover_replay_seconds",
+)
+PARTITION_DRAINS = MetricSpec(
+    "txn_exporter_partition_drains_total",
+    MetricType.COUNTER,
+    "Partitions this exporter's broker stopped leading, read on to the end of its epochs there and let"
+    " go, by how the drain ended: read_to_end, or cut (no leader let it end within 120 s: its last"
+    " records are counted by no exporter).",
+    labels=("outcome",),
+    reads="partition_drains",
+)
 PARTITION_CONSUMER_LAG = MetricSpec(
     "txn_exporter_partition_consumer_lag_records",
     MetricType.GAUGE,
@@ -427,6 +452,9 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     HANGING_SCAN_ERRORS,
     SOURCE_UP,
     PARTITIONS_FOLLOWED,
+    PARTITIONS_TAKEN_OVER,
+    TAKEOVER_REPLAY,
+    PARTITION_DRAINS,
     PARTITION_CONSUMER_LAG,
     PARTITION_LAST_RECORD_TIMESTAMP,
     UNWRITTEN_STATE_RECORDS,

@@ -200,6 +200,10 @@ class CoordinatorModel:
         # Live records only: coordinator timeout aborts (KIP-588), producer-id changes (KIP-890).
         self._timeouts = 0
         self._producer_id_rotations = 0
+        # Takeovers replayed and their replay time; drains ended, by how (exporter.sources.topic_tail).
+        self._takeovers = 0
+        self._takeover_replay_ms = 0
+        self._drains: dict[str, int] = dict.fromkeys(("read_to_end", "cut"), 0)
         # The last completed hanging-transaction scan (None: none yet), and failed scans.
         self._hanging_scan: HangingScanCompleted | None = None
         self._hanging_scan_errors = 0
@@ -389,8 +393,13 @@ class CoordinatorModel:
             part = self._partitions.get(event.partition)
             if part is not None:
                 part.live = True
+            if event.takeover_replay_ms is not None:
+                self._takeovers += 1
+                self._takeover_replay_ms += event.takeover_replay_ms
         elif type(event) is PartitionRevoked:
             self._partitions.pop(event.partition, None)
+            if event.drain is not None:
+                self._drains[event.drain] = self._drains.get(event.drain, 0) + 1
         elif type(event) is SourceStatus:
             self._source_up = event.up
         else:
@@ -503,6 +512,9 @@ class CoordinatorModel:
                 broker_log=BrokerLogStats(**{f: getattr(self._broker_log, f) for f in BrokerLogStats.__slots__}),
                 timeouts=self._timeouts,
                 producer_id_rotations=self._producer_id_rotations,
+                partitions_taken_over=self._takeovers,
+                takeover_replay_seconds=self._takeover_replay_ms / 1000,
+                partition_drains=dict(self._drains),
                 hanging_scan=self._hanging_scan,
                 hanging_scan_errors=self._hanging_scan_errors,
                 partitions=tuple(

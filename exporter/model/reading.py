@@ -61,6 +61,9 @@ class ModelSnapshot:
     broker_log: BrokerLogStats
     timeouts: int
     producer_id_rotations: int
+    partitions_taken_over: int  # takeovers replayed (PartitionReplayed.takeover_replay_ms)
+    takeover_replay_seconds: float  # their replays' time, summed
+    partition_drains: dict[str, int]  # drains ended, by how (read_to_end, cut)
     hanging_scan: HangingScanCompleted | None  # the last completed scan
     hanging_scan_errors: int
     partitions: tuple[PartitionRow, ...]  # in partition order

@@ -158,5 +158,5 @@ def test_leadership_moving_away_drains_then_revokes(scripted):
     tail, consumer, step = scripted.tail, scripted.consumer, scripted.step
     step()
     consumer.leaders[3], consumer.leader_epochs[3] = 2, 1
-    assert step()[-2:] == [PartitionDraining(3), PartitionRevoked(3)]
+    assert step()[-2:] == [PartitionDraining(3), PartitionRevoked(3, "read_to_end")]
     assert consumer.assigned == {0, 1, 2} and tail.not_ready is None

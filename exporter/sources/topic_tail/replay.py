@@ -72,8 +72,8 @@ class Replay:
             records.sort(key=_BY_OFFSET)
             events.append(TransactionLogRecords(partition, records, int(self._clock() * 1000), True))
 
-    def end(self, partition: int, events: list[TopicEvent]) -> None:
+    def end(self, partition: int, events: list[TopicEvent], takeover_replay_ms: int | None = None) -> None:
         """`partition`'s replay is done: its window handed over, then PartitionReplayed."""
         self.hand_over(partition, events)
         del self.windows[partition]
-        events.append(PartitionReplayed(partition))
+        events.append(PartitionReplayed(partition, takeover_replay_ms))

@@ -115,6 +115,8 @@ class TransactionLogTail:
         # assigned: their floor is the high watermark their leader answers (what predates the start).
         self._first_owned: set[int] | None = None
         self._draining = Drains()
+        # Partitions taken over (counting.py), replaying -> when they were assigned.
+        self._taken_over_at: dict[int, float] = {}
         self._catch_up = CatchUp()  # what stamps the records appended during a replay
         self._last_progress = clock()
         # Followed partitions -> the offset replay must reach (None once live).
@@ -361,7 +363,7 @@ class TransactionLogTail:
             log.warning("consumer error: %s", error)
 
     def _end_replay(self, partition: int, events: list[TopicEvent]) -> None:
-        self._replay.end(partition, events)
+        self._replay.end(partition, events, self._takeover_replay_ms(partition))
         self._ownership.live(partition)
         self._followed[partition] = None
 
@@ -423,13 +425,16 @@ class TransactionLogTail:
             self._next_offset[partition] = 0
             if epoch is not None and ownership.here(partition):
                 counting.learn(partition, epoch)  # its leader, this exporter's broker, answered in it
-            if partition in self._first_owned and partition not in ownership.created_since_ms:
-                counting.decided(partition, high)  # led since before the start: history below
-            self._first_owned.discard(partition)
+            if partition in self._first_owned:
+                if partition not in ownership.created_since_ms:
+                    counting.decided(partition, high)  # led since before the start: history below
+                self._first_owned.discard(partition)
+            elif not counting.every_epoch:
+                self._taken_over_at[partition] = self._clock()
             if high <= 0:
                 self._followed[partition] = None
                 ownership.live(partition)  # empty: live from its first record anyway
-                events.append(PartitionReplayed(partition))
+                events.append(PartitionReplayed(partition, self._takeover_replay_ms(partition)))
             else:
                 self._followed[partition] = high
                 replay.start(partition)
@@ -441,19 +446,25 @@ class TransactionLogTail:
             log.info("following %s partitions %s", TOPIC, assigned)
         return waiting
 
-    def _unfollow(self, partitions: list[int], events: list[TopicEvent]) -> None:
+    def _takeover_replay_ms(self, partition: int) -> int | None:
+        """A takeover's replay time, as it ends; None for a partition led since the start."""
+        since = self._taken_over_at.pop(partition, None)
+        return None if since is None else int((self._clock() - since) * 1000)
+
+    def _unfollow(self, partitions: list[int], events: list[TopicEvent], drain: str | None = None) -> None:
         self._fetch.consumer.incremental_unassign([TopicPartition(TOPIC, p) for p in partitions])
         for partition in partitions:
             if self._followed[partition] is None:  # (a replay's next offset holds undecided records)
                 self._counting.decided(partition, self._next_offset.get(partition, 0))
             self._draining.forget(partition)
+            self._taken_over_at.pop(partition, None)
             del self._followed[partition]
             self._replay.drop(partition)
             self._catch_up.drop(partition)
             self._next_offset.pop(partition, None)
             self._progress_sent.pop(partition, None)
             self._ownership.forget(partition)
-            events.append(PartitionRevoked(partition))
+            events.append(PartitionRevoked(partition, drain))
 
     def _settle_fences(self, events: list[TopicEvent]) -> None:
         """The fenced partitions this exporter's broker still leads (ownership just read), each by
@@ -491,7 +502,7 @@ class TransactionLogTail:
 
     def _drained(self, partition: int, events: list[TopicEvent], how: str) -> None:
         if partition in self._draining:
-            self._unfollow([partition], events)
+            self._unfollow([partition], events, "cut" if how == "cut" else "read_to_end")
             log.info("%s-%d: drained (%s); stopped following it", TOPIC, partition, how)
 
     def _leader_answers(self, partitions: list[int]) -> dict[int, tuple[int, int | None] | None]:
