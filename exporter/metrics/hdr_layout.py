@@ -5,7 +5,8 @@ Why not the `hdrhistogram` package itself: its pure-Python `record_value` costs 
 the whole per-record budget (250k records/s), and a histogram per sub-window would still need a
 second structure for all-time Prometheus buckets. Instead every observation lands in a dict keyed
 by its HdrHistogram *lowest equivalent value* (so a sub-window is `{key: count}`, sparse, and can be
-replayed into `hdrh.histogram.HdrHistogram.record_value(key, count)` at any time).
+replayed into `hdrh.histogram.HdrHistogram.record_value(key, count)` at any time). Not replayed at
+scrape either: +58% a scrape, its encoded histograms 43% (docs/benchmarks.md#latency-observation-cost).
 
 Why split: above 2047 ms an HdrHistogram sub-bucket spans 2..32 ms, so e.g. [2500, 2501] holds a
 value on each side of the `le="2.5"` bound. Splitting such a sub-bucket at the bound keeps the
