@@ -28,6 +28,7 @@ HANGING = "hanging"  # an open transaction on a data partition no coordinator wi
 COORDINATOR = "coordinator"
 PARTITION_LEADER = "partition leader"
 
+NO_BROKER_LOG = "the exporter does not read the coordinator's log (--broker-log)"
 # The top of the producer epoch (Java's Short.MAX_VALUE): a producer id's epochs are spent by then.
 MAX_PRODUCER_EPOCH = 32767
 
@@ -61,8 +62,29 @@ class BugFacts:
     # leader): when set, it explains the row and no bug is claimed.
     ordinary_cause: str | None = None
     coordinator_log: CoordinatorLog | None = None
-    coordinator_log_missing: str = "the exporter does not read the coordinator's log (--broker-log)"
+    coordinator_log_missing: str = NO_BROKER_LOG
     # When a marker error for the transaction was last read from the coordinator's log (ms; None: none).
     last_marker_error_ms: int | None = None
     coordinator_partition: int | None = None  # its `__transaction_state` partition
     coordinator_broker: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BugContext:
+    """What the known-bug check of a view's rows draws on beyond each row."""
+
+    # Each broker's version as learned (an unknown one: a BrokerVersion whose text says why); a broker
+    # missing: not learned.
+    versions: Mapping[int, BrokerVersion] = field(default_factory=dict)
+    # What the coordinator's log showed, by `__transaction_state` partition (one missing: nothing
+    # seen of it); None: the exporter reads no broker log.
+    coordinator_logs: Mapping[int, CoordinatorLog] | None = None
+    log_broker: int | None = None  # the broker whose log the exporter reads (None: its own, id unknown)
+
+    def coordinator_log(self, partition: int, coordinator: int | None) -> tuple[CoordinatorLog | None, str]:
+        """(what the coordinator's log showed of `partition`, or None and why it is not known)."""
+        if self.coordinator_logs is None:
+            return None, NO_BROKER_LOG
+        if coordinator is not None and self.log_broker is not None and coordinator != self.log_broker:
+            return None, f"the coordinator is broker {coordinator}, whose log this exporter does not read"
+        return self.coordinator_logs.get(partition, CoordinatorLog()), ""

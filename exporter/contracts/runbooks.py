@@ -14,5 +14,6 @@ MARKER_FAILURES = "KafkaTransactionMarkerFailures"
 APPEND_ERRORS = "KafkaTransactionStateLogAppendErrors"
 LATE = "KafkaTransactionsLate"
 HANGING = "KafkaHangingTransactions"
+KNOWN_BUG = "KafkaTransactionsMatchingKnownBug"
 # The sections the diagnosis links to.
-DIAGNOSED = (MARKERS_PENDING, MARKER_FAILURES, APPEND_ERRORS, LATE, HANGING)
+DIAGNOSED = (MARKERS_PENDING, MARKER_FAILURES, APPEND_ERRORS, LATE, HANGING, KNOWN_BUG)

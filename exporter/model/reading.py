@@ -117,6 +117,9 @@ class InFlightTransaction:
     partitions_error: str | None  # why the partitions could not be decoded (then none are listed)
     marker_errors: tuple[MarkerErrorRow, ...]  # by partition, the most recent error first
     append_errors: tuple[AppendErrorRow, ...] = ()  # the most recent first
+    # Its record's ClientTransactionVersion: 2 for a KIP-890 (TV2) client; 0 where the record carries
+    # none (a coordinator before 4.0, or a TV0 client).
+    transaction_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,4 +187,5 @@ def in_flight_row(entry: InFlight, append_errors: AppendErrors | None = None) ->
             for (state, e), (count, seen) in sorted((append_errors or {}).items(), key=lambda i: -i[1][1])
             if seen >= entry.entered_ms
         ),
+        transaction_version=value.client_transaction_version,
     )

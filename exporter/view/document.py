@@ -133,6 +133,39 @@ class GroupWait(TypedDict):
     cause: str
 
 
+class KnownBugMatch(TypedDict):
+    """A known Kafka bug the row's facts match (exporter.contracts.bug_matching): `certain` False
+    where the broker's patch is unknown and some of its possible patches have the fix."""
+
+    jira: str
+    title: str
+    certain: bool
+    line: str  # "Matches KAFKA-16352 (Kafka 3.7.1; fixed in 3.8.0): ..."
+    version: str  # the version it was matched on, as learned
+    version_source: str  # "log" (its startup line) or "api_versions"
+    fixed_in: list[str]
+    signal: str  # what told it from the ordinary cause
+    workaround: str
+    link: str
+
+
+class BugNotChecked(TypedDict):
+    jira: str
+    why: str
+
+
+class KnownBugs(TypedDict):
+    """The row held against the known-bug table (docs/known-bugs.md)."""
+
+    matches: list[KnownBugMatch]
+    not_checked: list[BugNotChecked]  # bugs the row could not be held against, and why
+    # Set: the ordinary cause explains the row, and no bug was tried.
+    ordinary_cause: str | None
+    # The version of each broker the bugs live on, by role ("coordinator", "partition leader"), as
+    # learned (its text says why where it is unknown); None: not learned.
+    versions: dict[str, str | None]
+
+
 class Diagnosis(TypedDict):
     summary: str
     runbook: Runbook
@@ -142,6 +175,7 @@ class Diagnosis(TypedDict):
     commands: list[Command]
     abort: Abort
     consumer_groups: NotRequired[list[GroupWait]]  # rows whose __consumer_offsets-N has pending groups
+    known_bugs: NotRequired[KnownBugs]  # absent from an older exporter's diagnoses
 
 
 class HangingAdvice(TypedDict):
@@ -191,6 +225,9 @@ class TransactionRow(TypedDict):
     state: str
     producer_id: int
     producer_epoch: int
+    # The records' ClientTransactionVersion: 2 for a KIP-890 (TV2) client; 0 where the records carry
+    # none (before 4.0, or a TV0 client). Absent from an older exporter's rows.
+    transaction_version: NotRequired[int]
     state_entered_ms: int
     age_seconds: float
     duration_seconds: float
@@ -230,6 +267,7 @@ class HangingRow(TypedDict):
     coordinator_broker: int | None
     runbook: Runbook
     commands: list[Command]
+    known_bugs: NotRequired[KnownBugs]
     exporter: NotRequired[ExporterRef]  # a merged view's
 
 
@@ -267,6 +305,12 @@ class SourceEntry(TypedDict):
     prometheus: NotRequired[PrometheusTarget]
 
 
+class KafkaVersionSeen(TypedDict):
+    version: str  # "3.7.1", "3.9.x", or why it is unknown
+    source: str  # "log" or "api_versions"
+    known: bool
+
+
 class Document(TypedDict):
     """The view: one exporter's, or several merged."""
 
@@ -283,6 +327,9 @@ class Document(TypedDict):
     # One exporter's: rows needing a diagnosis beyond the bound, which exporter answers, how many
     # peers it has (filled in by the endpoint).
     diagnoses_omitted: NotRequired[int]
+    # The Kafka versions of the brokers the rows name, as learned, by broker id (exporter.view.diagnosis
+    # .known_bugs): their text, and how they were learned.
+    kafka_versions: NotRequired[dict[str, KafkaVersionSeen]]
     broker: NotRequired[BrokerInfo]
     peers: NotRequired[int]
     # A merged view's: the exporters asked, and the rows two of them listed.

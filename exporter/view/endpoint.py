@@ -13,12 +13,13 @@ import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
 
+from exporter.contracts.bug_facts import BugContext
 from exporter.contracts.cluster import EMPTY_SNAPSHOT, ClusterSnapshot, Fact
 from exporter.contracts.groups import GroupsLookup, OffsetsPartitionGroups
 from exporter.contracts.peers import Answer, PeersBusy, PeerViews, Source
 from exporter.model import CoordinatorModel
 from exporter.view import cluster, page
-from exporter.view.diagnosis import assembly, consumer_groups, selection
+from exporter.view.diagnosis import assembly, consumer_groups, known_bugs, selection
 from exporter.view.query import QueryError, document, parse_query
 
 PATH = "/transactions"
@@ -27,6 +28,9 @@ Response = tuple[int, dict[str, str], bytes]
 # Looks up the cluster's state of some topics (metadata, min.insync.replicas) and partitions
 # (DescribeProducers); bounded in time, never raising (exporter.sources.cluster_state.ClusterStateSource.lookup).
 ClusterLookup = Callable[[set[str], list[tuple[str, int]]], ClusterSnapshot]
+# What the known-bug check draws on for the brokers given (bounded in time, never raising): their
+# versions, the coordinator's log of this exporter's broker.
+KnownBugsLookup = Callable[[set[int]], BugContext]
 
 
 class TransactionsEndpoint:
@@ -44,6 +48,7 @@ class TransactionsEndpoint:
         cluster_state: ClusterLookup | None = None,
         coordinator: Callable[[], int | None] | None = None,
         consumer_groups: GroupsLookup | None = None,
+        known_bugs: KnownBugsLookup | None = None,
     ) -> None:
         """`broker_id`: the broker this exporter follows, once known (the topic tail's; also the
         coordinator of its rows when the metadata does not say); `peers`: the other exporters
@@ -51,10 +56,13 @@ class TransactionsEndpoint:
         the diagnosis looks the cluster up (None: it says what the rows show, the cluster unknown);
         `coordinator`: the coordinator of every row when the metadata does not say (default `broker_id`;
         None with --all-partitions, whose rows have many coordinators); `consumer_groups`: where the
-        rows' `__consumer_offsets-N` partitions' pending groups are looked up (None: not shown)."""
+        rows' `__consumer_offsets-N` partitions' pending groups are looked up (None: not shown);
+        `known_bugs`: what the known-bug check of the rows draws on, for the brokers named (their
+        versions, the coordinator's log; None: no row is held against the known bugs)."""
         self._model = model
         self._cluster_state = cluster_state
         self._consumer_groups = consumer_groups
+        self._known_bugs = known_bugs
         self._coordinator = coordinator or broker_id
         self._padding_ms = int(late_padding_seconds * 1000)
         self._bootstrap_servers = bootstrap_servers
@@ -77,13 +85,21 @@ class TransactionsEndpoint:
         # The model's lock is not held here: the lookup waits for Kafka a bounded time at most. Each
         # exporter diagnoses its own rows (a merged view shows the diagnoses its peers sent).
         snapshot = EMPTY_SNAPSHOT
-        if doc["transactions"] and self._cluster_state is not None:
-            snapshot = self._cluster_state(*selection.wanted(doc["transactions"]))
+        hanging = self._known_bugs is not None and bool(doc["hanging"])  # their leaders' versions are wanted
+        if (doc["transactions"] or hanging) and self._cluster_state is not None:
+            topics, producers = selection.wanted(doc["transactions"])
+            if hanging:
+                topics |= {h["topic"] for h in doc["hanging"]}
+            snapshot = self._cluster_state(topics, producers)
         # The consumer groups whose offsets the rows shown hold (bounded and cached like the cluster state).
         groups: dict[int, Fact[OffsetsPartitionGroups]] | None = None
         if self._consumer_groups is not None and (offsets := consumer_groups.offsets_partitions(doc["transactions"])):
             groups = dict(self._consumer_groups(offsets))
-        assembly.attach(doc, snapshot, self._bootstrap_servers, self._coordinator(), groups)
+        coordinator = self._coordinator()
+        bugs = None
+        if self._known_bugs is not None:
+            bugs = self._known_bugs(known_bugs.brokers_named(doc, snapshot, coordinator))
+        assembly.attach(doc, snapshot, self._bootstrap_servers, coordinator, groups, bugs)
         # Which exporter answers (a merged view names each row's broker by it): the broker it sits
         # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
         doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}

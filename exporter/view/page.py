@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 
-from exporter.view.document import Command, Diagnosis, Document, HangingRow, TransactionRow, is_merged
+from exporter.view.document import Command, Diagnosis, Document, HangingRow, KnownBugs, TransactionRow, is_merged
 from exporter.view.query import HANGING_STATE, STATES, Query
 from exporter.view.wording import (
     NO_IN_FLIGHT,
@@ -24,15 +24,19 @@ from exporter.view.wording import (
     SAME_CAUSE,
     age,
     broker_of,
+    bugs_not_checked,
     coordinator,
     facts,
     flag,
+    kafka_versions,
+    known_bug,
     last_scan,
     offsets_groups,
     printable,
     producer,
     since,
     source_lines,
+    transaction_version,
     utc,
 )
 
@@ -104,6 +108,9 @@ def render(doc: Document, query: Query) -> str:
         " (kafka-transactions.sh describe's)."
         f"{'' if doc['broker_log'] else ' Marker errors need --broker-log.'}"
         f' <a href="?{text(query.parameters(format="json"))}{scope}">JSON</a>{_scope_link(doc, query)}</p>',
+        f'<p class="meta">Kafka versions the known bugs are held against: {text(versions)}.</p>'
+        if (versions := kafka_versions(doc))
+        else "",
         _sources(doc) if merged else "",
         _form(query).replace("</form>", '<input type="hidden" name="scope" value="cluster"></form>')
         if merged
@@ -182,7 +189,8 @@ def _transactions(rows: list[TransactionRow], now_ms: int, broker_column: bool =
             f'<td class="n">{age(r["age_seconds"])}<br><span class="none">{utc(r["state_entered_ms"], now_ms)}</span></td>',
             f'<td class="n">{"?" if r.get("duration_seconds") is None else age(r["duration_seconds"])}</td>',
             f'<td class="n">{r["transaction_timeout_ms"] / 1000:g} s</td>',
-            f"<td>{r['producer_id']} / {r['producer_epoch']}</td>",
+            f"<td>{r['producer_id']} / {r['producer_epoch']}<br>"
+            f'<span class="none">{transaction_version(r)}</span></td>',
             f"<td>{text(coordinator(r))}</td>",
             f"<td>{partitions}</td>",
             f"<td>{errors}</td>",
@@ -204,6 +212,8 @@ def _breakable(name: str) -> str:
 
 def _diagnosis(d: Diagnosis, now_ms: int) -> str:
     parts = [f"<p><b>Why:</b> {text(d['summary'])}</p>"]
+    if bugs := d.get("known_bugs"):
+        parts.append(_known_bugs(bugs))
     items = []
     said: set[str] = set()  # causes already shown: a topic's partitions often share one
     for p in d["partitions"]:
@@ -242,6 +252,19 @@ def _diagnosis(d: Diagnosis, now_ms: int) -> str:
     parts.append(_commands(d["commands"]))
     if not d["abort"]["allowed"]:
         parts.append(f'<p class="why"><b>Do not abort it:</b> {text(d["abort"]["why"])}.</p>')
+    return "".join(parts)
+
+
+def _known_bugs(bugs: KnownBugs) -> str:
+    """The known Kafka bugs a row matches (each linked to its JIRA), and those it could not be held
+    against, with why."""
+    parts = [
+        f'<p class="bug"><b>Known Kafka bug:</b> <a href="{text(m["link"])}">{text(m["jira"])}</a>'
+        f" {text(known_bug(m))}</p>"
+        for m in bugs["matches"]
+    ]
+    if unchecked := bugs_not_checked(bugs):
+        parts.append(f'<p class="none">Known bugs not checked: {text(unchecked)}.</p>')
     return "".join(parts)
 
 
@@ -303,7 +326,7 @@ def _hanging(doc: Document) -> str:
             f'<td class="id">{text(r["transactional_id"] or "-")}</td>',
             f"<td>{'?' if r.get('coordinator_broker') is None else 'broker ' + str(r['coordinator_broker'])}</td>",
             f'<td class="n">{age(r["age_seconds"])}</td>',
-            f"<td>{text(r['reason'])}</td>",
+            f"<td>{text(r['reason'])}{_known_bugs(r['known_bugs']) if r.get('known_bugs') else ''}</td>",
             f"<td><code>{text(r['abort_command'])}</code></td>",
         )
         body.append("<tr>" + "".join(_labelled(c, label) for c, label in zip(cells, _HANGING_COLUMNS)) + "</tr>")

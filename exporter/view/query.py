@@ -173,6 +173,7 @@ def transaction_row(txn: InFlightTransaction, now_ms: int, late_padding_ms: int)
         "state": txn.state.name,
         "producer_id": txn.producer_id,
         "producer_epoch": txn.producer_epoch,
+        "transaction_version": txn.transaction_version,
         "state_entered_ms": txn.state_entered_ms,
         # In its state (since it entered it), and the transaction's duration (since its start, as
         # kafka-transactions.sh describe's TransactionDurationMs): equal for ONGOING.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from exporter.view import wording
-from exporter.view.document import Diagnosis, Document, TransactionRow, is_merged
+from exporter.view.document import Diagnosis, Document, KnownBugs, TransactionRow, is_merged
 
 COLUMNS = (
     "TRANSACTIONAL_ID",
@@ -20,6 +20,7 @@ COLUMNS = (
     "TIMEOUT",
     "PRODUCER_ID",
     "EPOCH",
+    "TV",
     "COORDINATOR",
     "TXN_PARTITION",
     "PARTITIONS",
@@ -66,6 +67,7 @@ def render(doc: Document) -> str:
             f"{r['transaction_timeout_ms'] / 1000:g}s",
             str(r["producer_id"]),
             str(r["producer_epoch"]),
+            wording.transaction_version(r),
             "?" if r.get("coordinator_broker") is None else str(r["coordinator_broker"]),
             str(r["coordinator_partition"]),
             safe(",".join(r["partitions"]) or "-"),
@@ -96,6 +98,8 @@ def render(doc: Document) -> str:
     diagnosed = [(r, d) for r in doc["transactions"] if (d := r.get("diagnosis"))]
     if diagnosed:
         lines.append("\nDiagnosis:")
+        if versions := wording.kafka_versions(doc):
+            lines.append(f"Kafka versions the known bugs are held against: {safe(versions)}.")
         for r, d in diagnosed:
             lines += diagnosis_lines(r, d, now_ms)
     if doc["hanging"]:
@@ -125,6 +129,9 @@ def render(doc: Document) -> str:
             lines.append(f"Runbook: {runbook['url']}")
         lines.append("\n" + ABORT_INTRO)
         lines += ["  " + safe(h["abort_command"]) for h in doc["hanging"]]
+        for h in doc["hanging"]:
+            if (bugs := h.get("known_bugs")) and (found := known_bug_lines(bugs, "  ")):
+                lines += [f"Known bugs of {safe(h['topic'])}-{h['partition']} (producer {h['producer_id']}):", *found]
     elif doc["hanging_scan"]:
         when = wording.last_scan(doc)
         lines.append(f"No hanging transaction in the last scan{f' ({when})' if when else ''}.")
@@ -135,11 +142,21 @@ def render(doc: Document) -> str:
     return "\n".join(lines) + "\n"
 
 
+def known_bug_lines(bugs: KnownBugs, indent: str) -> list[str]:
+    """The known bugs a row matches (JIRA id, how sure, the workaround, the link) and those not checked."""
+    lines = [f"{indent}known bug: {m['jira']} {safe(wording.known_bug(m))} {m['link']}" for m in bugs["matches"]]
+    if unchecked := wording.bugs_not_checked(bugs):
+        lines.append(f"{indent}known bugs not checked: {safe(unchecked)}")
+    return lines
+
+
 def diagnosis_lines(row: TransactionRow, d: Diagnosis, now_ms: int) -> list[str]:
     """One diagnosed transaction (`d`: its diagnosis), indented under its id."""
     flagged = wording.flag(row)
     head = f"{row['state']}{', ' + flagged if flagged else ''}, coordinator {wording.coordinator(row)}"
     lines = [f"\n{safe(row['transactional_id'])} ({head}):", f"  why: {safe(d['summary'])}"]
+    if bugs := d.get("known_bugs"):
+        lines += known_bug_lines(bugs, "  ")
     said: set[str] = set()
     for p in d["partitions"]:
         lines.append(f"  {safe(p['partition'])}: {safe(wording.facts(p))}")

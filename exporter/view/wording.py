@@ -18,6 +18,8 @@ from exporter.view.document import (
     DiagnosedPartition,
     Document,
     HangingRow,
+    KnownBugMatch,
+    KnownBugs,
     MarkerError,
     OffsetsGroups,
     Producer,
@@ -138,6 +140,41 @@ def producer(p: Producer) -> str:
         f"DescribeProducers: last write {age(p['last_write_seconds_ago'])} ago, epoch"
         f" {p['producer_epoch']}, coordinator epoch {p['coordinator_epoch']}, {open_}"
     )
+
+
+def known_bug(match: KnownBugMatch) -> str:
+    """A known bug the row matches, beyond its line (the summary) and its JIRA id and link: how sure,
+    on which version, how it was told from the ordinary cause, the workaround."""
+    sure = "matches" if match["certain"] else "possibly (the broker's patch is unknown)"
+    source = "its log" if match["version_source"] == "log" else "its ApiVersions"
+    return (
+        f"{sure}, on Kafka {match['version']} (from {source}); told apart by: {match['signal']}."
+        f" Workaround: {match['workaround']}"
+    )
+
+
+def bugs_not_checked(bugs: KnownBugs) -> str:
+    """The known bugs a row could not be held against, grouped by why: "" when none."""
+    by_why: dict[str, list[str]] = {}
+    for n in bugs["not_checked"]:
+        by_why.setdefault(n["why"], []).append(n["jira"])
+    return "; ".join(f"{', '.join(jiras)}: {why}" for why, jiras in by_why.items())
+
+
+def kafka_versions(doc: Document) -> str:
+    """The Kafka versions of the brokers the rows name, as learned: "" when the document has none."""
+    versions = doc.get("kafka_versions") or {}
+    return ", ".join(
+        f"broker {broker}: {v['version']} ({'its log' if v['source'] == 'log' else 'its ApiVersions'})"
+        for broker, v in versions.items()
+    )
+
+
+def transaction_version(row: TransactionRow) -> str:
+    """`TV2`, `TV1` or `TV0`, as the records say (a coordinator before 4.0 writes none: TV0); "?" for
+    an older exporter's row."""
+    tv = row.get("transaction_version")
+    return "?" if tv is None else f"TV{tv}"
 
 
 def last_scan(doc: Document) -> str:

@@ -107,6 +107,7 @@ def test_oldest_first_with_everything_a_row_says():
         "state": "ONGOING",
         "producer_id": 101,
         "producer_epoch": 5,
+        "transaction_version": 0,  # a record without ClientTransactionVersion (as a 3.x coordinator writes)
         "state_entered_ms": NOW - 400_000,
         "age_seconds": 400.0,
         "duration_seconds": 400.0,

@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
+from exporter.contracts.bug_facts import BugContext
 from exporter.contracts.cluster import TRANSACTION_STATE_TOPIC, Brokers, ClusterSnapshot, Fact
 from exporter.contracts.groups import OffsetsPartitionGroups
+from exporter.view.diagnosis import known_bugs
 from exporter.view.diagnosis.causes import ISR_ERRORS, Causes, append_cause, producer_of
 from exporter.view.diagnosis.commands import group_commands, row_commands, runbook_link
 from exporter.view.diagnosis.consumer_groups import attach_groups, group_waits, waits_line
@@ -50,19 +52,30 @@ def attach(
     bootstrap_servers: str,
     own_broker: int | None = None,
     groups: Mapping[int, Fact[OffsetsPartitionGroups]] | None = None,
+    bugs: BugContext | None = None,
 ) -> None:
     """Fills in each transaction row of the view's document: its coordinator broker (the leader of
     its `__transaction_state` partition, else `own_broker`: the broker whose partitions the exporter
     follows), the consumer groups pending on its `__consumer_offsets-N` partitions (`groups`, as
     exporter.sources.consumer_groups looked them up: see attach_groups) and, for the rows that need
-    one, its diagnosis."""
+    one, its diagnosis; with `bugs`, the known Kafka bugs each diagnosed and hanging row matches
+    (exporter.view.diagnosis.known_bugs) and the versions they were held against."""
     for row in doc["transactions"]:
         row["coordinator_broker"] = coordinator_broker(snapshot, row["coordinator_partition"], own_broker)
     if groups is not None:
         attach_groups(doc, groups)
     diagnosed = diagnosed_rows(doc["transactions"])
     for row in diagnosed:
-        row["diagnosis"] = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])
+        diagnosis = diagnose(row, snapshot, doc["now_ms"], bootstrap_servers, doc["broker_log"])
+        if bugs is not None:
+            known_bugs.attach_to_diagnosis(diagnosis, row, bugs, doc["now_ms"])
+        row["diagnosis"] = diagnosis
+    if bugs is not None:
+        for hanging in doc["hanging"]:
+            fact = snapshot.partition(hanging["topic"], hanging["partition"])
+            leader = None if fact.value is None else fact.value.leader
+            known_bugs.attach_to_hanging(hanging, leader, bugs, doc["now_ms"])
+        doc["kafka_versions"] = {str(b): known_bugs.version_seen(v) for b, v in sorted(bugs.versions.items())}
     # Rows that need a diagnosis beyond MAX_DIAGNOSED_ROWS (their "diagnosis" stays None).
     doc["diagnoses_omitted"] = sum(map(needs_diagnosis, doc["transactions"])) - len(diagnosed)
 
