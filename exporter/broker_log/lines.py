@@ -22,6 +22,10 @@ error. Formats, by logger (package `kafka.coordinator.transaction`):
 `parse_succeeded(text)` reads the line the coordinator's clock is read from: TransactionStateManager
 DEBUG `Updating <tid>'s transaction state to <meta> with coordinator epoch <e> for <tid> succeeded`,
 written in a successful append's callback (the same words 3.6 to 4.4; `<meta>` as above).
+
+AppInfoParser (package `org.apache.kafka.common.utils`, `...utils.internals` from 4.4) at the broker's
+startup, INFO: `Kafka version: <version>`, the version the known bugs are matched on (a
+BrokerVersionSeen, its text cut to exporter.contracts.kafka_versions.MAX_SHOWN characters).
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ from typing import Final, NamedTuple
 from exporter.broker_log.errors import error_name
 from exporter.codec.states import TransactionState
 from exporter.contracts.events import (
+    BrokerVersionSeen,
     CompleteAppendRetried,
     CoordinatorChanged,
     MarkerWriteFailed,
     MarkerWriteRetried,
 )
+from exporter.contracts.kafka_versions import MAX_SHOWN
 
 MALFORMED: Final = "malformed"
 UNRECOGNIZED: Final = "unrecognized"
@@ -64,7 +70,14 @@ class TransitionLine(NamedTuple):
     time: str  # as the log wrote it (exporter.broker_log.local_time places it)
 
 
-Parsed = AppendFailureLine | MarkerWriteRetried | MarkerWriteFailed | CompleteAppendRetried | CoordinatorChanged
+Parsed = (
+    AppendFailureLine
+    | MarkerWriteRetried
+    | MarkerWriteFailed
+    | CompleteAppendRetried
+    | CoordinatorChanged
+    | BrokerVersionSeen
+)
 
 S = TransactionState
 # `txnState=` values: display names (3.6 to 4.0) and enum names (4.1+). PrepareEpochFence is written
@@ -246,10 +259,20 @@ def _coordinator(message: str) -> Parsed | str | None:
     return CoordinatorChanged(int(match[2]), match[1] == "Elected", None if match[3] is None else int(match[3]))
 
 
+_VERSION = "Kafka version: "
+
+
+def _app_info(message: str) -> Parsed | str | None:
+    if not message.startswith(_VERSION):
+        return None  # its other startup lines (commitId, startTimeMs) and its shutdown line
+    return BrokerVersionSeen(message[len(_VERSION) : len(_VERSION) + MAX_SHOWN].strip())
+
+
 # By the logger's class name (the package moved for some classes in 4.x; the class names did not).
 _HANDLERS = {
     "TransactionStateManager": _state_manager,
     "TransactionMarkerRequestCompletionHandler": _completion_handler,
     "TransactionMarkerChannelManager": _channel_manager,
     "TransactionCoordinator": _coordinator,
+    "AppInfoParser": _app_info,
 }

@@ -2,8 +2,8 @@
 
 Cheap by design, since nearly every line of a broker log is of no interest: a line is only decoded
 and matched against a regex when it contains `coordinator.transaction.` (the loggers of every line
-read here: kafka.* up to 4.x, org.apache.kafka.* for the classes 4.x moved) or, for a stack-trace
-line, `Received fatal error`.
+read here: kafka.* up to 4.x, org.apache.kafka.* for the classes 4.x moved), `Kafka version: ` (the
+broker's startup line) or, for a stack-trace line, `Received fatal error`.
 
 - A coordinator line repeated with only its time changed (a held partition's marker retry, thousands
   a second) is parsed once: results are cached by the text after the time (at most CACHE_SIZE
@@ -45,6 +45,7 @@ from exporter.broker_log.lines import (
 )
 from exporter.broker_log.local_time import LocalTimes
 from exporter.contracts.events import (
+    BrokerVersionSeen,
     CompleteAppendRetried,
     CoordinatorChanged,
     MarkerWriteFailed,
@@ -60,10 +61,12 @@ BrokerLogEvent = (
     | CompleteAppendRetried
     | CoordinatorChanged
     | TransitionAppended
+    | BrokerVersionSeen
 )
 
 _NEEDLE = b"coordinator.transaction."
 _FATAL_NEEDLE = b"Received fatal error"
+_VERSION = b"Kafka version: "
 # At DEBUG (which --broker-log asks of it) TransactionStateManager logs every transition it appends,
 # thousands a second on a busy coordinator; of its lines only successful appends (" succeeded" just
 # before the logger) and failed ones (both of theirs say "failed due to") are read. The others (its
@@ -129,6 +132,8 @@ class BrokerLogParser:
                         self._entry(line, events)
                 elif not _TRACE_LINE.match(line):  # not a stack-trace frame of a coordinator class
                     self._malformed(line)
+            elif _VERSION in line and line[:1] == b"[":  # the broker's startup line (AppInfoParser)
+                self._entry(line, events)
             elif fatal in line and line[:1] != b"[":
                 event = parse_fatal_continuation(line.decode("utf-8", "replace"))
                 if event is not None:
@@ -158,6 +163,8 @@ class BrokerLogParser:
             self._unrecognized(line)
         elif type(parsed) in _MARKER_ERRORS:
             events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]  # because its type is in _MARKER_ERRORS
+        elif type(parsed) is BrokerVersionSeen:
+            events.append(BrokerVersionSeen(parsed.version, self._now_ms))
         else:
             events.append(parsed)  # type: ignore[arg-type]  # because parse_entry's other results are events
 

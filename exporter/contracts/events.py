@@ -185,6 +185,17 @@ class CoordinatorLogAtDebug:
     seen_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerVersionSeen:
+    """The broker's startup line `Kafka version: <version>` (AppInfoParser, INFO), in its log as it
+    starts or in a file of it from before the exporter's start: the version the known bugs are matched
+    on (exporter.contracts.kafka_versions.from_log reads it; a vendor's string is kept as written)."""
+
+    version: str
+    # Wall clock (ms) when the exporter read the line (0: found looking back, at the exporter's start).
+    seen_ms: int = field(default=0, compare=False)
+
+
 @dataclass(slots=True)
 class BrokerLogStats:
     """What the broker-log source read since its previous stats event (deltas, for self-metrics)."""

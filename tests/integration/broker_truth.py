@@ -36,6 +36,9 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
+from exporter.contracts.events import BrokerVersionSeen
+from exporter.contracts.kafka_versions import parse_release
+from exporter.sources.broker_versions import BrokerVersionsSource, startup_version
 from tests import tested_on
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
@@ -340,3 +343,20 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
         assert append_latency.percentile([m.excess_ms for m in ours], q) <= ceiling, (P4_BOUND, q, figures)
     early, bare_early = (sum(m.excess_ms < 0 for m in matched) for matched in (ours, bare))
     assert early <= bare_early + len(ours) / 100, figures
+
+
+def test_the_brokers_version_is_its_startup_lines_and_its_api_versions_hold_it(cluster, version, mode) -> None:
+    """The known bugs are matched on a broker's version: broker 1's log says it exactly (its startup
+    line, found looking back as the exporter does), and each broker's ApiVersions answer, held against
+    the pinned brokers' (exporter/contracts/api_versions_table.py), gives the range of its minor."""
+    first, _ = cluster
+    assert startup_version(first.server_log) == BrokerVersionSeen(version)
+    source = BrokerVersionsSource(first.bootstrap_servers, wait_seconds=20)
+    try:
+        found = source.lookup({broker.node_id for broker in cluster})
+    finally:
+        source.close()
+    major, minor, _ = parse_release(version) or (0, 0, 0)
+    assert {b: (f.value and f.value.text, f.problem) for b, f in found.items()} == {
+        broker.node_id: (f"{major}.{minor}.x", None) for broker in cluster
+    }

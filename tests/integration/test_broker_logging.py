@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from exporter.contracts.events import BrokerVersionSeen
+from exporter.sources.broker_versions import startup_version
 from txn_workshop import append_latency
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import create_topic
@@ -65,6 +67,8 @@ def test_the_coordinators_file_of_its_own_times_every_transition_and_server_log_
     assert " INFO " in server_log and " DEBUG " not in server_log
     assert "Elected as the txn coordinator for partition" in server_log  # the coordinator's INFO lines too
     assert " succeeded (kafka.coordinator.transaction.TransactionStateManager)" in coordinator_log.read_text()
+    # The broker's version, which the known bugs are matched on, is in the coordinator's file too.
+    assert startup_version(coordinator_log) == BrokerVersionSeen(version)
 
 
 FETCHES = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=FetchConsumer,version=*"

@@ -8,7 +8,7 @@ lines (AppInfoParser's `Kafka version: X`), as it writes them.
 One single-node broker at a time, of the harness (KRaft, and ZooKeeper mode too for the versions
 that have it: a ZooKeeper-mode broker answers the controller's APIs as well); its answer read with
 the exporter's own request (exporter.sources.kafka_python_adapter.api_versions).
-tests/sources/test_broker_version.py holds the table to every pinned broker.
+tests/integration/broker_truth.py holds the table to every pinned broker, in each of its modes.
 """
 
 from __future__ import annotations
