@@ -72,7 +72,13 @@ def summary_line(counts: Counter[str], seconds: float) -> str:
 def run(markers: str, options: list[str], extra: list[str], counts: Path) -> tuple[int, Counter[str]]:
     """One pytest run of the tests `markers` selects; its exit status and its counts."""
     command = [sys.executable, "-m", "pytest", "-p", "tests.fast_first", f"--counts-to={counts}"]
-    status = subprocess.call([*command, "-m", markers, *options, *extra])
+    with subprocess.Popen([*command, "-m", markers, *options, *extra]) as pytest_run:
+        while True:
+            try:
+                status = pytest_run.wait()
+                break
+            except KeyboardInterrupt:  # pytest had the terminal's Ctrl-C too: it stops its brokers, then exits
+                continue
     return status, Counter(json.loads(counts.read_text()) if counts.exists() else {})
 
 
