@@ -257,6 +257,22 @@ ALERTS: tuple[Alert, ...] = (
         above=0,
     ),
     Alert(
+        runbooks.KNOWN_BUG,
+        f"max by ({CLUSTER}, instance, bug) ({series(catalogue.KNOWN_BUG_MATCHES.name)})",
+        "5m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
+        "{{ $value }} transactions on {{ $labels.instance }} match the known Kafka bug {{ $labels.bug }}",
+        "The /transactions diagnosis of {{ $value }} stuck, late or hanging transactions of {{ $labels.instance }}"
+        " (cluster " + THE_CLUSTER + ") names {{ $labels.bug }} (https://issues.apache.org/jira/browse/{{"
+        " $labels.bug }}): their facts match it on the Kafka version of the broker it lives on, which has no fix,"
+        " and no ordinary cause (the ISR below min.insync.replicas, a broker down) explains them. Each row's"
+        " diagnosis gives the workaround and the release that fixes it.",
+        transactions="",
+        above=0,
+    ),
+    Alert(
         "TxnExporterDown",
         f"up{{{JOB}}} == 0",
         "2m",

@@ -9,11 +9,13 @@ from dashboards.overview import OVERVIEW
 from dashboards.panels import (
     APPEND_ERRORS,
     APPEND_LATENCY,
+    BROKER_INFO,
     CLOCK,
     COMPLETE_RETRIES,
     COMPLETION,
     DRILLDOWN_UID,
     FOLLOWED,
+    KNOWN_BUGS,
     LAG,
     LAST_RECORD,
     LATE,
@@ -71,6 +73,25 @@ BROKER_ROW = Row(
             width=8,
         ),
         gauge("Late transactions by broker", LATE, "Per broker.", by="instance", width=8),
+        gauge(
+            "Transactions matching a known Kafka bug",
+            KNOWN_BUGS,
+            "Per broker and bug (its JIRA id): the /transactions diagnosis names the bug, its workaround"
+            " and the release that fixes it (KafkaTransactionsMatchingKnownBug).",
+            by="instance, bug",
+            legend="{{instance}} {{bug}}",
+            width=12,
+        ),
+        gauge(
+            "Kafka version by broker",
+            BROKER_INFO,
+            "Per exporter: its broker's Kafka version and how it was learned (log: its startup line;"
+            " api_versions: its ApiVersions answer, a range), which the known bugs are matched on.",
+            agg="max",
+            by="instance, version, source",
+            legend="{{instance}} {{version}} ({{source}})",
+            width=12,
+        ),
     ),
 )
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from exporter.codec import DecodeError, TransactionLogRecord
 from exporter.contracts.hanging_rules import Finding
+from exporter.contracts.kafka_versions import BrokerVersion
 
 
 @dataclass(slots=True)
@@ -194,6 +195,23 @@ class BrokerVersionSeen:
     version: str
     # Wall clock (ms) when the exporter read the line (0: found looking back, at the exporter's start).
     seen_ms: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerVersionAnswered:
+    """The broker's version from its ApiVersions answer (exporter.sources.broker_versions: a range,
+    such as 3.9.x, or unknown), for an exporter whose log holds no startup line: its log's word, once
+    read, is kept over it."""
+
+    version: BrokerVersion
+
+
+@dataclass(frozen=True, slots=True)
+class KnownBugsCounted:
+    """How many in-flight and hanging transactions the view's diagnosis matched to each known Kafka
+    bug (exporter.contracts.known_bugs), by JIRA id, every bug of the table counted (0 where none)."""
+
+    counts: dict[str, int]
 
 
 @dataclass(slots=True)

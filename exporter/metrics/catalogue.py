@@ -420,6 +420,27 @@ HTTP_REJECTED_CONNECTIONS = MetricSpec(
     " longest (no complete request yet: slow or idle clients) when all were taken, or a new one when"
     " every connection was answering a request.",
 )
+KNOWN_BUG_MATCHES = MetricSpec(
+    "kafka_transactions_matching_known_bug",
+    MetricType.GAUGE,
+    "In-flight (stuck or late) and hanging transactions whose /transactions diagnosis names a known"
+    " Kafka bug, by its JIRA id (docs/known-bugs.md): their facts match it on the version of the broker"
+    " it lives on, that version has no fix, and no ordinary cause (the ISR below min.insync.replicas, a"
+    " broker down) explains them; counted every 30 s, as the view diagnoses them. 0 for every other bug"
+    " of the table.",
+    labels=("bug",),
+    reads="known_bug_matches",
+)
+BROKER_INFO = MetricSpec(
+    "txn_exporter_broker_info",
+    MetricType.INFO,
+    "The Kafka version of the broker the exporter runs beside, and how it was learned (source): log"
+    " (its startup line `Kafka version: X`, exact), api_versions (its ApiVersions answer held against"
+    " the pinned Kafka versions': a range, e.g. 3.9.x), or none (version=unknown: not learned yet). A"
+    " string that is no Apache Kafka release (a vendor's, e.g. 7.7.1-ccs) is shown as written; the"
+    " known bugs are not matched on it.",
+    labels=("version", "source"),
+)
 BUILD_INFO = MetricSpec(
     "txn_exporter_build_info",
     MetricType.INFO,
@@ -449,6 +470,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     TRANSACTION_DURATION,
     PARTITIONS_WITH_LATE_TRANSACTIONS,
     HANGING_TRANSACTIONS,
+    KNOWN_BUG_MATCHES,
     HANGING_SCAN_ERRORS,
     SOURCE_UP,
     PARTITIONS_FOLLOWED,
@@ -469,5 +491,6 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     APPEND_CLOCK_UNMATCHED,
     APPEND_LATENCY_NEGATIVE,
     HTTP_REJECTED_CONNECTIONS,
+    BROKER_INFO,
     BUILD_INFO,
 )

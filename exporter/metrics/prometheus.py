@@ -42,6 +42,7 @@ from prometheus_client.samples import Exemplar
 from prometheus_client.utils import floatToGoString
 
 from exporter import __version__, defaults
+from exporter.contracts.kafka_versions import BrokerVersion
 from exporter.metrics import catalogue as c
 from exporter.metrics.latency import LatencyRecorder, LatencySnapshot, Observation
 from exporter.metrics.recorders import LatencyRecorders
@@ -120,6 +121,7 @@ class TransactionCollector(Collector):
         yield from _append_clock_families(model.append_clock, observed)
         yield from self._model_families(model, now_ms)
         yield _single(c.HTTP_REJECTED_CONNECTIONS, self._http_rejected_connections())
+        yield _broker_info(model.broker_version)
         yield self._build_info()
 
     def _histograms(self, now_ms: int) -> tuple[list[Metric], list[int]]:
@@ -205,6 +207,15 @@ class TransactionCollector(Collector):
         info = _info(c.BUILD_INFO)
         info.add_metric((), {"version": __version__, "python_version": platform.python_version()})
         return info
+
+
+def _broker_info(version: BrokerVersion | None) -> Metric:
+    info = _info(c.BROKER_INFO)
+    if version is None:
+        info.add_metric((), {"version": "unknown", "source": "none"})
+    else:
+        info.add_metric((), {"version": version.text, "source": version.source})
+    return info
 
 
 def _append_clock_families(row: AppendClockRow, observed: list[int]) -> list[Metric]:

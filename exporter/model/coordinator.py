@@ -55,10 +55,13 @@ from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES, TransactionS
 from exporter.codec.value import TransactionLogValue
 from exporter.contracts.events import (
     BrokerLogStats,
+    BrokerVersionAnswered,
+    BrokerVersionSeen,
     CompleteAppendRetried,
     CoordinatorChanged,
     CoordinatorLogAtDebug,
     HangingScanCompleted,
+    KnownBugsCounted,
     MarkerWriteFailed,
     MarkerWriteRetried,
     PartitionAssigned,
@@ -73,6 +76,8 @@ from exporter.contracts.events import (
     TransitionAppended,
     UndecodableRecord,
 )
+from exporter.contracts.kafka_versions import LOG, BrokerVersion, from_log
+from exporter.contracts.known_bugs import KNOWN_BUGS
 from exporter.contracts.lifecycle import CAUSE_TIMEOUT, TRANSACTION_RESULTS, is_stuck_prepare, is_timeout_abort
 from exporter.model.append_clock import COORDINATOR, FETCH, AppendClock
 from exporter.model.partition import (
@@ -110,6 +115,9 @@ Event = (
     | HangingScanCompleted
     | TransitionAppended
     | CoordinatorLogAtDebug
+    | BrokerVersionSeen
+    | BrokerVersionAnswered
+    | KnownBugsCounted
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
@@ -207,6 +215,10 @@ class CoordinatorModel:
         # The last completed hanging-transaction scan (None: none yet), and failed scans.
         self._hanging_scan: HangingScanCompleted | None = None
         self._hanging_scan_errors = 0
+        # The broker's own version: its log's startup line, else its ApiVersions answer (a range).
+        self._broker_version: BrokerVersion | None = None
+        # Transactions the view's diagnosis matched to each known bug (exporter.app's count of them).
+        self._known_bug_matches: dict[str, int] = dict.fromkeys((bug.jira for bug in KNOWN_BUGS), 0)
 
     # --- Writing ---
 
@@ -450,6 +462,13 @@ class CoordinatorModel:
             coordinated = self._partitions.get(event.partition)
             if coordinated is not None and self._all_partitions:
                 coordinated.here = event.elected
+        elif type(event) is BrokerVersionSeen:
+            self._broker_version = from_log(event.version)
+        elif type(event) is BrokerVersionAnswered:
+            if self._broker_version is None or self._broker_version.source != LOG:  # the log's word stands
+                self._broker_version = event.version
+        elif type(event) is KnownBugsCounted:
+            self._known_bug_matches = {**dict.fromkeys(self._known_bug_matches, 0), **event.counts}
         else:
             raise TypeError(f"not a source event: {event!r}")
 
@@ -517,6 +536,8 @@ class CoordinatorModel:
                 partition_drains=dict(self._drains),
                 hanging_scan=self._hanging_scan,
                 hanging_scan_errors=self._hanging_scan_errors,
+                broker_version=self._broker_version,
+                known_bug_matches=dict(self._known_bug_matches),
                 partitions=tuple(
                     PartitionRow(partition, part.live, part.consumer_lag(), part.last_record_timestamp_ms)
                     for partition, part in sorted(self._partitions.items())
@@ -559,6 +580,11 @@ class CoordinatorModel:
     def last_hanging_scan(self) -> HangingScanCompleted | None:
         with self._lock:
             return self._hanging_scan
+
+    def broker_version(self) -> BrokerVersion | None:
+        """The broker's own version as learned: its log's startup line, else its ApiVersions answer."""
+        with self._lock:
+            return self._broker_version
 
     # --- Aggregates (under the lock) ---
 

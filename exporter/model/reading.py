@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from exporter.codec import PARTITIONS_SKIPPED, DecodeError, TransactionState, decode_value
 from exporter.contracts.events import BrokerLogStats, HangingScanCompleted
+from exporter.contracts.kafka_versions import BrokerVersion
 from exporter.model.partition import STATE_MASK, InFlight, InFlightEntry
 
 
@@ -66,6 +67,8 @@ class ModelSnapshot:
     partition_drains: dict[str, int]  # drains ended, by how (read_to_end, cut)
     hanging_scan: HangingScanCompleted | None  # the last completed scan
     hanging_scan_errors: int
+    broker_version: BrokerVersion | None  # the broker's own, as learned (None: not yet)
+    known_bug_matches: dict[str, int]  # in-flight and hanging transactions matching each known bug, by JIRA id
     partitions: tuple[PartitionRow, ...]  # in partition order
     append_clock: AppendClockRow
 

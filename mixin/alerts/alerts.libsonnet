@@ -143,6 +143,23 @@
             },
           },
           {
+            alert: 'KafkaTransactionsMatchingKnownBug',
+            expr: 'max by (%(clusterLabel)s, instance, bug) (kafka_transactions_matching_known_bug%(selectorBraces)s) > %(threshold)g' % c { threshold: c.thresholds.KafkaTransactionsMatchingKnownBug },
+            [if c.forDurations.KafkaTransactionsMatchingKnownBug != null then 'for']: c.forDurations.KafkaTransactionsMatchingKnownBug,
+            labels: {
+              severity: 'warning',
+              team: 'kafka',
+              component: 'transactions',
+            },
+            annotations: {
+              summary: '{{ $value }} transactions on {{ $labels.instance }} match the known Kafka bug {{ $labels.bug }}',
+              description: 'The /transactions diagnosis of {{ $value }} stuck, late or hanging transactions of {{ $labels.instance }} (cluster {{ $labels.%(clusterLabel)s }}) names {{ $labels.bug }} (https://issues.apache.org/jira/browse/{{ $labels.bug }}): their facts match it on the Kafka version of the broker it lives on, which has no fix, and no ordinary cause (the ISR below min.insync.replicas, a broker down) explains them. Each row\'s diagnosis gives the workaround and the release that fixes it. Which transactions: http://{{ $labels.instance }}/transactions' % c,
+              runbook_url: '%(runbookURL)s#kafkatransactionsmatchingknownbug' % c,
+              dashboard_url: '%(grafanaURL)s/d/kafka-txn-overview?var-cluster={{ $labels.%(clusterLabel)s }}&var-instance={{ $labels.instance }}' % c,
+              transactions_url: 'http://{{ $labels.instance }}/transactions',
+            },
+          },
+          {
             alert: 'TxnExporterDown',
             expr: 'up{%(jobSelector)s} == 0' % c,
             [if c.forDurations.TxnExporterDown != null then 'for']: c.forDurations.TxnExporterDown,
