@@ -14,15 +14,12 @@ from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.file_watch import FileWatch
 
 log = logging.getLogger("txn_exporter")
-# The broker log is read when its file changes (exporter.sources.file_watch), at most every
-# BROKER_LOG_POLL_SECONDS after a read that brought an event (a failed append, a marker retry, a
-# coordinator change); after one that did not, that least wait doubles up to
-# BROKER_LOG_QUIET_POLL_SECONDS. Growth alone does not count: at DEBUG, which --broker-log needs, the
-# coordinator writes a line for every transition it appends, and reading them 10 times a second cost
-# 3.0 ms of CPU a second at 200 transactions/s, 2 of them the reads' own (docs/benchmarks.md, "The
-# broker log's reads"). An event is then counted up to a second after its line is written. Where the
-# file's changes cannot be watched, it is read after each such wait, changed or not; watched, at least
-# every BROKER_LOG_WATCHED_POLL_SECONDS.
+# The broker log is read when its file changes (exporter.sources.file_watch; unwatched, after each
+# wait; watched, at least every BROKER_LOG_WATCHED_POLL_SECONDS): at most every BROKER_LOG_POLL_SECONDS
+# after a read that brought an event (a failed append, a marker retry, a coordinator change), else
+# after a wait doubling up to BROKER_LOG_QUIET_POLL_SECONDS, so an event counts up to a second late.
+# Growth alone is no event: at DEBUG the coordinator logs each append, and reading 10 times a second cost
+# 3.0 ms of CPU a second at 200 transactions/s (docs/benchmarks.md#the-broker-logs-reads).
 BROKER_LOG_POLL_SECONDS = 0.1
 BROKER_LOG_QUIET_POLL_SECONDS = 1.0
 BROKER_LOG_WATCHED_POLL_SECONDS = 5.0
