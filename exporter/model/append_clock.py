@@ -16,7 +16,10 @@ within `hold_ms` is counted, not timed (UNTIMED), by why its line never came: th
 its append as failed (APPEND_FAILED: a leader stepping down fails its pending appends, though a
 follower may keep the record), its broker had lost the partition when the record was read
 (LEADERSHIP_LOST: a drain's record appended but never acknowledged, e.g. the broker killed), or
-nothing tells (EXPIRED). A line whose record has not come is dropped and counted. When records wait
+nothing tells (EXPIRED). A line waits longer for its record, LINE_HOLD_MS: a partition taken over or
+drained is read after its coordinator wrote the lines (a SIGKILLed leader is fenced after the
+controller's session timeout, 9 s by default, and its successor answers once its high watermark has
+caught up); a line whose record has not come then is dropped and counted. When records wait
 out the hold for no known reason and no line at all came for as long (the logger at INFO, set back
 to it, the file unreadable or rotated away, a broker restart that reset a run-time level), the fetch
 clock is in force again until a line comes back, and those records are timed by it, as received; the
@@ -27,7 +30,7 @@ timed are kept for `hold_ms`, so their lines, arriving once the coordinator's cl
 dropped (counted as such) rather than waiting for a record that came already.
 
 Memory: each buffer holds at most `max_waiting` entries (the oldest leaves first, counted as
-evicted) plus, for the expiry, the keys in arrival order for `hold_ms`.
+evicted) plus, for the expiry, the keys in arrival order for `hold_ms` (the lines' for LINE_HOLD_MS).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ UNMATCHED_REASONS = {
 }
 
 HOLD_MS = 10_000
+LINE_HOLD_MS = 60_000
 MAX_WAITING = 16_384
 
 # (transactional id, target state, producer id, producer epoch, last update ms): what a record's value
@@ -176,7 +180,7 @@ class AppendClock:
         # No line for the whole hold: records waiting in vain for no known reason are the fetch's.
         falling_back = self.coordinator and self._last_line_ms < cutoff
         records_expired = self._expire(self._records, "record", cutoff, falling_back)
-        self._expire(self._lines, "line", cutoff)
+        self._expire(self._lines, "line", now_ms - LINE_HOLD_MS)
         self._expire(self._fetch_timed, None, cutoff)
         # (A failure line waits twice the hold: its record may wait the whole hold after it.)
         self._expire(self._failed, None, cutoff - self._hold_ms)
