@@ -13,8 +13,7 @@ event loop (`run`). Answers are in Kafka's terms: its error names as Kafka 4.x s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from exporter.broker_log.errors import ERRORS
@@ -115,50 +114,6 @@ def forget_transaction_coordinators(admin: Any, transactional_ids: Iterable[str]
 
 
 # --- requests the admin has no call for ---
-
-
-@dataclass(frozen=True, slots=True)
-class EpochEndOffset:
-    """OffsetsForLeaderEpoch's answer for one partition (KIP-279): for the epoch asked, the largest
-    epoch at most it that the leader knows, and that epoch's end offset (the start offset of the next
-    higher epoch, or the log end offset when it is the leader's current one). `error`: Kafka's error
-    name (NOT_LEADER_OR_FOLLOWER: the broker does not lead it), None when ok. -1 and -1 without an
-    error: the leader knows no such epoch (one above its current)."""
-
-    error: str | None
-    leader_epoch: int
-    end_offset: int
-
-
-def offsets_for_leader_epoch(
-    admin: Any, node_id: int, requests: Mapping[tuple[str, int], int], timeout_ms: int
-) -> dict[tuple[str, int], EpochEndOffset]:
-    """One OffsetsForLeaderEpoch request (API key 23) to broker `node_id` (the partitions' leader),
-    as a consumer sends it (replica id -1, no current leader epoch to fence with): for each
-    (topic, partition) -> leader epoch of `requests`, the broker's answer. Blocks; raises kafka-python's
-    error when the request fails whole (KafkaTimeoutError after `timeout_ms`)."""
-    from kafka.protocol.consumer import OffsetForLeaderEpochRequest
-
-    topic_type = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-    partition_type = topic_type.OffsetForLeaderPartition
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), epoch in sorted(requests.items()):
-        by_topic.setdefault(topic, []).append(
-            partition_type(partition=partition, current_leader_epoch=-1, leader_epoch=epoch)
-        )
-    request = OffsetForLeaderEpochRequest(
-        replica_id=-1, topics=[topic_type(topic=t, partitions=ps) for t, ps in by_topic.items()]
-    )
-    response = run(admin, send, admin, request, node_id, timeout_ms)
-    return {
-        (topic.topic, p.partition): EpochEndOffset(
-            error_name(p.error_code) if p.error_code else None,
-            p.leader_epoch,
-            p.end_offset,
-        )
-        for topic in response.topics
-        for p in topic.partitions
-    }
 
 
 def api_versions(admin: Any, node_id: int, timeout_ms: int) -> dict[int, tuple[int, int]]:

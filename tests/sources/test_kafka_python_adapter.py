@@ -14,22 +14,15 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaAdminClient
 from kafka.net.manager import KafkaConnectionManager
 
 from exporter.sources.kafka_admin import admin_client
 from exporter.sources.kafka_python_adapter import (
-    EpochEndOffset,
     api_versions,
-    cluster_metadata,
-    offsets_for_leader_epoch,
-    run,
     send_through,
 )
 from tests.test_lock import ADAPTER, reached_private_names
-from txn_workshop.harness.admin import create_topic
-from txn_workshop.harness.versions import FULL_SUITE_VERSIONS
 
 TIMEOUT_MS = 10_000
 
@@ -107,11 +100,6 @@ def test_the_cluster_metadata_lists_brokers_and_caches_coordinators_by_type_and_
         ("kafka.protocol.admin", "ListGroupsRequest", ()),
         ("kafka.protocol.consumer", "OffsetFetchRequest", ("OffsetFetchRequestGroup", "OffsetFetchRequestTopics")),
         ("kafka.protocol.metadata", "FindCoordinatorRequest", ()),
-        (
-            "kafka.protocol.consumer",
-            "OffsetForLeaderEpochRequest",
-            ("OffsetForLeaderTopic", "OffsetForLeaderPartition"),
-        ),
         ("kafka.protocol.metadata", "ApiVersionsRequest", ()),
     ],
 )
@@ -165,63 +153,3 @@ def test_api_versions_are_the_brokers_answer_as_kafkas_own_tool_reads_it(broker,
         admin.close()
     assert answered == tools_api_versions(broker)
     assert 23 in answered and answered[18][0] == 0  # OffsetsForLeaderEpoch; ApiVersions from v0
-
-
-def produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for n in range(count):
-        producer.produce(topic, str(n).encode(), partition=0)
-    assert producer.flush(30) == 0
-
-
-def record_epochs(bootstrap: str, topic: str, count: int) -> list[int]:
-    """Each record's leader epoch, by offset: the epoch of the leader that appended it."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    epochs: list[int] = []
-    try:
-        while len(epochs) < count:
-            message = consumer.poll(30)
-            assert message is not None and message.error() is None, message and message.error()
-            assert message.offset() == len(epochs)
-            epochs.append(message.leader_epoch())
-    finally:
-        consumer.close()
-    return epochs
-
-
-@pytest.mark.parametrize("version", FULL_SUITE_VERSIONS)
-def test_each_epoch_ends_where_the_next_epochs_records_start(own_broker, version) -> None:
-    """KIP-279: for an epoch, the largest epoch at most it the leader knows, and where that one ends:
-    the next higher epoch's start, or the log end offset for the current epoch. The broker's restart
-    makes its leadership a new epoch (the controller moved it to no leader and back)."""
-    broker = own_broker(version=version)
-    topic = "epochs"
-    create_topic(broker.bootstrap_servers, topic, partitions=1)
-    produce(broker.bootstrap_servers, topic, 5)
-    broker.restart()
-    produce(broker.bootstrap_servers, topic, 3)
-    epochs = record_epochs(broker.bootstrap_servers, topic, 8)
-    first, current = epochs[0], epochs[-1]
-    assert epochs == [first] * 5 + [current] * 3 and current > first, epochs
-
-    admin = admin_client(broker.bootstrap_servers, {}, request_timeout_ms=TIMEOUT_MS, own_broker=lambda: None)
-    try:
-        leader = run(admin, cluster_metadata, admin, [topic])["topics"][0]["partitions"][0]["leader_id"]
-
-        def ask(epoch: int) -> EpochEndOffset:
-            return offsets_for_leader_epoch(admin, leader, {(topic, 0): epoch}, TIMEOUT_MS)[(topic, 0)]
-
-        assert ask(first) == EpochEndOffset(None, first, 5)
-        assert ask(current) == EpochEndOffset(None, current, 8)
-        for between in range(first + 1, current):  # epochs without records: the largest known below
-            answer = ask(between)
-            assert answer.error is None and first <= answer.leader_epoch <= between and answer.end_offset == 5
-        assert ask(current + 1) == EpochEndOffset(None, -1, -1)  # no such epoch yet
-        both = offsets_for_leader_epoch(admin, leader, {(topic, 0): current, (topic, 7): current}, TIMEOUT_MS)
-    finally:
-        admin.close()
-    assert both == {
-        (topic, 0): EpochEndOffset(None, current, 8),
-        (topic, 7): EpochEndOffset("UNKNOWN_TOPIC_OR_PARTITION", -1, -1),
-    }
