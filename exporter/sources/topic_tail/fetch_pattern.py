@@ -30,24 +30,18 @@ OWNED_SETTINGS = {
     # skip records: positions are handed over as numbers (see _hand_over).
     "auto.offset.reset": "earliest",
 }
-# Client settings users may override. librdkafka (2.1+) stops fetching a partition whose local queue
-# holds over queued.min.messages for fetch.queue.backoff.ms, 1 s by default: a replay drained that
-# queue in well under a second and then sat idle, which halved its speed (1M records: 8.8 s -> 4.5 s,
-# bench/live_exporter.py). The queue is bounded (librdkafka's defaults, 100k messages and 64 MiB, let
-# a replay's memory grow with the backlog): its limits count the whole consumer's queue, and a fetch
-# response adds at most fetch.max.bytes beyond them.
-#
-# A broker that is down costs next to nothing (issue 31): measured with librdkafka 2.16, an exporter
-# whose broker was stopped made 39 connection attempts a second to it, 37 of them its two consumers':
-# each re-bootstrapped in a loop (KIP-899's metadata.recovery.strategy, which stays on: without it a
-# client told of no broker by one starting up keeps none) whose every round connects a new bootstrap
-# broker at once, and a sparse client (enable.sparse.connections) connects at once for any request
-# that needs "any connection" (its unused group's coordinator lookup, every 50 ms), paced by
-# reconnect.backoff.ms / 2 (at most 1 s: 2.2 a second for both consumers, sparse, measured). Kept
-# connected to every broker (not sparse), the clients reconnect on their backoff alone: from 10 s
-# after the stop 0.8 attempts a second for all the exporter's clients together (0.4 after 20 s), and
-# ready 3.3 s after the broker came back. The cost: each consumer connects to every broker, and the
-# first reconnect after a dropped connection waits 1.5-3 s.
+# Client settings users may override. librdkafka (2.1+) stops fetching a partition whose queue holds
+# over queued.min.messages for fetch.queue.backoff.ms, 1 s by default, which idled a replay half the
+# time (1M records took 8.8 s, 4.5 s at 10 ms:
+# docs/benchmarks.md#live-exporter-throughput-against-raw-consume-replay-freshness).
+# The queue is bounded for the whole consumer (librdkafka's 100k messages and 64 MiB let a replay's
+# memory grow with the backlog); a fetch response adds at most fetch.max.bytes beyond it.
+# A broker that is down costs next to nothing (issue 31): connected to every broker (not sparse), the
+# consumers retry it on their backoff alone, 0.8 attempts a second for all the exporter's clients from
+# 10 s after the stop, where sparse ones connected at once for every request that needs any connection
+# (39 a second: docs/transactions-view.md). The price: each consumer connects to every broker, and the
+# first reconnect after a dropped connection waits 1.5-3 s. KIP-899's rebootstrap
+# (metadata.recovery.strategy) stays on: without it a client told of no broker by one starting up keeps none.
 DEFAULT_SETTINGS = {
     "fetch.queue.backoff.ms": 10,
     "queued.min.messages": 10_000,
@@ -57,34 +51,28 @@ DEFAULT_SETTINGS = {
     "reconnect.backoff.ms": 2000,
     "reconnect.backoff.max.ms": 4000,
 }
-# The fetch pattern (docs/benchmarks.md, "What the sidecar costs"). A sidecar's cost is mostly its
-# fetches, in the client and in the broker serving them: each request and response carries every
-# followed partition (librdkafka sends no KIP-227 incremental fetch sessions), however few records
-# it brings. The append-latency bound's resolution (latency_resolution_ms) is a stated setting: a
-# record may be gathered with others for up to that long before it reaches the exporter. Two
-# consumers of the same partitions, one assigned them at a time:
-# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a
-#   record is delivered at once, 10 fetches a second when nothing happens;
+# The fetch pattern. A sidecar's cost is mostly its fetches, in the client and in the broker serving
+# them: each names every followed partition (librdkafka sends no KIP-227 fetch sessions), however few
+# records it brings (docs/benchmarks.md#what-the-sidecar-costs-beside-a-real-broker). The append-latency
+# bound's resolution (latency_resolution_ms) is a stated setting: a record may be gathered with others
+# for up to that long. Two consumers of the same partitions, one assigned them at a time:
+# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a record
+#   is delivered at once, 10 fetches a second when nothing happens;
 # - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
-#   1000/latency_resolution_ms fetches a second whatever the load, each bringing what was appended
-#   meanwhile, so a record waits at most the resolution (docs/metrics.md, "How append latency is measured").
-# Busy during a replay, and when the idle consumer's deliveries a second reach the busy one's fetches
-# a second; idle again, once nothing replays, when fewer records a second arrive than IDLE_BELOW of
-# those fetches (so even one fetch per record would cost less; the band between keeps it from
-# flapping).
-# Why not one consumer pausing its partitions for the resolution after each delivery, or librdkafka's
-# own queue backoff (queued.min.messages 1): each puts partitions back to the fetch list one by one,
-# librdkafka sends its next fetch with the first ones back alone and allows one fetch in flight per
-# broker, so the others waited for that fetch, held up to fetch.wait.max.ms (measured: p99 ~ that).
-# The same happens whenever the queue's limits stop a replay: hence replays on the busy consumer,
-# whose fetches are held briefly.
+#   1000/latency_resolution_ms fetches a second whatever the load, so a record waits at most the
+#   resolution (docs/metrics.md#how-append-latency-is-measured). Busy during a replay and once the idle
+#   consumer's deliveries a second reach the busy one's fetches a second; idle again, nothing replaying,
+#   below IDLE_BELOW of those (where a fetch per record costs less; the band between stops flapping).
+#   Not one consumer pausing its partitions for the resolution, nor librdkafka's queue backoff
+#   (queued.min.messages 1): each puts partitions back one by one, and librdkafka's next fetch, with the
+#   first alone (one in flight per broker), held the others up to fetch.wait.max.ms (their p99 about
+#   that), as whenever the queue's limits stop a replay: hence replays on the busy, briefly held fetch.
 # - fresh: while the coordinator's own clock times the appends (exporter.model.append_clock), the
-#   fetches time nothing, and only freshness matters: one fetch held half the freshness (a min.bytes
-#   never reached), about two a second at any load and idle, no nudges, no high-watermark errands;
-#   replays too. Made at its first use: an exporter without --broker-log never has it. Meanwhile the
-#   busy consumer, which the fresh one stands in for, is closed (idle, each librdkafka client's
-#   threads wake once a second each: 5 of them beside a 3-node cluster) and made again on the way
-#   back, before the records of that moment need it.
+#   fetches time nothing: one fetch held half the freshness (a min.bytes never reached), about two a
+#   second at any load, no nudges, no high-watermark errands; replays too. Made at its first use (never
+#   without --broker-log). The busy one, which it stands in for, is closed meanwhile (an idle
+#   librdkafka client's threads wake once a second each: 5 beside a 3-node cluster) and made again on
+#   the way back, before the records of that moment need it.
 _IDLE_WAIT_MS = 100
 BUSY_MIN_BYTES = 1 << 20
 IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
@@ -274,17 +262,11 @@ class FetchPattern:
     def nudge(self) -> None:
         """While a transaction's COMPLETE_* record is due, asks its partition's leader for the high
         watermark every latency_resolution_ms, with the consumer not fetching (another connection: the
-        idle one's held fetch stops its own connection's requests). A broker completes the fetches
-        that wait for an append made outside its request threads (the coordinator's COMPLETE_*
-        appends, after the markers) only when it next finishes a request: on a quiet broker whose
-        `__transaction_state` partition has one replica, the idle fetch waited for the next client's
-        request (measured: 50 ms, a producer's pause), or its own 100 ms. So did one with in-sync
-        followers, though their fetches are requests: they wait for the COMPLETE_* as long (the
-        leader hands it to them at its next request too), and the high watermark with them. In a
-        3-node 4.4 cluster at 10 transactions a second a broker, unnudged, COMPLETE_COMMIT's bound had
-        p90 101 ms and p99 105-112 (ONGOING's and PREPARE_COMMIT's p99 16-35 ms): docs/benchmarks.md,
-        "The idle fetch's tail in a replicated cluster". Hence every followed partition's COMPLETE_*
-        is nudged."""
+        idle one's held fetch stops its own connection's requests). A broker hands a waiting fetch (its
+        followers' too, and so the high watermark) an append made outside its request threads, as the
+        coordinator's COMPLETE_* after the markers, only when it next finishes a request: unnudged, in a
+        3-node cluster at 10 transactions a second a broker, COMPLETE_COMMIT's bound read p90 101 ms, the
+        idle fetch's whole hold (docs/benchmarks.md#the-idle-fetchs-tail-in-a-replicated-cluster)."""
         if not self._prepared:
             return
         now_ms = int(self._clock() * 1000)
