@@ -2,15 +2,14 @@
 
 A partition's replay reads up to the high watermark seen at assignment; what the coordinator appends
 meanwhile comes after it, live, once the replay is done. Stamped with the delivery that brought it,
-such a record's append-latency bound would be the replay's whole length (seconds on a partition with
-a long active segment: measured at 200 transactions/s a broker, p99 1-11 s for the minute after every
-exporter start or partition takeover, where a bare reader starting at the end read 31-50 ms). So while
-a partition replays, its leader is asked for its high watermark every resolution, and each delivery
+such a record's append-latency bound would be the replay's length (p99 1-11 s the minute after each
+start at 200 transactions/s a broker: docs/benchmarks.md#the-exporters-start-under-load). So while a
+partition replays, its leader is asked for its high watermark every resolution, and each delivery
 notes those answers and the watermark its partition's last fetch response carried, with when: every
-record below it had been appended by then. A live record is stamped with the
-earliest such moment above its offset, never later than its own delivery; the bound stays an upper
-bound (the watermark is read before the clock), as tight as the leaders' answers come (every
-resolution) and no tighter than MARK_EVERY_MS.
+record below it had been appended by then. A live record is stamped with the earliest such moment
+above its offset, never later than its own delivery; the bound stays an upper bound (the watermark
+is read before the clock), as tight as the leaders' answers come (every resolution) and no tighter
+than MARK_EVERY_MS.
 """
 
 from __future__ import annotations
