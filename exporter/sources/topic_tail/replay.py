@@ -53,9 +53,9 @@ class Replay:
             return
         self.windows[partition] = {}
         records = []
-        # Every record made here outlives the loop, so the cyclic collector would run over and over
-        # through the growing list (about 40% of the hand-over's time) to free nothing: none of it
-        # has cycles. It is paused for the loop only.
+        # Paused for the loop: every record made here outlives it, cycle-free, so the cyclic collector
+        # would walk the growing list for nothing, about 40% of the hand-over's time
+        # (docs/benchmarks.md#replay-against-the-brokers-own-load).
         collecting = gc.isenabled()
         gc.disable()
         try:
