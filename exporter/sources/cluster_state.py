@@ -17,17 +17,14 @@ Bounded cost, whatever the cluster's size:
   per page view.
 
 Client: kafka-python's admin (as exporter.sources.hanging_scan; librdkafka has no DescribeProducers), its
-blocking calls on this source's own daemon threads. Not confluent-kafka's AdminClient for metadata and
-configs, tried first: librdkafka sends DescribeTopics and DescribeConfigs to the "controller" of the
-metadata, which a KRaft cluster reports as a random broker, so with one broker hung (SIGSTOPped) they
-timed out until the controller fenced it (9 s), then went on failing whenever that broker was named
-(measured on 4.4.0). Here Metadata, DescribeConfigs and DescribeCluster go to the exporter's own broker
-first, then to the others, each attempt bounded by the request timeout, a broker that did not answer
-asked last for a while (exporter.sources.kafka_admin: kafka-python's own choice, its "least loaded"
-broker, was the hung one often enough that a stuck row's coordinator and min.insync.replicas stayed
-unknown); DescribeProducers goes to the partition's leader (from the cached metadata): a leader that
-does not answer within the request timeout is itself a finding ("did not answer"). Each fact is its
-own request: what one cannot say is unknown alone.
+blocking calls on this source's own daemon threads. Not confluent-kafka's AdminClient, tried first:
+librdkafka sends DescribeTopics and DescribeConfigs to the metadata's "controller", a random broker in
+KRaft, so with one broker hung they timed out until it was fenced (9 s on 4.4.0), then whenever it was
+named (docs/transactions-view.md). Metadata, DescribeConfigs and DescribeCluster go to the exporter's own
+broker first, then to the others (exporter.sources.kafka_admin); DescribeProducers goes to the
+partition's leader (from the cached metadata): a leader that does not answer within the request timeout
+is itself a finding ("did not answer"). Each fact is its own request: what one cannot say is unknown
+alone.
 
 Kafka 3.6 to 4.4: Metadata (v12 and lower), DescribeConfigs, DescribeCluster and DescribeProducers
 all exist there; `min.insync.replicas` comes from DescribeConfigs of the topic resource, whose
