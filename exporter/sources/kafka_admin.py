@@ -6,9 +6,9 @@ settings, kafka-python imported on one thread, and where their requests go: to b
 kafka-python's admin sends a request that names no broker (Metadata, DescribeConfigs of a topic,
 DescribeCluster, FindCoordinator) to its "least loaded" node, whichever that is. A broker that hangs
 (SIGSTOPped: a long GC pause, a stalled disk) keeps its TCP connections open, so a request sent there
-fails only when it times out, and the next one may go there again. Measured on 4.4.0, three brokers,
-one SIGSTOPped while a commit's markers were refused: the view's cluster state timed out
-(REQUEST_TIMED_OUT), so the stuck row's coordinator and min.insync.replicas were unknown.
+fails only when it times out, and the next one may go there again: with one of three 4.4.0 brokers
+SIGSTOPped, a stuck row's coordinator and min.insync.replicas stayed unknown (docs/transactions-view.md,
+tests/integration/test_stalled_broker.py).
 
 `route(admin, own_broker, timeout_ms)` makes such a request go to the exporter's own broker first (the
 one it runs beside, when known), then to the cluster's other brokers; each attempt is bounded by
