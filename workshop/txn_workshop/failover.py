@@ -98,7 +98,7 @@ def bootstrap_of(brokers: list[KafkaBroker]) -> str:
 def leadership(bootstrap: str) -> dict[int, tuple[int, list[int], list[int]]]:
     """Each `__transaction_state` partition's leader, replicas and in-sync replicas."""
     partitions = (
-        (AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG}).list_topics(TRANSACTION_STATE_TOPIC, timeout=30))
+        (AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG).list_topics(TRANSACTION_STATE_TOPIC, timeout=30))
         .topics[TRANSACTION_STATE_TOPIC]
         .partitions
     )
@@ -108,7 +108,7 @@ def leadership(bootstrap: str) -> dict[int, tuple[int, list[int], list[int]]]:
 def settle(bootstrap: str, timeout: float = 180) -> dict[int, set[int]]:
     """Every replica in sync and every partition led by its preferred replica (a preferred election
     where needed); the partitions each node leads then."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, **CLIENT_LOG)
     deadline = time.monotonic() + timeout
     while True:
         led = leadership(bootstrap)
@@ -145,7 +145,7 @@ def bounce(broker: KafkaBroker, how: Literal["kill", "stop"]) -> None:
 
 
 def high_watermarks(bootstrap: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover-truth", **CLIENT_LOG})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover-truth"}, **CLIENT_LOG)
     try:
         return {
             p: consumer.get_watermark_offsets(TopicPartition(TRANSACTION_STATE_TOPIC, p), timeout=30)[1]
