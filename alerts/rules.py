@@ -100,15 +100,19 @@ class Alert:
 THE_CLUSTER = "{{ $labels." + CLUSTER + " }}"
 SAME = f'{CLUSTER}="%s", instance="%s"'
 REPLAYING = 'phase="replaying"'
+TV2 = 'transaction_version="2"'
+EPOCH_BUG = 'bug="KAFKA-20090"'  # the one that leaves a transaction ONGOING at the top (4.0.0 to 4.2.x)
 
 
-def _q(expr: str, unit: str = "", suffix: str = "") -> str:
+def _q(expr: str, unit: str = "", suffix: str = "", label: str = "") -> str:
     """A Go-template query in an annotation: the first sample's value, humanized (``unit="s"``: as
-    a duration), or "none". ``expr`` has ``SAME`` among its matchers where the alert's cluster and instance go."""
-    value = "humanizeDuration" if unit == "s" else "humanize"
+    a duration; ``unit="exact"``: every digit), or its ``label``'s value, or "none". ``expr`` has ``SAME``
+    among its matchers where the alert's cluster and instance go."""
+    value = {"s": "humanizeDuration", "exact": 'printf "%.0f"'}.get(unit, "humanize")
+    shown = f'label "{label}"' if label else f"value | {value}"
     return (
         f"{{{{ with printf `{expr}` $labels.{CLUSTER} $labels.instance | query }}}}"
-        f"{{{{ . | first | value | {value} }}}}{suffix}{{{{ else }}}}none{{{{ end }}}}"
+        f"{{{{ . | first | {shown} }}}}{suffix}{{{{ else }}}}none{{{{ end }}}}"
     )
 
 
@@ -226,6 +230,46 @@ ALERTS: tuple[Alert, ...] = (
         " exemplars of the latency panels.",
         transactions="",
         above=1,
+    ),
+    Alert(
+        "KafkaTransactionStateLoadStuck",
+        f"max by ({CLUSTER}, instance) ({series(catalogue.LOAD_OLDEST_AGE.name)})",
+        "0m",
+        "critical",
+        TEAM_KAFKA,
+        "transactions",
+        "A __transaction_state load has run for {{ $value | humanizeDuration }} on {{ $labels.instance }}",
+        "The transaction coordinator on {{ $labels.instance }} (cluster " + THE_CLUSTER + ") began loading a"
+        " __transaction_state partition {{ $value | humanizeDuration }} ago and has not finished: every"
+        " transactional id of that partition gets COORDINATOR_LOAD_IN_PROGRESS, so its producers cannot"
+        " begin, commit or abort. Partitions loading: "
+        + _q(f"sum({series(catalogue.PARTITIONS_LOADING.name, SAME)})")
+        + ". A load that never ends is KAFKA-17941 (Kafka before 3.9.2 and 4.0.0).",
+        transactions="",
+        above=300,
+    ),
+    Alert(
+        "KafkaTransactionalIdsNearEpochExhaustion",
+        f"(sum by ({CLUSTER}, instance) ({series(catalogue.IDS_NEAR_EPOCH_EXHAUSTION.name, TV2)}) > 0) and on"
+        f" ({CLUSTER}, instance) (max by ({CLUSTER}, instance)"
+        f" ({series(catalogue.BROKER_AFFECTED.name, EPOCH_BUG)}) == 1)",
+        "15m",
+        "warning",
+        TEAM_KAFKA,
+        "transactions",
+        "{{ $value }} transactional ids near the top of the producer epoch on {{ $labels.instance }}, whose"
+        " Kafka mishandles it",
+        "{{ $value }} transactional ids coordinated by {{ $labels.instance }} (cluster " + THE_CLUSTER + ") run"
+        " transaction version 2 within 1,000 of the last producer epoch, 32,767 (the highest: "
+        + _q(f"max({series(catalogue.PRODUCER_EPOCH_MAX.name, SAME + ', ' + TV2)})", "exact")
+        + "), and the broker's Kafka version ("
+        + _q(f"{series(catalogue.BROKER_INFO.name, SAME)}", label="version")
+        + ") has KAFKA-20090: a transaction that times out at the top is never aborted and stays ONGOING."
+        " A TV2 producer spends an epoch a transaction and is given a new producer id at the top, which"
+        " is normal where the bug is fixed (4.3.0).",
+        expected_empty="needs transaction version 2 records (KIP-890 clients: Kafka's Java client 4.x) and the"
+        " broker's version known",
+        transactions="?state=ONGOING",
     ),
     Alert(
         runbooks.LATE,

@@ -15,6 +15,7 @@ from dashboards.panels import (
     DECODE_ERRORS,
     DRILLDOWN_UID,
     DURATION,
+    EPOCH_MAX,
     FOLLOWED,
     HANGING,
     HANGING_SCAN_ERRORS,
@@ -24,18 +25,24 @@ from dashboards.panels import (
     LAG,
     LATE,
     LATE_PARTITIONS,
+    LOAD_AGE,
+    LOAD_DURATION,
+    LOADING,
     LOG_LINES,
     LOG_ROTATIONS,
     LOG_SKIPPED,
     LOG_TRUNCATED,
     MARKER_FAILURES,
     MARKER_RETRIES,
+    NEAR_EXHAUSTION,
+    NO_LOADS,
     OLDEST,
     OVERVIEW_UID,
     P99,
     PENDING,
     RATE,
     RECORDS,
+    RELOADS,
     ROTATIONS,
     SEL,
     SOURCE_UP,
@@ -237,6 +244,72 @@ HANGING_ROW = Row(
     ),
 )
 
+COORDINATOR_ROW = Row(
+    "Coordinator health",
+    (
+        gauge(
+            "__transaction_state partitions loading",
+            LOADING,
+            "By broker (exporter instance).",
+            by="instance",
+            width=6,
+        ),
+        gauge(
+            "Oldest load still running",
+            LOAD_AGE,
+            "By broker (exporter instance). Over 5 minutes: KafkaTransactionStateLoadStuck.",
+            agg="max",
+            by="instance",
+            width=6,
+            thresholds=((60, "orange"), (300, "red")),
+        ),
+        Panel(
+            "Partition loads, by broker",
+            (
+                Query(f"sum by (instance) (rate({series(LOAD_DURATION + '_count', SEL)}[{RATE}]))", "{{instance}}"),
+                Query(
+                    f"sum by (instance) (rate({series(RELOADS, SEL)}[{RATE}]))",
+                    "without a leadership change {{instance}}",
+                ),
+            ),
+            "Per second, by broker (exporter instance): every finished load, and the loads without a"
+            f" leadership change. {help_of(RELOADS)}",
+            unit="ops",
+            width=6,
+        ),
+        Panel(
+            "p99 partition load time",
+            (
+                Query(
+                    f"histogram_quantile(0.99, sum by (instance, le) (rate({series(LOAD_DURATION + '_bucket', SEL)}"
+                    f"[{RATE}])))",
+                    "{{instance}}",
+                ),
+            ),
+            f"99th percentile over the rate interval, by broker (exporter instance). {help_of(LOAD_DURATION)}",
+            unit="s",
+            expected_empty=NO_LOADS,
+            width=6,
+        ),
+        gauge(
+            "Transactional ids near producer-epoch exhaustion",
+            NEAR_EXHAUSTION,
+            "Now, by transaction version, all selected brokers.",
+            by="transaction_version",
+            width=12,
+        ),
+        gauge(
+            "Highest producer epoch",
+            EPOCH_MAX,
+            "By transaction version, the highest across the selected brokers.",
+            agg="max",
+            by="transaction_version",
+            width=12,
+            thresholds=((31767, "orange"), (32766, "red")),
+        ),
+    ),
+)
+
 # The brokers' own (queries.metrics.BROKER_JMX).
 JMX_LATE_PARTITIONS = "kafka_server_replicamanager_partitionswithlatetransactionscount"
 JMX_RETRY_QUEUE = "kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize"
@@ -361,6 +434,6 @@ OVERVIEW = Dashboard(
     OVERVIEW_UID,
     "Kafka transactions: overview",
     "Is anything wrong with Kafka transactions right now? From kafka-txn-exporter (one per broker).",
-    (NOW_ROW, APPENDS_ROW, HANGING_ROW, JMX_ROW, EXPORTER_ROW),
+    (NOW_ROW, APPENDS_ROW, HANGING_ROW, COORDINATOR_ROW, JMX_ROW, EXPORTER_ROW),
     links_to=((DRILLDOWN_UID, "Drill down by broker and partition"),),
 )

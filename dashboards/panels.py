@@ -37,6 +37,7 @@ FAULT_ONLY = "counter series exist only after the first such event (a fault)"
 BROKER_LOG_FAULT = "with --broker-log only, and " + FAULT_ONLY
 BROKER_LOG_ONLY = "with --broker-log only (the exporter follows the broker's server.log)"
 JMX_ONLY = "broker JMX metrics: only where the brokers' jmx_exporter is scraped too"
+NO_LOADS = "a coordinator loads a partition when elected its leader: a quiet cluster has no load in the window"
 
 # Metric names, from the catalogue (one definition: a renamed metric renames its panels).
 PENDING = catalogue.PENDING_MARKERS.name
@@ -74,6 +75,12 @@ HANGING_SCAN_ERRORS = catalogue.HANGING_SCAN_ERRORS.name
 HTTP_REJECTED = catalogue.HTTP_REJECTED_CONNECTIONS.name
 CLOCK = catalogue.APPEND_LATENCY_CLOCK.name
 TRANSITIONS = catalogue.APPEND_LATENCY_TRANSITIONS.name
+LOADING = catalogue.PARTITIONS_LOADING.name
+LOAD_AGE = catalogue.LOAD_OLDEST_AGE.name
+LOAD_DURATION = catalogue.LOAD_DURATION.name
+RELOADS = catalogue.LOADS_WITHOUT_LEADER_CHANGE.name
+NEAR_EXHAUSTION = catalogue.IDS_NEAR_EPOCH_EXHAUSTION.name
+EPOCH_MAX = catalogue.PRODUCER_EPOCH_MAX.name
 # The exporter's own process (queries.metrics.PROCESS: series() selects them by the exporter's job).
 CPU = "process_cpu_seconds_total"
 RSS = "process_resident_memory_bytes"

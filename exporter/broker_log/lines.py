@@ -17,7 +17,12 @@ error. Formats, by logger (package `kafka.coordinator.transaction`):
 - TransactionMarkerChannelManager: `Not available to append PendingCompleteTxn(transactionalId=<tid>,
   ...` (`PendingCompleteTxn[` from 4.4): the final COMPLETE_* append goes to the retry queue.
 - TransactionCoordinator: `Elected as the txn coordinator for partition <n> at epoch <e>` /
-  `Resigned as the txn coordinator for partition <n> at epoch <Some(e)|None>`.
+  `Resigned as the txn coordinator for partition <n> at epoch <Some(e)|None>`; `Starting up.` when the
+  broker (re)starts.
+- TransactionStateManager, a partition's load into the coordinator's cache (INFO): `Loading transaction
+  metadata from __transaction_state-<n> at epoch <e>` when the scheduled load starts, `Finished loading
+  <k> transaction metadata from __transaction_state-<n> in <ms> milliseconds, of which <s> milliseconds
+  was spent in the scheduler.` when its read ends (whether or not the partition is still this broker's).
 
 `parse_succeeded(text)` reads the line the coordinator's clock is read from: TransactionStateManager
 DEBUG `Updating <tid>'s transaction state to <meta> with coordinator epoch <e> for <tid> succeeded`,
@@ -40,6 +45,9 @@ from exporter.contracts.events import (
     BrokerVersionSeen,
     CompleteAppendRetried,
     CoordinatorChanged,
+    CoordinatorLoadFinished,
+    CoordinatorLoadStarted,
+    CoordinatorStarting,
     MarkerWriteFailed,
     MarkerWriteRetried,
 )
@@ -76,6 +84,9 @@ Parsed = (
     | MarkerWriteFailed
     | CompleteAppendRetried
     | CoordinatorChanged
+    | CoordinatorLoadStarted
+    | CoordinatorLoadFinished
+    | CoordinatorStarting
     | BrokerVersionSeen
 )
 
@@ -106,6 +117,11 @@ _MARKER_PREFIX = re.compile(r"Sending (.*)'s transaction marker (for|from) parti
 _COMPLETE_RETRY = re.compile(r"Not available to append PendingCompleteTxn[(\[]transactionalId=(.*?), coordinatorEpoch=")
 # The epoch: a number when elected; Some(n) or None (Scala's Option) when resigned.
 _COORDINATOR = re.compile(r"(Elected|Resigned) as the txn coordinator for partition (\d+) at epoch (?:Some\()?(\d+)?")
+_LOADING = re.compile(r"Loading transaction metadata from __transaction_state-(\d+) at epoch (\d+)$")
+_FINISHED = re.compile(
+    r"Finished loading (\d+) transaction metadata from __transaction_state-(\d+) in (-?\d+) milliseconds,"
+    r" of which (-?\d+) milliseconds was spent in the scheduler\.$"
+)
 _FATAL = re.compile(r"Received fatal error ([\w.$]+) while sending txn marker for (.*)")
 
 
@@ -212,7 +228,7 @@ def _state_manager(message: str) -> Parsed | str | None:
         parts = _between(message, "Appending ", "'s new metadata ", " failed due to ")
         pattern, raw = _EXCEPTION, True
     else:
-        return None
+        return _load(message)
     if parts is None:
         return UNRECOGNIZED
     tid, metadata, rest = parts
@@ -222,6 +238,18 @@ def _state_manager(message: str) -> Parsed | str | None:
     if error is None or state is None or state[0] not in TARGET_STATES:
         return UNRECOGNIZED
     return AppendFailureLine(tid, TARGET_STATES[state[0]], error_name(error[0]), raw)
+
+
+def _load(message: str) -> Parsed | str | None:
+    if message.startswith("Loading transaction metadata from "):
+        match = _LOADING.match(message)
+        return UNRECOGNIZED if match is None else CoordinatorLoadStarted(int(match[1]), int(match[2]))
+    if message.startswith("Finished loading "):
+        match = _FINISHED.match(message)
+        if match is None:
+            return UNRECOGNIZED
+        return CoordinatorLoadFinished(int(match[2]), int(match[1]), int(match[3]), int(match[4]))
+    return None
 
 
 def _completion_handler(message: str) -> Parsed | str | None:
@@ -251,6 +279,8 @@ def _channel_manager(message: str) -> Parsed | str | None:
 
 
 def _coordinator(message: str) -> Parsed | str | None:
+    if message == "Starting up.":
+        return CoordinatorStarting()
     if "as the txn coordinator for partition" not in message:
         return None
     match = _COORDINATOR.match(message)

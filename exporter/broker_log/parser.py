@@ -22,6 +22,8 @@ broker's startup line) or, for a stack-trace line, `Received fatal error`.
   alike): a TransitionAppended with the line's time placed in UTC (exporter.broker_log.local_time),
   the coordinator's own clock for the append latency. A line whose time cannot be placed is counted
   (`unplaced`).
+- The coordinator's loads of `__transaction_state` partitions (INFO `Loading ...` and `Finished loading
+  ...` lines of TransactionStateManager) are stamped, as marker errors are, with the time they were read.
 - A failed append writes a DEBUG line (raw error) and an INFO line (mapped error). With DEBUG on,
   the DEBUG line comes first: it is held until the INFO line of the same transactional id, and the
   pair counts once with the raw error. An INFO line alone counts with the mapped error. A DEBUG line
@@ -31,6 +33,7 @@ broker's startup line) or, for a stack-trace line, `Received fatal error`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -48,6 +51,9 @@ from exporter.contracts.events import (
     BrokerVersionSeen,
     CompleteAppendRetried,
     CoordinatorChanged,
+    CoordinatorLoadFinished,
+    CoordinatorLoadStarted,
+    CoordinatorStarting,
     MarkerWriteFailed,
     MarkerWriteRetried,
     TransactionLogAppendFailed,
@@ -60,6 +66,9 @@ BrokerLogEvent = (
     | MarkerWriteFailed
     | CompleteAppendRetried
     | CoordinatorChanged
+    | CoordinatorLoadStarted
+    | CoordinatorLoadFinished
+    | CoordinatorStarting
     | TransitionAppended
     | BrokerVersionSeen
 )
@@ -69,10 +78,12 @@ _FATAL_NEEDLE = b"Received fatal error"
 _VERSION = b"Kafka version: "
 # At DEBUG (which --broker-log asks of it) TransactionStateManager logs every transition it appends,
 # thousands a second on a busy coordinator; of its lines only successful appends (" succeeded" just
-# before the logger) and failed ones (both of theirs say "failed due to") are read. The others (its
-# INFO loading lines, TRACE) are passed over here, before the decode, the frame and the cache.
+# before the logger), failed ones (both of theirs say "failed due to") and a partition's load (its
+# `Loading` and `Finished loading` lines) are read. The others (TRACE, the load's other INFO lines)
+# are passed over here, before the decode, the frame and the cache.
 _STATE_MANAGER_ENDS = (b".TransactionStateManager)", b".TransactionStateManager)\r")
 _FAILED = b"failed due to"
+_LOAD = b" transaction metadata from __transaction_state-"
 _SUCCEEDED = b" succeeded ("
 MAX_UNPAIRED = 1024
 MAX_UNPAIRED_BYTES = 1 << 20
@@ -128,7 +139,7 @@ class BrokerLogParser:
                         self._entry(line, events)
                     elif _SUCCEEDED in line:
                         self._succeeded(line, events)
-                    elif failed in line:
+                    elif failed in line or _LOAD in line:
                         self._entry(line, events)
                 elif not _TRACE_LINE.match(line):  # not a stack-trace frame of a coordinator class
                     self._malformed(line)
@@ -163,6 +174,8 @@ class BrokerLogParser:
             self._unrecognized(line)
         elif type(parsed) in _MARKER_ERRORS:
             events.append(_stamped(parsed, self._now_ms))  # type: ignore[arg-type]  # because its type is in _MARKER_ERRORS
+        elif type(parsed) in _LOAD_EVENTS:
+            events.append(_stamped_load(parsed, self._now_ms))  # type: ignore[arg-type]  # because its type is in _LOAD_EVENTS
         elif type(parsed) is BrokerVersionSeen:
             events.append(BrokerVersionSeen(parsed.version, self._now_ms))
         else:
@@ -250,6 +263,14 @@ def _sample(line: bytes) -> str:
 
 
 _MARKER_ERRORS = (MarkerWriteRetried, MarkerWriteFailed)
+_LOAD_EVENTS = (CoordinatorLoadStarted, CoordinatorLoadFinished)
+
+
+def _stamped_load(
+    event: CoordinatorLoadStarted | CoordinatorLoadFinished, now_ms: int
+) -> CoordinatorLoadStarted | CoordinatorLoadFinished:
+    # A new event per line, as _stamped's.
+    return dataclasses.replace(event, seen_ms=now_ms)
 
 
 def _stamped(event: MarkerWriteRetried | MarkerWriteFailed, now_ms: int) -> MarkerWriteRetried | MarkerWriteFailed:

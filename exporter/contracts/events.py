@@ -158,6 +158,38 @@ class CoordinatorChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorStarting:
+    """The broker's transaction coordinator is starting up (its `Starting up.` line): the broker
+    (re)started, so a load the log showed under way before is over, finished or not."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorLoadStarted:
+    """The coordinator began loading a `__transaction_state` partition into its cache (its INFO
+    `Loading transaction metadata from __transaction_state-<n> at epoch <e>`, when the scheduled load
+    starts to read); until it finishes, the partition's transactional ids get COORDINATOR_LOAD_IN_PROGRESS."""
+
+    partition: int
+    epoch: int
+    # Wall clock (ms) when the exporter read the line (the load's age is counted from it).
+    seen_ms: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorLoadFinished:
+    """The coordinator finished reading a `__transaction_state` partition (its INFO `Finished loading <k>
+    transaction metadata from __transaction_state-<n> in <ms> milliseconds, of which <s> milliseconds was
+    spent in the scheduler.`): the time Kafka records in its partition-load-time-max/avg, from the load's
+    scheduling (the election) to the end of the read."""
+
+    partition: int
+    transactions: int
+    duration_ms: int
+    scheduler_ms: int
+    seen_ms: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class TransitionAppended:
     """The coordinator's own word that a state transition's `__transaction_state` append succeeded:
     its DEBUG `succeeded` line, written in the append's callback once the in-sync replicas have the

@@ -15,7 +15,8 @@ from enum import StrEnum
 
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import TransactionState
-from exporter.model.partition import EFFECTIVE_STATE_OF_UNWRITTEN, TRACKED_STATES
+from exporter.model.coordinator_loads import LOAD_BUCKETS_MS
+from exporter.model.partition import EFFECTIVE_STATE_OF_UNWRITTEN, EPOCH_HEADROOM, MAX_PRODUCER_EPOCH, TRACKED_STATES
 
 
 class MetricType(StrEnum):
@@ -220,6 +221,39 @@ COMPLETE_APPEND_RETRIES = MetricSpec(
     reads="complete_append_retries",
 )
 
+PARTITIONS_LOADING = MetricSpec(
+    "kafka_transaction_state_log_partitions_loading",
+    MetricType.GAUGE,
+    "__transaction_state partitions the coordinator is loading into its cache now (its `Loading"
+    " transaction metadata` line read, its `Finished loading` line not yet): their transactional ids"
+    " get COORDINATOR_LOAD_IN_PROGRESS meanwhile. A load that never finishes is KAFKA-17941's (fixed in"
+    " 3.9.2 and 4.0.0)." + _BROKER_LOG,
+)
+LOAD_OLDEST_AGE = MetricSpec(
+    "kafka_transaction_state_log_load_oldest_age_seconds",
+    MetricType.GAUGE,
+    "Age at scrape time of the oldest __transaction_state load still running (since its `Loading` line"
+    " was read); 0 when none is." + _BROKER_LOG,
+    unit="seconds",
+)
+LOAD_DURATION = MetricSpec(
+    "kafka_transaction_state_log_load_duration_seconds",
+    MetricType.HISTOGRAM,
+    "Time each finished __transaction_state partition load took, as its `Finished loading` line says:"
+    " from the load's scheduling at the coordinator's election to the end of its read, the time Kafka's"
+    " own partition-load-time-max/avg (transaction-coordinator-metrics) records, to the ms." + _BROKER_LOG,
+    unit="seconds",
+    buckets=tuple(bound / 1000 for bound in LOAD_BUCKETS_MS),
+)
+LOADS_WITHOUT_LEADER_CHANGE = MetricSpec(
+    "kafka_transaction_state_log_loads_without_leader_change_total",
+    MetricType.COUNTER,
+    "__transaction_state partition loads at the same coordinator epoch as the partition's previous load"
+    " on this broker, with no resignation between: a reload without a leadership change, which KRaft"
+    " brokers before 3.8.0 did on every ISR change (KAFKA-15468's reload storm). A load at a new epoch is"
+    " a leadership change and not counted, even with the same leader." + _BROKER_LOG,
+)
+
 TRANSACTIONS_LATE = MetricSpec(
     "kafka_transactions_late",
     MetricType.GAUGE,
@@ -252,6 +286,26 @@ PRODUCER_ID_ROTATIONS = MetricSpec(
     "Records of a transactional id carrying another producer id than its previous record (epoch"
     " exhaustion, KIP-890 / KIP-360); live records only, expired-and-reused ids not counted.",
     reads="producer_id_rotations",
+)
+IDS_NEAR_EPOCH_EXHAUSTION = MetricSpec(
+    "kafka_transactional_ids_near_epoch_exhaustion",
+    MetricType.GAUGE,
+    f"Transactional ids whose last record's producer epoch is within {EPOCH_HEADROOM:,} of the last one,"
+    f" {MAX_PRODUCER_EPOCH:,}, by transaction_version (the records' ClientTransactionVersion; 0 where they"
+    " carry none). Under transaction version 2 a producer spends an epoch a transaction and its producer"
+    " id is rotated at the top, which is normal; affected Kafka versions mishandle the top (KAFKA-20090:"
+    " 4.0.0 to 4.2.x leave a transaction ONGOING).",
+    labels=("transaction_version",),
+    reads="ids_near_epoch_exhaustion",
+)
+PRODUCER_EPOCH_MAX = MetricSpec(
+    "kafka_transaction_producer_epoch_max",
+    MetricType.GAUGE,
+    "The highest producer epoch of the __transaction_state records read (replayed and live, of the"
+    " partitions followed), by transaction_version as above: a high-water mark, which a rotation to a"
+    " new producer id does not lower.",
+    labels=("transaction_version",),
+    reads="highest_producer_epoch",
 )
 TRANSACTION_DURATION = MetricSpec(
     "kafka_transaction_duration_seconds",
@@ -448,6 +502,16 @@ BUILD_INFO = MetricSpec(
     labels=("version", "python_version"),
 )
 
+BROKER_AFFECTED = MetricSpec(
+    "txn_exporter_broker_affected_by_known_bug",
+    MetricType.GAUGE,
+    "1 for each known Kafka bug (docs/known-bugs.md) whose affected versions include the version of the"
+    " broker the exporter runs beside (txn_exporter_broker_info), or may include it where its patch is"
+    " unknown; 0 where that version has the fix or was never affected; no series while the version is"
+    " unknown. For alerts that warn before a bug bites, such as KafkaTransactionalIdsNearEpochExhaustion.",
+    labels=("bug",),
+)
+
 CATALOGUE: tuple[MetricSpec, ...] = (
     APPEND_LATENCY,
     APPEND_LATENCY_QUANTILE,
@@ -463,10 +527,16 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MARKER_RETRIES,
     MARKER_FAILURES,
     COMPLETE_APPEND_RETRIES,
+    PARTITIONS_LOADING,
+    LOAD_OLDEST_AGE,
+    LOAD_DURATION,
+    LOADS_WITHOUT_LEADER_CHANGE,
     TRANSACTIONS_LATE,
     TRANSACTIONS_STUCK_IN_PREPARE,
     TIMEOUTS,
     PRODUCER_ID_ROTATIONS,
+    IDS_NEAR_EPOCH_EXHAUSTION,
+    PRODUCER_EPOCH_MAX,
     TRANSACTION_DURATION,
     PARTITIONS_WITH_LATE_TRANSACTIONS,
     HANGING_TRANSACTIONS,
@@ -492,5 +562,6 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     APPEND_LATENCY_NEGATIVE,
     HTTP_REJECTED_CONNECTIONS,
     BROKER_INFO,
+    BROKER_AFFECTED,
     BUILD_INFO,
 )

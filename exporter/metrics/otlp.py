@@ -15,6 +15,8 @@ OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout, compression, certifi
   same observations (ExponentialRecorders tees the model's sinks), with exact min and max. Both carry
   the exemplars of /metrics' OpenMetrics buckets (transactional_id and producer_id as filtered
   attributes, no trace or span id).
+  A histogram with no sink to tee (the coordinator's loads, counted in buckets by the model) goes
+  explicit in both modes.
 
     recorders = LatencyRecorders(); exponential = ExponentialRecorders.tee(recorders)  # optional
     model = CoordinatorModel(exponential.sinks() if exponential else recorders.sinks())
@@ -104,6 +106,8 @@ class ExponentialRecorders:
         self._append = [self._new(c.APPEND_LATENCY, s) for s in c.TARGET_STATES]
         self._completion = {r: self._new(c.MARKER_COMPLETION, r) for r in recorders.marker_completion}
         self._duration = [self._new(c.TRANSACTION_DURATION, r) for r in recorders.transaction_duration]
+        # The families recorded here; any other histogram is sent explicit.
+        self.families = {name for name, _ in self.series}
 
     def _new(self, spec: c.MetricSpec, label: str) -> ExponentialCounts:
         counts = self.series[(spec.family_name, (label,))] = ExponentialCounts()
@@ -270,7 +274,7 @@ class OtlpPusher:
                 entry["sum"] = sample.value
             elif suffix == "_count":
                 entry["count"] = int(sample.value)
-        if self._exponential is not None:
+        if self._exponential is not None and family.name in self._exponential.families:
             exponential_points = []
             for labels, entry in series.items():
                 counts = self._exponential.series[(family.name, tuple(v for _, v in labels))]

@@ -42,13 +42,15 @@ from prometheus_client.samples import Exemplar
 from prometheus_client.utils import floatToGoString
 
 from exporter import __version__, defaults
-from exporter.contracts.kafka_versions import BrokerVersion
+from exporter.contracts.kafka_versions import NOT, BrokerVersion, coverage
+from exporter.contracts.known_bugs import KNOWN_BUGS
 from exporter.metrics import catalogue as c
 from exporter.metrics.latency import LatencyRecorder, LatencySnapshot, Observation
 from exporter.metrics.recorders import LatencyRecorders
-from exporter.model import AppendClockRow, CoordinatorModel, ModelSnapshot
+from exporter.model import AppendClockRow, CoordinatorLoadsRow, CoordinatorModel, ModelSnapshot
 
 _QUANTILE_LABELS = tuple(floatToGoString(q) for q in c.QUANTILES)
+_LOAD_BOUNDS = (*(floatToGoString(b) for b in c.LOAD_DURATION.buckets), "+Inf")
 
 # OpenMetrics: "The combined length of the label names and values of an Exemplar's LabelSet MUST NOT
 # exceed 128 UTF-8 character code points" (Prometheus and prometheus_client's parser reject more).
@@ -122,6 +124,7 @@ class TransactionCollector(Collector):
         yield from self._model_families(model, now_ms)
         yield _single(c.HTTP_REJECTED_CONNECTIONS, self._http_rejected_connections())
         yield _broker_info(model.broker_version)
+        yield _broker_affected(model.broker_version)
         yield self._build_info()
 
     def _histograms(self, now_ms: int) -> tuple[list[Metric], list[int]]:
@@ -157,6 +160,7 @@ class TransactionCollector(Collector):
         oldest_age = 0.0 if oldest_prepare_ms is None else max(0, now_ms - oldest_prepare_ms) / 1000
         families.append(_single(c.PENDING_MARKERS_OLDEST_AGE, oldest_age))
         families.append(_labelled(c.TRANSACTIONS, zip(c.TARGET_STATES, model.transactions_by_state)))
+        families += _load_families(model.coordinator_loads, now_ms)
         families.append(_labelled(c.UNWRITTEN_STATE_RECORDS, ((s.name, n) for s, n in model.unwritten_states.items())))
         append_errors = _scalar(c.APPEND_ERRORS)
         for (state, error), count in sorted(model.append_errors.items()):
@@ -218,6 +222,16 @@ def _broker_info(version: BrokerVersion | None) -> Metric:
     return info
 
 
+def _broker_affected(version: BrokerVersion | None) -> Metric:
+    """Which known bugs the broker's version has (possibly, where its patch is unknown): none shown
+    while the version is unknown."""
+    affected = _scalar(c.BROKER_AFFECTED)
+    if version is not None and version.known:
+        for bug in KNOWN_BUGS:
+            affected.add_metric((bug.jira,), int(coverage(version, bug.intervals) != NOT))
+    return affected
+
+
 def _append_clock_families(row: AppendClockRow, observed: list[int]) -> list[Metric]:
     """Which clock times the appends, the records each timed and the untimed (their sum by target
     state: the records count), the records and lines that waited in vain, the negative ones."""
@@ -235,6 +249,20 @@ def _append_clock_families(row: AppendClockRow, observed: list[int]) -> list[Met
     for (kind, reason), count in row.unmatched.items():
         unmatched.add_metric((kind, reason), count)
     return [clock, transitions, records, unmatched, _single(c.APPEND_LATENCY_NEGATIVE, row.negative)]
+
+
+def _load_families(row: CoordinatorLoadsRow, now_ms: int) -> list[Metric]:
+    """The coordinator's loads: counted by the model in the catalogue's buckets (no exemplars: a load
+    is a partition's, not a transaction's)."""
+    oldest_ms = row.oldest_load_started_ms
+    durations = _histogram(c.LOAD_DURATION)
+    durations.add_metric((), list(zip(_LOAD_BOUNDS, row.duration_buckets)), row.duration_sum_ms / 1000)
+    return [
+        _single(c.PARTITIONS_LOADING, row.loading),
+        _single(c.LOAD_OLDEST_AGE, 0.0 if oldest_ms is None else max(0, now_ms - oldest_ms) / 1000),
+        durations,
+        _single(c.LOADS_WITHOUT_LEADER_CHANGE, row.reloads_without_leader_change),
+    ]
 
 
 def exemplar(kept: Observation) -> Exemplar:

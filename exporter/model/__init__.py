@@ -20,6 +20,7 @@ from exporter.model.coordinator import CoordinatorModel, Event
 from exporter.model.reading import (
     AppendClockRow,
     AppendErrorRow,
+    CoordinatorLoadsRow,
     InFlightSelection,
     InFlightTransaction,
     MarkerErrorRow,
@@ -32,6 +33,7 @@ from exporter.model.sinks import DurationSink, ObservationSinks
 __all__ = [
     "AppendClockRow",
     "AppendErrorRow",
+    "CoordinatorLoadsRow",
     "CoordinatorModel",
     "DurationSink",
     "Event",

@@ -35,6 +35,11 @@ Decisions a reader of the metrics needs to know:
 - Append latency is timed by the coordinator's own clock where the broker log brings its
   `succeeded` lines, else by the fetch (exporter.model.append_clock); the records count per target
   state is the histogram's count plus the records left untimed.
+- Producer-epoch headroom, from every record read (replayed too: a takeover's state is what it is):
+  the ids whose last epoch is within EPOCH_HEADROOM of the top, and each partition's highest epoch,
+  by the records' ClientTransactionVersion (0 where a record has none: 3.x's, 4.x's under TV0), added
+  up by exporter.model.epoch_headroom.
+- The coordinator's loads of its partitions, from their log lines: exporter.model.coordinator_loads.
 - Broker-log events (exporter.sources.broker_log_tail) only count, except two: a `succeeded` line
   times its transition (above), and a final COMPLETE_* append
   that went to the coordinator's retry queue takes its pending transaction out of
@@ -53,13 +58,17 @@ from typing import TypeVar
 from exporter.codec.errors import DecodeError
 from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES, TransactionState
 from exporter.codec.value import TransactionLogValue
+from exporter.contracts.bug_facts import CoordinatorLog
 from exporter.contracts.events import (
     BrokerLogStats,
     BrokerVersionAnswered,
     BrokerVersionSeen,
     CompleteAppendRetried,
     CoordinatorChanged,
+    CoordinatorLoadFinished,
+    CoordinatorLoadStarted,
     CoordinatorLogAtDebug,
+    CoordinatorStarting,
     HangingScanCompleted,
     KnownBugsCounted,
     MarkerWriteFailed,
@@ -80,11 +89,14 @@ from exporter.contracts.kafka_versions import LOG, BrokerVersion, from_log
 from exporter.contracts.known_bugs import KNOWN_BUGS
 from exporter.contracts.lifecycle import CAUSE_TIMEOUT, TRANSACTION_RESULTS, is_stuck_prepare, is_timeout_abort
 from exporter.model.append_clock import COORDINATOR, FETCH, AppendClock
+from exporter.model.coordinator_loads import CoordinatorLoads
+from exporter.model.epoch_headroom import highest_epochs, ids_near_exhaustion
 from exporter.model.partition import (
     ABSENT,
     EFFECTIVE_STATE_OF_UNWRITTEN,
     EPOCH_MASK,
     EPOCH_SHIFT,
+    NEAR_EXHAUSTION_EPOCH,
     PRODUCER_ID_SHIFT,
     STATE_MASK,
     TRACKED_STATES,
@@ -118,6 +130,9 @@ Event = (
     | BrokerVersionSeen
     | BrokerVersionAnswered
     | KnownBugsCounted
+    | CoordinatorLoadStarted
+    | CoordinatorLoadFinished
+    | CoordinatorStarting
 )
 
 _LAST_WRITTEN_STATE = TransactionState.COMPLETE_ABORT
@@ -219,6 +234,7 @@ class CoordinatorModel:
         self._broker_version: BrokerVersion | None = None
         # Transactions the view's diagnosis matched to each known bug (exporter.app's count of them).
         self._known_bug_matches: dict[str, int] = dict.fromkeys((bug.jira for bug in KNOWN_BUGS), 0)
+        self._loads = CoordinatorLoads()
 
     # --- Writing ---
 
@@ -249,6 +265,8 @@ class CoordinatorModel:
         clock = self._append_clock
         draining = part.draining
         counting_since_ms = part.counting_since_ms
+        near_exhaustion = part.near_exhaustion
+        epoch_highs = part.epoch_highs
         for record in records:
             tid = record.transactional_id
             live = not replay
@@ -271,10 +289,23 @@ class CoordinatorModel:
             old = old_packed & STATE_MASK
             if new == ABSENT:
                 states.pop(tid, None)
+                if near_exhaustion:
+                    near_exhaustion.pop(tid, None)
             else:
                 producer_id = value.producer_id
-                packed = new | (value.producer_epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
+                epoch = value.producer_epoch
+                packed = new | (epoch & EPOCH_MASK) << EPOCH_SHIFT | producer_id << PRODUCER_ID_SHIFT
                 states[tid] = packed
+                version = value.client_transaction_version
+                try:  # no cost in the usual case; a dict's get() call would cost a record 1.5% more
+                    if epoch > epoch_highs[version]:
+                        epoch_highs[version] = epoch
+                except KeyError:  # the partition's first record of this version
+                    epoch_highs[version] = epoch
+                if epoch >= NEAR_EXHAUSTION_EPOCH:
+                    near_exhaustion[tid] = version
+                elif near_exhaustion:
+                    near_exhaustion.pop(tid, None)
             counts[old] -= 1
             counts[new] += 1
 
@@ -456,7 +487,15 @@ class CoordinatorModel:
                 self._hanging_scan_errors += 1
         elif type(event) is CoordinatorLogAtDebug:
             self._append_clock.presume(event.seen_ms)
+        elif type(event) is CoordinatorLoadStarted:
+            self._loads.started(event)
+        elif type(event) is CoordinatorLoadFinished:
+            self._loads.finished(event)
+        elif type(event) is CoordinatorStarting:
+            self._loads.restarted()
         elif type(event) is CoordinatorChanged:
+            if not event.elected:
+                self._loads.resigned(event.partition)
             # An ownership signal for the topic source (exporter.app); and, following every partition,
             # whose lines the log holds.
             coordinated = self._partitions.get(event.partition)
@@ -543,6 +582,9 @@ class CoordinatorModel:
                     for partition, part in sorted(self._partitions.items())
                 ),
                 append_clock=self._append_clock_row(),
+                coordinator_loads=self._loads.row(),
+                ids_near_epoch_exhaustion=ids_near_exhaustion(self._partitions.values()),
+                highest_producer_epoch=highest_epochs(self._partitions.values()),
             )
             return snapshot, read_sinks()
 
@@ -571,6 +613,12 @@ class CoordinatorModel:
                     state, producer_id, producer_epoch = unpack(packed)
                     return TrackedId(TransactionState(state), producer_id, producer_epoch)
         return None
+
+    def coordinator_logs(self) -> dict[int, CoordinatorLog]:
+        """What the coordinator's log showed of each `__transaction_state` partition it loaded, by
+        partition (exporter.model.coordinator_loads), for the known-bug check of the view's rows."""
+        with self._lock:
+            return self._loads.logs()
 
     def coordinator_clock(self) -> bool:
         """Whether the coordinator's own clock times the appends (see exporter.model.append_clock)."""

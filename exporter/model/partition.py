@@ -9,6 +9,11 @@ from exporter.codec.states import TransactionState
 
 # Per-state tallies are lists indexed by state id; only ids the model stores are counted.
 TRACKED_STATES = 6  # EMPTY .. COMPLETE_ABORT
+# A producer epoch is an int16: 32767 is the last, and within this of it an id is near exhaustion
+# (a TV2 producer spends an epoch a transaction: 1,000 transactions from its producer id's rotation).
+MAX_PRODUCER_EPOCH = 32767
+EPOCH_HEADROOM = 1000
+NEAR_EXHAUSTION_EPOCH = MAX_PRODUCER_EPOCH - EPOCH_HEADROOM
 # The "state" of an id without a record (or whose record is a tombstone). It takes DEAD's id, which
 # is never stored, so tallies can index it unconditionally instead of branching on None.
 ABSENT = int(TransactionState.DEAD)
@@ -40,6 +45,11 @@ class PartitionState:
     state's tuples. A tuple is replaced, never changed, so a reader can copy references under the
     model's lock and read them after releasing it.
 
+    `near_exhaustion` holds the ids whose last producer epoch is within EPOCH_HEADROOM of the top
+    (the few near it), as their records' ClientTransactionVersion; `epoch_highs` the highest producer
+    epoch of the partition's records read, by ClientTransactionVersion (a high-water mark: a producer
+    id rotated at the top restarts at 0, and the mark stays).
+
     `append_errors` holds the failed `__transaction_state` appends the broker log showed for this
     partition, as {(target state id, error): (count, last seen ms)}; replaced, never changed, like
     the tuples (a reader takes the reference under the lock).
@@ -49,11 +59,13 @@ class PartitionState:
         "append_errors",
         "counting_since_ms",
         "draining",
+        "epoch_highs",
         "here",
         "high_watermark",
         "inflight",
         "last_record",
         "live",
+        "near_exhaustion",
         "next_offset",
         "ongoing",
         "pending",
@@ -86,6 +98,8 @@ class PartitionState:
         self.next_offset = 0
         self.high_watermark: int | None = None
         self.append_errors: dict[tuple[int, str], tuple[int, int]] = {}
+        self.near_exhaustion: dict[str, int] = {}
+        self.epoch_highs: dict[int, int] = {}
         # Whether the coordinator whose log is read (--broker-log) leads it: only then do its records
         # wait for that log's `succeeded` lines (exporter.model.append_clock).
         self.here = here

@@ -42,6 +42,17 @@ class AppendClockRow:
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorLoadsRow:
+    """The coordinator's loads of its `__transaction_state` partitions (exporter.model.coordinator_loads)."""
+
+    loading: int  # partitions loading now
+    oldest_load_started_ms: int | None  # when the oldest load still running was seen starting
+    duration_buckets: tuple[int, ...]  # finished loads, cumulative, by LOAD_BUCKETS_MS bound, then all
+    duration_sum_ms: int
+    reloads_without_leader_change: int
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSnapshot:
     """The model's counters and gauges at one instant (see exporter.model.coordinator's rules)."""
 
@@ -71,6 +82,11 @@ class ModelSnapshot:
     known_bug_matches: dict[str, int]  # in-flight and hanging transactions matching each known bug, by JIRA id
     partitions: tuple[PartitionRow, ...]  # in partition order
     append_clock: AppendClockRow
+    coordinator_loads: CoordinatorLoadsRow
+    # Tracked ids whose producer epoch is within EPOCH_HEADROOM of the top (32767), and the highest
+    # producer epoch of the records read, by the records' ClientTransactionVersion ("0", "1", "2").
+    ids_near_epoch_exhaustion: dict[str, int]
+    highest_producer_epoch: dict[str, int]
 
 
 class TrackedId(NamedTuple):

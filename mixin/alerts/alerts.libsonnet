@@ -109,6 +109,40 @@
             },
           },
           {
+            alert: 'KafkaTransactionStateLoadStuck',
+            expr: 'max by (%(clusterLabel)s, instance) (kafka_transaction_state_log_load_oldest_age_seconds%(selectorBraces)s) > %(threshold)g' % c { threshold: c.thresholds.KafkaTransactionStateLoadStuck },
+            [if c.forDurations.KafkaTransactionStateLoadStuck != null then 'for']: c.forDurations.KafkaTransactionStateLoadStuck,
+            labels: {
+              severity: 'critical',
+              team: 'kafka',
+              component: 'transactions',
+            },
+            annotations: {
+              summary: 'A __transaction_state load has run for {{ $value | humanizeDuration }} on {{ $labels.instance }}',
+              description: 'The transaction coordinator on {{ $labels.instance }} (cluster {{ $labels.%(clusterLabel)s }}) began loading a __transaction_state partition {{ $value | humanizeDuration }} ago and has not finished: every transactional id of that partition gets COORDINATOR_LOAD_IN_PROGRESS, so its producers cannot begin, commit or abort. Partitions loading: {{ with printf `sum(kafka_transaction_state_log_partitions_loading{%(clusterLabel)s="%%s", instance="%%s"%(selectorComma)s})` $labels.%(clusterLabel)s $labels.instance | query }}{{ . | first | value | humanize }}{{ else }}none{{ end }}. A load that never ends is KAFKA-17941 (Kafka before 3.9.2 and 4.0.0). Which transactions: http://{{ $labels.instance }}/transactions' % c,
+              runbook_url: '%(runbookURL)s#kafkatransactionstateloadstuck' % c,
+              dashboard_url: '%(grafanaURL)s/d/kafka-txn-overview?var-cluster={{ $labels.%(clusterLabel)s }}&var-instance={{ $labels.instance }}' % c,
+              transactions_url: 'http://{{ $labels.instance }}/transactions',
+            },
+          },
+          {
+            alert: 'KafkaTransactionalIdsNearEpochExhaustion',
+            expr: '(sum by (%(clusterLabel)s, instance) (kafka_transactional_ids_near_epoch_exhaustion{transaction_version="2"%(selectorComma)s}) > 0) and on (%(clusterLabel)s, instance) (max by (%(clusterLabel)s, instance) (txn_exporter_broker_affected_by_known_bug{bug="KAFKA-20090"%(selectorComma)s}) == 1)' % c,
+            [if c.forDurations.KafkaTransactionalIdsNearEpochExhaustion != null then 'for']: c.forDurations.KafkaTransactionalIdsNearEpochExhaustion,
+            labels: {
+              severity: 'warning',
+              team: 'kafka',
+              component: 'transactions',
+            },
+            annotations: {
+              summary: '{{ $value }} transactional ids near the top of the producer epoch on {{ $labels.instance }}, whose Kafka mishandles it',
+              description: '{{ $value }} transactional ids coordinated by {{ $labels.instance }} (cluster {{ $labels.%(clusterLabel)s }}) run transaction version 2 within 1,000 of the last producer epoch, 32,767 (the highest: {{ with printf `max(kafka_transaction_producer_epoch_max{%(clusterLabel)s="%%s", instance="%%s", transaction_version="2"%(selectorComma)s})` $labels.%(clusterLabel)s $labels.instance | query }}{{ . | first | value | printf "%%.0f" }}{{ else }}none{{ end }}), and the broker\'s Kafka version ({{ with printf `txn_exporter_broker_info{%(clusterLabel)s="%%s", instance="%%s"%(selectorComma)s}` $labels.%(clusterLabel)s $labels.instance | query }}{{ . | first | label "version" }}{{ else }}none{{ end }}) has KAFKA-20090: a transaction that times out at the top is never aborted and stays ONGOING. A TV2 producer spends an epoch a transaction and is given a new producer id at the top, which is normal where the bug is fixed (4.3.0). Which transactions: http://{{ $labels.instance }}/transactions?state=ONGOING' % c,
+              runbook_url: '%(runbookURL)s#kafkatransactionalidsnearepochexhaustion' % c,
+              dashboard_url: '%(grafanaURL)s/d/kafka-txn-overview?var-cluster={{ $labels.%(clusterLabel)s }}&var-instance={{ $labels.instance }}' % c,
+              transactions_url: 'http://{{ $labels.instance }}/transactions?state=ONGOING',
+            },
+          },
+          {
             alert: 'KafkaTransactionsLate',
             expr: 'sum by (%(clusterLabel)s, instance) (kafka_transactions_late%(selectorBraces)s) > %(threshold)g' % c { threshold: c.thresholds.KafkaTransactionsLate },
             [if c.forDurations.KafkaTransactionsLate != null then 'for']: c.forDurations.KafkaTransactionsLate,

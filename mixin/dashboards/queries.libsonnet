@@ -80,48 +80,67 @@
           A: 'sum by (instance) (rate(kafka_transaction_producer_id_rotations_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '29': {
-          A: 'sum by (instance) (kafka_server_replicamanager_partitionswithlatetransactionscount{%(clusterLabel)s=~"$cluster"})' % c,
+          A: 'sum by (instance) (kafka_transaction_state_log_partitions_loading{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '30': {
-          A: 'sum by (instance) (kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize{%(clusterLabel)s=~"$cluster"})' % c,
+          A: 'max by (instance) (kafka_transaction_state_log_load_oldest_age_seconds{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '31': {
-          A: 'sum by (instance) (kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize{%(clusterLabel)s=~"$cluster"})' % c,
+          A: 'sum by (instance) (rate(kafka_transaction_state_log_load_duration_seconds_count{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          B: 'sum by (instance) (rate(kafka_transaction_state_log_loads_without_leader_change_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '32': {
-          A: 'sum by (instance) (rate({__name__=~"kafka_server_addpartitionstotxnmanager_verificationfailurerate_count(_total)?", %(clusterLabel)s=~"$cluster"}[$__rate_interval]))' % c,
+          A: 'histogram_quantile(0.99, sum by (instance, le) (rate(kafka_transaction_state_log_load_duration_seconds_bucket{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval])))' % c,
         },
         '33': {
-          A: 'max by (instance) (kafka_server_addpartitionstotxnmanager_verificationtimems{%(clusterLabel)s=~"$cluster", quantile="0.99"})' % c,
+          A: 'sum by (transaction_version) (kafka_transactional_ids_near_epoch_exhaustion{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
-        '35': {
-          A: 'min by (instance) (txn_exporter_source_up{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        '34': {
+          A: 'max by (transaction_version) (kafka_transaction_producer_epoch_max{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '36': {
-          A: 'sum by (phase) (txn_exporter_partitions_followed{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+          A: 'sum by (instance) (kafka_server_replicamanager_partitionswithlatetransactionscount{%(clusterLabel)s=~"$cluster"})' % c,
         },
         '37': {
-          A: 'sum by (instance) (txn_exporter_partition_consumer_lag_records{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+          A: 'sum by (instance) (kafka_coordinator_transaction_transactionmarkerchannelmanager_logappendretryqueuesize{%(clusterLabel)s=~"$cluster"})' % c,
         },
         '38': {
-          A: 'sum by (reason) (rate(kafka_transaction_state_log_decode_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize{%(clusterLabel)s=~"$cluster"})' % c,
         },
         '39': {
-          A: 'sum by (instance) (rate(process_cpu_seconds_total{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (rate({__name__=~"kafka_server_addpartitionstotxnmanager_verificationfailurerate_count(_total)?", %(clusterLabel)s=~"$cluster"}[$__rate_interval]))' % c,
         },
         '40': {
-          A: 'sum by (instance) (rate(txn_exporter_hanging_scan_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
-        },
-        '41': {
-          A: 'sum by (instance) (rate(txn_exporter_http_rejected_connections_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'max by (instance) (kafka_server_addpartitionstotxnmanager_verificationtimems{%(clusterLabel)s=~"$cluster", quantile="0.99"})' % c,
         },
         '42': {
-          A: 'sum by (instance) (rate(txn_exporter_broker_log_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'min by (instance) (txn_exporter_source_up{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '43': {
-          A: 'sum by (instance, reason) (rate(txn_exporter_broker_log_skipped_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (phase) (txn_exporter_partitions_followed{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '44': {
+          A: 'sum by (instance) (txn_exporter_partition_consumer_lag_records{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
+        '45': {
+          A: 'sum by (reason) (rate(kafka_transaction_state_log_decode_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '46': {
+          A: 'sum by (instance) (rate(process_cpu_seconds_total{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '47': {
+          A: 'sum by (instance) (rate(txn_exporter_hanging_scan_errors_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '48': {
+          A: 'sum by (instance) (rate(txn_exporter_http_rejected_connections_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '49': {
+          A: 'sum by (instance) (rate(txn_exporter_broker_log_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '50': {
+          A: 'sum by (instance, reason) (rate(txn_exporter_broker_log_skipped_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '51': {
           A: 'sum by (instance) (increase(txn_exporter_broker_log_truncated_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__range]))' % c,
           B: 'sum by (instance) (increase(txn_exporter_broker_log_rotations_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__range]))' % c,
         },
@@ -225,6 +244,9 @@
         },
         '34': {
           A: 'sum by (instance) (rate(txn_exporter_append_latency_negative_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        },
+        '35': {
+          A: 'sum by (instance, bug) (txn_exporter_broker_affected_by_known_bug{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
       },
       variables: {

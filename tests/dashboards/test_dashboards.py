@@ -15,7 +15,7 @@ from alerts import generate as alerts_generate
 from alerts import rules as alerts_rules
 from dashboards import drilldown, generate, overview, panels
 from exporter import defaults
-from exporter.metrics.catalogue import CATALOGUE
+from exporter.metrics.catalogue import CATALOGUE, LOAD_DURATION
 from queries import metrics
 
 # A metric name in PromQL: our prefixes, or a recording rule (level:metric:operations).
@@ -154,7 +154,9 @@ def test_grafana_provisioning_file():
 
 
 def test_latency_panels_ask_for_exemplars_and_the_data_source_links_them_to_the_view():
-    histograms = {spec.name for spec in CATALOGUE if spec.type == "histogram"}
+    # The histograms whose buckets carry exemplars: the latency recorders' (a load is a partition's, not
+    # a transaction's: exporter.metrics.prometheus renders its buckets without).
+    histograms = {spec.name for spec in CATALOGUE if spec.type == "histogram"} - {LOAD_DURATION.name}
     with_exemplars = without = 0
     for spec in generate.DASHBOARDS:
         for panel in _panels(_committed(spec)):

@@ -15,6 +15,7 @@ from exporter.codec import DecodeError, TransactionLogValue, decode_record, enco
 from exporter.codec.value import TAGGED_FIELDS
 from exporter.contracts.events import (
     BrokerLogStats,
+    BrokerVersionSeen,
     CompleteAppendRetried,
     HangingScanCompleted,
     MarkerWriteFailed,
@@ -95,6 +96,8 @@ def feed(model: CoordinatorModel) -> None:
     model.apply(MarkerWriteFailed("INVALID_PRODUCER_EPOCH"))
     model.apply(CompleteAppendRetried("not-pending"))
     model.apply(BrokerLogStats(lines=40, truncated=1, malformed=2, rotations=1, utc_offset_ms=19_800_000))
+    # The broker's version, from its log's startup line: which known bugs it has.
+    model.apply(BrokerVersionSeen("4.4.0"))
     # From the data-partition view (its gauges exist once a scan completed).
     model.apply(HangingScanCompleted(partitions_scanned=8, partitions_with_late_transactions=2, hanging_transactions=1))
 

@@ -77,6 +77,9 @@ def test_the_corpus_covers_every_kind_of_line(version, mode):
         ("CompleteAppendRetried", None, None),
         ("CoordinatorChanged", None, True),
         ("CoordinatorChanged", None, False),
+        ("CoordinatorLoadStarted", None, None),
+        ("CoordinatorLoadFinished", None, None),
+        ("CoordinatorStarting", None, None),
     }
 
 
@@ -112,6 +115,13 @@ def test_events_agree_with_plain_counts_of_their_lines(version, mode):
     assert events_of("CoordinatorChanged", elected=False) == lines_with(
         "Resigned as the txn coordinator for partition "
     )
+    assert events_of("CoordinatorLoadStarted") == lines_with("Loading transaction metadata from __transaction_state-")
+    assert events_of("CoordinatorLoadFinished") == lines_with(
+        "Finished loading ",
+        " transaction metadata from __transaction_state-",
+        " milliseconds was spent in the scheduler.",
+    )
+    assert events_of("CoordinatorStarting") == lines_with("[TransactionCoordinator id=", "] Starting up. (") == 1
     # Every successful append's `succeeded` line (DEBUG) is one transition, its time placed in UTC (the
     # captures were written in UTC: the line's own time).
     assert events_of("TransitionAppended") == lines_with(" DEBUG ", "'s transaction state to ", " succeeded (") > 0
