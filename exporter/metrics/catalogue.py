@@ -447,14 +447,14 @@ APPEND_LATENCY_TRANSITIONS = MetricSpec(
     MetricType.COUNTER,
     "Live __transaction_state records by target state and the clock that timed their append:"
     " coordinator, fetch, or untimed (the coordinator's clock in force, and the record's `succeeded`"
-    " line not read within 10 s). They add up to kafka_transaction_state_log_records_total.",
+    " line not read within 30 s). They add up to kafka_transaction_state_log_records_total.",
     labels=("target_state", "clock"),
 )
 APPEND_CLOCK_UNMATCHED = MetricSpec(
     "txn_exporter_append_clock_unmatched_total",
     MetricType.COUNTER,
     "Live records and `succeeded` lines that waited for each other in vain, by kind (record, line)"
-    " and reason: expired (the other not read within 10 s), append_failed (a record whose append the"
+    " and reason: expired (the other not read within 30 s, a line 60 s), append_failed (a record whose append the"
     " coordinator logged as failed: a leader stepping down, a follower keeping the record),"
     " leadership_lost (a record read after its broker lost the partition, never acknowledged: e.g. the"
     " broker killed), evicted (over 16384 waiting), already_timed (a line whose record the fetch clock"

@@ -14,9 +14,10 @@ their record: either may come first) in insertion-ordered buffers, matched by th
 carry (id, target state, producer id and epoch, last update). A record whose line has not come
 within `hold_ms` is counted, not timed (UNTIMED), by why its line never came: the coordinator logged
 its append as failed (APPEND_FAILED: a leader stepping down fails its pending appends, though a
-follower may keep the record), its broker had lost the partition when the record was read
-(LEADERSHIP_LOST: a drain's record appended but never acknowledged, e.g. the broker killed), or
-nothing tells (EXPIRED). A line waits longer for its record, LINE_HOLD_MS: a partition taken over or
+follower may keep the record), its broker lost the partition while the record waited or before it
+was read (LEADERSHIP_LOST: appended but its line never written, e.g. the broker killed with the
+line in its log's buffer; the hold outlasts a dead broker's fencing, 9 s in KRaft and 18 s in
+ZooKeeper mode by default), or nothing tells (EXPIRED). A line waits longer for its record, LINE_HOLD_MS: a partition taken over or
 drained is read after its coordinator wrote the lines (a SIGKILLed leader is fenced after the
 controller's session timeout, 9 s by default, and its successor answers once its high watermark has
 caught up); a line whose record has not come then is dropped and counted. When records wait
@@ -63,15 +64,16 @@ UNMATCHED_REASONS = {
     "line": (EXPIRED, EVICTED, ALREADY_TIMED),
 }
 
-HOLD_MS = 10_000
+HOLD_MS = 30_000
 LINE_HOLD_MS = 60_000
 MAX_WAITING = 16_384
 
 # (transactional id, target state, producer id, producer epoch, last update ms): what a record's value
 # and its `succeeded` line both name.
 Key = tuple[str, int, int, int, int]
-# Received ms, CreateTime ms, producer id (the rest is its key), whether its broker had lost the partition.
-Record = tuple[int, int, int, bool]
+# Received ms, CreateTime ms, producer id (the rest is its key), its partition, whether its broker lost
+# the partition.
+Record = tuple[int, int, int, int, bool]
 Line = tuple[int, int]  # seen ms, appended ms (UTC)
 V = TypeVar("V", bound=tuple[Any, ...])  # an entry, its arrival (ms) first
 LatencySink = Callable[[int, int, str, int], None]
@@ -111,7 +113,9 @@ class AppendClock:
         self.negative = 0
         self._log_timed = _timed_log.isEnabledFor(logging.DEBUG)  # (set at start: read once)
 
-    def record(self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int, lost: bool = False) -> None:
+    def record(
+        self, key: Key, timestamp_ms: int, received_ms: int, producer_id: int, partition: int = 0, lost: bool = False
+    ) -> None:
         """A live record with a target state, received at `received_ms`, of a partition whose
         coordinator writes the log read (the model times the others' by the fetch itself); `lost`:
         read in a drain, after the broker lost the partition."""
@@ -125,7 +129,7 @@ class AppendClock:
         if line is not None:
             self._time(key, line[1], timestamp_ms, max(received_ms, line[0]), producer_id)
         else:
-            self._remember(self._records, key, (received_ms, timestamp_ms, producer_id, lost), "record")
+            self._remember(self._records, key, (received_ms, timestamp_ms, producer_id, partition, lost), "record")
 
     def line(self, event: TransitionAppended) -> None:
         """The coordinator's `succeeded` line of a transition."""
@@ -147,7 +151,7 @@ class AppendClock:
         if record is None:
             self._remember(self._lines, key, (event.seen_ms, event.appended_ms), "line")
             return
-        received_ms, timestamp_ms, producer_id, _ = record
+        received_ms, timestamp_ms, producer_id, _, _ = record
         self._time(key, event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), producer_id)
 
     def presume(self, seen_ms: int) -> None:
@@ -160,6 +164,14 @@ class AppendClock:
                 "append latency: timed by the coordinator's own clock (the broker log held its `succeeded` "
                 "lines when the exporter started)"
             )
+
+    def leadership_lost(self, partition: int) -> None:
+        """The broker lost `partition` (a drain began): its records waiting for their lines may have
+        none (rare: the waiting records are scanned)."""
+        records = self._records
+        for key, entry in records.items():
+            if entry[3] == partition and not entry[4]:
+                records[key] = (*entry[:4], True)
 
     def failed(self, transactional_id: str, target_state: int, seen_ms: int) -> None:
         """The coordinator logged an append of `transactional_id` to `target_state` as failed."""
@@ -239,10 +251,10 @@ class AppendClock:
             if kind == "record":
                 if (key[0], key[1]) in self._failed:
                     reason = APPEND_FAILED
-                elif entry[3]:
+                elif entry[4]:
                     reason = LEADERSHIP_LOST
                 elif fetch_timed:
-                    received_ms, timestamp_ms, producer_id, _ = entry
+                    received_ms, timestamp_ms, producer_id, _, _ = entry
                     self._record_latency[key[1]](received_ms - timestamp_ms, received_ms, key[0], producer_id)
                     self._remember(self._fetch_timed, key, (received_ms,), None)
                     unexplained += 1

@@ -338,7 +338,7 @@ class CoordinatorModel:
             timestamp_ms = record.timestamp_ms
             if logged:
                 key = (tid, new, producer_id, value.producer_epoch, value.last_update_timestamp_ms)
-                clock.record(key, timestamp_ms, received_ms, producer_id, draining)
+                clock.record(key, timestamp_ms, received_ms, producer_id, partition, draining)
             else:
                 record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
@@ -432,6 +432,7 @@ class CoordinatorModel:
             if part is not None:
                 part.live = False  # its gauges and rows are the new leader's exporter's now
                 part.draining = part.here = True
+            self._append_clock.leadership_lost(event.partition)
         elif type(event) is PartitionReplayed:
             part = self._partitions.get(event.partition)
             if part is not None:

@@ -226,3 +226,16 @@ def test_a_drained_partitions_records_are_timed_by_this_brokers_lines_and_those_
     assert row.unmatched[("record", "append_failed")] == 1
     assert row.unmatched[("record", "leadership_lost")] == 1
     assert row.unmatched[("record", "expired")] == 0
+
+
+def test_a_record_waiting_when_its_broker_loses_the_partition_is_untimed_for_that_and_keeps_the_clock() -> None:
+    """The broker killed with the record's line in its log's buffer: the record was read while the
+    partition was still its broker's, and the drain began as it waited (a dead broker is fenced after
+    the controller's session timeout, within the hold)."""
+    model, append = clocked_model()
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1010))
+    model.apply(PartitionDraining(0))
+    model.apply_batch([], now_ms=1010 + HOLD_MS + 1)
+    row = clock(model)
+    assert append[S.ONGOING].values == [] and row.untimed[S.ONGOING] == 1
+    assert row.unmatched[("record", "leadership_lost")] == 1 and row.clock == "coordinator"
