@@ -6,9 +6,11 @@ polls the `__transaction_state` tail and feeds the model (tail_loop); with --bro
 follows the broker's log files the same way (broker_log_loop) and, on a coordinator elected/resigned
 line, asks the tail to re-read partition ownership at once and hands it the epochs its broker was
 elected in (exporter.sources.topic_tail's counting.py); with a hanging-scan interval, a third runs
-the scan (hanging_loop). The HTTP server's threads render the model at scrape time, and the
-transactions view, which asks the cluster-state source (exporter.sources.cluster_state: cached,
-bounded in time, its own threads) about the stuck rows it shows.
+the scan (hanging_loop); a fourth learns the broker's version and counts the transactions matching
+each known Kafka bug (known_bugs_loop). The HTTP server's threads render the model at scrape time,
+and the transactions view, which asks the cluster-state source (exporter.sources.cluster_state:
+cached, bounded in time, its own threads) about the stuck rows it shows, and the brokers' versions
+(exporter.sources.broker_versions) to hold them against the known bugs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from exporter import config
 from exporter.app.broker_log_loop import follow_broker_logs
 from exporter.app.hanging_loop import scan_hanging
+from exporter.app.known_bugs_loop import bug_context, count_known_bugs
 from exporter.app.tail_loop import follow_tail
 from exporter.contracts.events import CoordinatorChanged
 from exporter.http_server import MetricsServer
@@ -32,6 +35,7 @@ from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
 from exporter.sources import peer_exporters
 from exporter.sources.broker_log_tail import BrokerLogFollower
+from exporter.sources.broker_versions import BrokerVersionsSource
 from exporter.sources.cluster_state import ClusterStateSource
 from exporter.sources.consumer_groups import ConsumerGroupsSource
 from exporter.sources.file_watch import FileWatch
@@ -101,6 +105,10 @@ class Exporter:
         self.consumer_groups = ConsumerGroupsSource(
             settings.bootstrap_servers, settings.kafka, own_broker=lambda: self.tail.broker_id
         )
+        # The brokers' ApiVersions answers, for their versions (the known bugs), routed the same way.
+        self.broker_versions = BrokerVersionsSource(
+            settings.bootstrap_servers, settings.kafka, own_broker=lambda: self.tail.broker_id
+        )
         peers = None
         if settings.peers:
             peers = peer_exporters.Peers(
@@ -112,7 +120,7 @@ class Exporter:
             )
         name = _own_name(host, port)
         scheme = "https" if settings.web_config is not None and settings.web_config.tls else "http"
-        transactions = endpoint.TransactionsEndpoint(
+        self.transactions = endpoint.TransactionsEndpoint(
             self.model,
             settings.late_transaction_padding_seconds,
             settings.bootstrap_servers,
@@ -125,6 +133,9 @@ class Exporter:
             # With --all-partitions the exporter's broker coordinates only some of its rows.
             coordinator=lambda: None if settings.all_partitions else self.tail.broker_id,
             consumer_groups=self.consumer_groups.lookup,
+            known_bugs=lambda brokers: bug_context(
+                self.model, self.broker_versions, self.tail.broker_id, bool(settings.broker_log), brokers
+            ),
         )
         self.server = MetricsServer(
             host,
@@ -134,7 +145,7 @@ class Exporter:
             ready=self.ready,
             readiness_detail=self.readiness,
             web_config_file=settings.web_config,
-            routes={endpoint.PATH: transactions},
+            routes={endpoint.PATH: self.transactions},
         )
         self._polling = False  # serve()'s loop is running (and using the consumer)
 
@@ -160,6 +171,9 @@ class Exporter:
         if self.settings.hanging_scan_interval_seconds > 0:
             scan = (stop, self.settings, self.model, lambda: self.tail.broker_id, self.ready)
             threads.append(threading.Thread(target=scan_hanging, args=scan, name="hanging-scan", daemon=True))
+        versions, view = self.broker_versions, self.transactions.own_view
+        bugs = (stop, self.model, versions, self.settings.broker_log, lambda: self.tail.broker_id, view)
+        threads.append(threading.Thread(target=count_known_bugs, args=bugs, name="known-bugs", daemon=True))
         for thread in threads:
             thread.start()
         self._polling = True
@@ -196,6 +210,7 @@ class Exporter:
             broker_log.close()
         self.cluster_state.close()
         self.consumer_groups.close()
+        self.broker_versions.close()
         return closed
 
     def ready(self) -> bool:

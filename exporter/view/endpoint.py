@@ -20,7 +20,8 @@ from exporter.contracts.peers import Answer, PeersBusy, PeerViews, Source
 from exporter.model import CoordinatorModel
 from exporter.view import cluster, page
 from exporter.view.diagnosis import assembly, consumer_groups, known_bugs, selection
-from exporter.view.query import QueryError, document, parse_query
+from exporter.view.document import Document
+from exporter.view.query import Query, QueryError, document, parse_query
 
 PATH = "/transactions"
 SCOPES = ("broker", "cluster")
@@ -79,6 +80,26 @@ class TransactionsEndpoint:
             query = parse_query(query_string)
         except QueryError as e:
             return HTTPStatus.BAD_REQUEST, {"Content-Type": "text/plain; charset=utf-8"}, f"{e}\n".encode()
+        doc = self.own_view(query)
+        if scope == "cluster":
+            own = Answer(Source(self._name, self._url), doc, None, 0.0)
+            try:
+                asked = self._peers.answers(query.parameters(format="json"), authorization) if self._peers else []
+            except PeersBusy as e:
+                headers = {"Content-Type": "text/plain; charset=utf-8", "Retry-After": "1"}
+                return HTTPStatus.SERVICE_UNAVAILABLE, headers, f"{e}\n".encode()
+            doc = {**cluster.merge([own, *asked], query.limit), "peers": doc["peers"]}
+        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+        if query.format == "html" or (query.format is None and "text/html" in accept):
+            headers["Content-Type"] = "text/html; charset=utf-8"
+            headers["Content-Security-Policy"] = page.CONTENT_SECURITY_POLICY
+            return HTTPStatus.OK, headers, page.render(doc, query).encode()
+        headers["Content-Type"] = "application/json"
+        return HTTPStatus.OK, headers, json.dumps(doc).encode() + b"\n"
+
+    def own_view(self, query: Query) -> Document:
+        """This exporter's view of `query`, its rows diagnosed: what the route serves (scope=broker),
+        and what the known-bug count reads (exporter.app.known_bugs_loop)."""
         doc = document(
             self._model, query, int(self._clock() * 1000), self._padding_ms, self._bootstrap_servers, self._broker_log
         )
@@ -104,21 +125,7 @@ class TransactionsEndpoint:
         # beside (null until discovered, and with --all-partitions) and what it bootstraps from.
         doc["broker"] = {"id": self._broker_id(), "bootstrap_servers": self._bootstrap_servers}
         doc["peers"] = len(self._peers or ())  # scope=cluster asks them too
-        if scope == "cluster":
-            own = Answer(Source(self._name, self._url), doc, None, 0.0)
-            try:
-                asked = self._peers.answers(query.parameters(format="json"), authorization) if self._peers else []
-            except PeersBusy as e:
-                headers = {"Content-Type": "text/plain; charset=utf-8", "Retry-After": "1"}
-                return HTTPStatus.SERVICE_UNAVAILABLE, headers, f"{e}\n".encode()
-            doc = {**cluster.merge([own, *asked], query.limit), "peers": doc["peers"]}
-        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
-        if query.format == "html" or (query.format is None and "text/html" in accept):
-            headers["Content-Type"] = "text/html; charset=utf-8"
-            headers["Content-Security-Policy"] = page.CONTENT_SECURITY_POLICY
-            return HTTPStatus.OK, headers, page.render(doc, query).encode()
-        headers["Content-Type"] = "application/json"
-        return HTTPStatus.OK, headers, json.dumps(doc).encode() + b"\n"
+        return doc
 
 
 def _take_scope(query_string: str) -> tuple[str, str]:

@@ -42,6 +42,10 @@ def test_the_coordinators_file_of_its_own_times_every_transition_and_server_log_
         process = exporter(
             broker.bootstrap_servers, "--broker-log", str(coordinator_log), *append_latency.EXPORTER_FLAGS
         )
+        # The broker's version, from the startup line of the coordinator's own file (looked back for).
+        process.wait_for(
+            lambda: process.value("txn_exporter_broker_info", version=version, source="log") == 1, 60, "its version"
+        )
         with transactions_running(broker.bootstrap_servers, "plain", ["logging-warm-up"], pause_s=0.2):
             process.wait_for(
                 lambda: process.value("txn_exporter_append_latency_clock_info", clock="coordinator") == 1,

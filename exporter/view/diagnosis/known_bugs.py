@@ -14,6 +14,7 @@ from exporter.contracts.bug_facts import COORDINATOR, HANGING, LATE, PARTITION_L
 from exporter.contracts.bug_matching import BugCheck, check
 from exporter.contracts.cluster import ClusterSnapshot
 from exporter.contracts.kafka_versions import BrokerVersion
+from exporter.contracts.known_bugs import KNOWN_BUGS
 from exporter.contracts.runbooks import KNOWN_BUG
 from exporter.view.diagnosis.commands import runbook_link
 from exporter.view.diagnosis.selection import coordinator_broker, diagnosed_rows
@@ -121,6 +122,18 @@ def known_bugs(result: BugCheck, facts: BugFacts, roles: tuple[str, ...]) -> Kno
         "ordinary_cause": result.ordinary_cause,
         "versions": {role: None if v is None else v.text for role, v in versions.items()},
     }
+
+
+def counts(doc: Document) -> dict[str, int]:
+    """The document's rows (diagnosed and hanging) naming each known bug of the table, by JIRA id
+    (kafka_transactions_matching_known_bug); every bug of the table counted, 0 where none."""
+    found = dict.fromkeys((bug.jira for bug in KNOWN_BUGS), 0)
+    lists = [d.get("known_bugs") for row in doc["transactions"] if (d := row.get("diagnosis"))]
+    lists += [row.get("known_bugs") for row in doc["hanging"]]
+    for bugs in lists:
+        for jira in {m["jira"] for m in bugs["matches"]} if bugs else ():
+            found[jira] = found.get(jira, 0) + 1
+    return found
 
 
 def version_seen(version: BrokerVersion) -> KafkaVersionSeen:
