@@ -31,7 +31,10 @@ from exporter.view.document import (
 
 
 def attach_to_diagnosis(diagnosis: Diagnosis, row: TransactionRow, context: BugContext, now_ms: int) -> None:
-    """The row's known bugs in its diagnosis; a match is its summary, with the known-bug runbook."""
+    """The row's known bugs in its diagnosis; a match is its summary, with the known-bug runbook. A row
+    neither stuck nor late (diagnosed for its errors alone) is one no bug of the table explains."""
+    if not (row.get("stuck") or row.get("late")):
+        return
     partition, coordinator = row["coordinator_partition"], row.get("coordinator_broker")
     log, missing = context.coordinator_log(partition, coordinator)
     errors = [e["last_seen_ms"] for e in row.get("marker_errors") or ()]

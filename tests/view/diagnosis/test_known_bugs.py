@@ -9,11 +9,13 @@ from typing import Any
 from exporter.contracts.bug_facts import BugContext, CoordinatorLog
 from exporter.contracts.cluster import PartitionMetadata
 from exporter.contracts.kafka_versions import ANY_PATCH, API_VERSIONS, between, from_log
+from exporter.contracts.known_bugs import KNOWN_BUGS
 from exporter.contracts.runbooks import KNOWN_BUG, MARKERS_PENDING
 from exporter.view import page, table
 from exporter.view.diagnosis.assembly import attach
+from exporter.view.diagnosis.known_bugs import counts
 from exporter.view.query import Query
-from tests.view.diagnosis.builders import BOOTSTRAP, HELD, NOW, ORDERS_MIN_ISR_2, row, snapshot
+from tests.view.diagnosis.builders import BOOTSTRAP, HELD, NOW, ORDERS_MIN_ISR_2, error, row, snapshot
 
 HEALTHY = {("orders", 0): PartitionMetadata(1, (1, 2), (1, 2)), ("orders", 1): PartitionMetadata(1, (1, 2), (1, 2))}
 
@@ -176,3 +178,16 @@ def test_the_page_and_the_table_show_the_match_its_link_and_what_was_not_checked
     text = table.render(doc)
     assert "known bug: KAFKA-16352 matches, on Kafka 3.7.1 (from its log)" in text
     assert "https://issues.apache.org/jira/browse/KAFKA-16352" in text
+
+
+def test_a_row_diagnosed_for_its_errors_alone_is_not_held_against_the_bugs() -> None:
+    diagnosis = diagnosed(reloaded(), stuck=False, marker_errors=[error("orders-1", "REQUEST_TIMED_OUT")])
+    assert "known_bugs" not in diagnosis
+
+
+def test_the_rows_naming_each_bug_are_counted_every_bug_of_the_table_listed() -> None:
+    doc = document([row(), row(transactional_id="young", stuck=False)], [hanging_row()])
+    attach(doc, snapshot(HEALTHY), BOOTSTRAP, 1, None, reloaded("3.5.2"))
+    found = counts(doc)
+    assert found["KAFKA-16352"] == 1 and found["KAFKA-12671"] == 1  # 3.5.2: the hanging row's too
+    assert set(found) == {bug.jira for bug in KNOWN_BUGS} and sum(found.values()) == 2
