@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from exporter.codec.errors import DecodeError
-from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES, TransactionState
+from exporter.codec.states import IN_FLIGHT_STATES, TransactionState
 from exporter.codec.value import TransactionLogValue
 from exporter.contracts.bug_facts import CoordinatorLog
 from exporter.contracts.events import (
@@ -87,7 +87,8 @@ from exporter.contracts.events import (
 )
 from exporter.contracts.kafka_versions import LOG, BrokerVersion, from_log
 from exporter.contracts.known_bugs import KNOWN_BUGS
-from exporter.contracts.lifecycle import CAUSE_TIMEOUT, TRANSACTION_RESULTS, is_stuck_prepare, is_timeout_abort
+from exporter.contracts.lifecycle import CAUSE_TIMEOUT, TRANSACTION_RESULTS, is_timeout_abort
+from exporter.model import aggregates, notes
 from exporter.model.append_clock import COORDINATOR, FETCH, AppendClock
 from exporter.model.coordinator_loads import CoordinatorLoads
 from exporter.model.epoch_headroom import highest_epochs, ids_near_exhaustion
@@ -99,7 +100,6 @@ from exporter.model.partition import (
     NEAR_EXHAUSTION_EPOCH,
     PRODUCER_ID_SHIFT,
     STATE_MASK,
-    TRACKED_STATES,
     InFlightEntry,
     PartitionState,
     unpack,
@@ -113,6 +113,18 @@ from exporter.model.reading import (
     select_in_flight,
 )
 from exporter.model.sinks import ObservationSinks
+from exporter.model.transitions import (
+    ACTIONS,
+    COMPLETES,
+    ENDS_TRANSACTION,
+    ENTERS_IN_FLIGHT,
+    ENTERS_ONGOING,
+    ENTERS_PENDING,
+    LEAVES_IN_FLIGHT_STATE,
+    LEAVES_PENDING,
+    ONGOING,
+    PENDING,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,44 +153,8 @@ MAX_TAG_LABEL = 63
 OTHER_TAGS = "other"
 _ONGOING_STATE = TransactionState.ONGOING
 
-# What a transition from state `old` to `new` (ABSENT for none/tombstone) does besides the state:
-# bit flags, looked up as _ACTIONS[old][new]. The two completion flags are 4 and 8 so that
-# `(action >> 3) & 1` indexes (commit, abort) sinks.
-_LEAVES_PENDING = 1
-_ENTERS_PENDING = 2
-_PENDING = _LEAVES_PENDING | _ENTERS_PENDING
-_COMPLETES_COMMIT = 4
-_COMPLETES_ABORT = 8
-_COMPLETES = _COMPLETES_COMMIT | _COMPLETES_ABORT
-_LEAVES_ONGOING = 16
-_ENTERS_ONGOING = 32  # also ONGOING -> ONGOING (partitions added): the deadline is rewritten
-_ONGOING = _LEAVES_ONGOING | _ENTERS_ONGOING
-_ENDS_TRANSACTION = 64  # ONGOING -> PREPARE_*: the transaction's duration is known
-_ENTERS_IN_FLIGHT = _ENTERS_ONGOING | _ENTERS_PENDING
-_LEAVES_IN_FLIGHT_STATE = 128  # from ONGOING or PREPARE_* to another state: out of that state's dict
-
 # The transaction-duration sinks are indexed by TRANSACTION_RESULTS.
 _TIMEOUT = TRANSACTION_RESULTS.index(CAUSE_TIMEOUT)
-
-
-def _action(old: int, new: int) -> int:
-    action = (_LEAVES_PENDING if old in PREPARE_STATES else 0) | (_ENTERS_PENDING if new in PREPARE_STATES else 0)
-    if (old, new) == (TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT):
-        action |= _COMPLETES_COMMIT
-    if (old, new) == (TransactionState.PREPARE_ABORT, TransactionState.COMPLETE_ABORT):
-        action |= _COMPLETES_ABORT
-    if new == TransactionState.ONGOING:
-        action |= _ENTERS_ONGOING
-    elif old == TransactionState.ONGOING:
-        action |= _LEAVES_ONGOING
-        if new in PREPARE_STATES:
-            action |= _ENDS_TRANSACTION
-    if old in IN_FLIGHT_STATES and new != old:
-        action |= _LEAVES_IN_FLIGHT_STATE
-    return action
-
-
-_ACTIONS = tuple(tuple(_action(old, new) for new in range(ABSENT + 1)) for old in range(ABSENT + 1))
 
 
 T = TypeVar("T")
@@ -247,7 +223,7 @@ class CoordinatorModel:
 
     def _apply_records(self, event: TransactionLogRecords) -> None:
         """The record path. It runs for every record, so the partition's containers are looked up
-        once per run and transitions are table lookups instead of branches (see _ACTIONS)."""
+        once per run and transitions are table lookups instead of branches (see ACTIONS)."""
         part = self._partitions.get(event.partition)
         if part is None:
             part = self._partitions[event.partition] = PartitionState(live=not event.replay)
@@ -309,23 +285,23 @@ class CoordinatorModel:
             counts[old] -= 1
             counts[new] += 1
 
-            action = _ACTIONS[old][new]
-            if action & _ONGOING:
-                if action & _ENTERS_ONGOING:
+            action = ACTIONS[old][new]
+            if action & ONGOING:
+                if action & ENTERS_ONGOING:
                     part.ongoing[tid] = value.start_timestamp_ms + value.transaction_timeout_ms
                 else:
                     del part.ongoing[tid]
-            if action & _PENDING:
-                if action & _LEAVES_PENDING:
+            if action & PENDING:
+                if action & LEAVES_PENDING:
                     prepared = part.pending.pop(tid)
                     if part.retrying:
                         part.retrying.discard(tid)
-                if action & _ENTERS_PENDING:
+                if action & ENTERS_PENDING:
                     counted = live or (counting_since_ms is not None and record.timestamp_ms >= counting_since_ms)
                     part.pending[tid] = (record.timestamp_ms << 1) | counted
-            if action & _LEAVES_IN_FLIGHT_STATE:
+            if action & LEAVES_IN_FLIGHT_STATE:
                 del inflight[old][tid]
-            if action & _ENTERS_IN_FLIGHT:  # InFlight's fields
+            if action & ENTERS_IN_FLIGHT:  # InFlight's fields
                 entered = value.start_timestamp_ms if new == _ONGOING_STATE else record.timestamp_ms
                 inflight[new][tid] = (entered, tid, partition, packed, record, None)
             if not live:
@@ -343,7 +319,7 @@ class CoordinatorModel:
                 record_append_latency[new](received_ms - timestamp_ms, received_ms, tid, producer_id)
             if old != ABSENT and old_packed >> PRODUCER_ID_SHIFT != producer_id:
                 self._producer_id_rotations += 1
-            if action & _COMPLETES:
+            if action & COMPLETES:
                 # Prepare -> complete of the same kind, both appends counted (the prepare perhaps by the
                 # exporter of the coordinator before a move: `pending`). Under the prepare's producer
                 # id: the one its markers carry (a TV2 COMPLETE_* may carry the next one).
@@ -351,7 +327,7 @@ class CoordinatorModel:
                     self._record_completion[(action >> 3) & 1](
                         timestamp_ms - (prepared >> 1), received_ms, tid, old_packed >> PRODUCER_ID_SHIFT
                     )
-            elif action & _ENDS_TRANSACTION:
+            elif action & ENDS_TRANSACTION:
                 start_ms = value.start_timestamp_ms
                 result = new - TransactionState.PREPARE_COMMIT  # 0 commit, 1 abort
                 if result and is_timeout_abort(
@@ -454,16 +430,16 @@ class CoordinatorModel:
             self._append_clock.line(event)
         elif type(event) is MarkerWriteRetried:
             self._marker_retries[event.error] = self._marker_retries.get(event.error, 0) + 1
-            self._note_marker_error(event)
+            notes.note_marker_error(self._partitions.values(), event)
         elif type(event) is TransactionLogAppendFailed:
             key = (event.target_state, event.error)
             self._append_errors[key] = self._append_errors.get(key, 0) + 1
-            self._note_append_error(event)
+            notes.note_append_error(self._partitions.values(), event)
             if event.transactional_id is not None:
                 self._append_clock.failed(event.transactional_id, event.target_state, event.seen_ms)
         elif type(event) is MarkerWriteFailed:
             self._marker_failures[event.error] = self._marker_failures.get(event.error, 0) + 1
-            self._note_marker_error(event)
+            notes.note_marker_error(self._partitions.values(), event)
         elif type(event) is CompleteAppendRetried:
             self._complete_append_retries += 1
             tid = event.transactional_id
@@ -512,39 +488,6 @@ class CoordinatorModel:
         else:
             raise TypeError(f"not a source event: {event!r}")
 
-    def _note_marker_error(self, event: MarkerWriteRetried | MarkerWriteFailed) -> None:
-        """Notes the error on its PREPARE_* transaction's data partition (copy on write: readers may
-        hold the previous entry)."""
-        tid, partition = event.transactional_id, event.partition
-        if tid is None or partition is None:
-            return
-        for part in self._partitions.values():  # a scan beats knowing the partition count
-            for state in PREPARE_STATES:
-                prepared = part.inflight[state]
-                entry = prepared.get(tid)
-                if entry is not None:
-                    errors: dict[tuple[str, str], tuple[int, int]] = dict(entry[5] or {})
-                    key = (partition, event.error)
-                    previous = errors.get(key)
-                    errors[key] = (1 if previous is None else previous[0] + 1, event.seen_ms)
-                    prepared[tid] = (*entry[:5], errors)
-                    return
-
-    def _note_append_error(self, event: TransactionLogAppendFailed) -> None:
-        """Notes a failed append on the `__transaction_state` partition holding its transactional id
-        (copy on write); an id the model does not track yet (a first InitProducerId) is only counted."""
-        tid = event.transactional_id
-        if tid is None:
-            return
-        for part in self._partitions.values():  # rare: a scan beats knowing the partition count
-            if tid in part.states:
-                errors = dict(part.append_errors)
-                key = (event.target_state, event.error)
-                previous = errors.get(key)
-                errors[key] = (1 if previous is None else previous[0] + 1, event.seen_ms)
-                part.append_errors = errors
-                return
-
     # --- Queries (any thread: each takes the lock itself) ---
 
     def snapshot(self, now_ms: int, late_padding_ms: int, read_sinks: Callable[[], T]) -> tuple[ModelSnapshot, T]:
@@ -552,12 +495,12 @@ class CoordinatorModel:
         observation sinks are written by `apply`, so a scrape reads them while no record is applied
         (a histogram's count then equals the records counted)."""
         with self._lock:
-            pending, oldest_prepare_ms = self._pending_markers()
+            pending, oldest_prepare_ms = aggregates.pending_markers(self._partitions.values())
             snapshot = ModelSnapshot(
                 source_up=self._source_up,
-                transactions_by_state=self._transactions_by_state(),
-                late_transactions=self._late_transactions(now_ms, late_padding_ms),
-                stuck_prepares=self._stuck_prepares(now_ms, late_padding_ms),
+                transactions_by_state=aggregates.transactions_by_state(self._partitions.values()),
+                late_transactions=aggregates.late_transactions(self._partitions.values(), now_ms, late_padding_ms),
+                stuck_prepares=aggregates.stuck_prepares(self._partitions.values(), now_ms, late_padding_ms),
                 pending_markers=pending,
                 oldest_prepare_ms=oldest_prepare_ms,
                 tombstones=self._tombstones,
@@ -646,53 +589,3 @@ class CoordinatorModel:
             unmatched=dict(clock.unmatched),
             negative=clock.negative,
         )
-
-    def _transactions_by_state(self) -> tuple[int, ...]:
-        """Tracked transactional ids by current state id (EMPTY..COMPLETE_ABORT), live partitions."""
-        totals = [0] * TRACKED_STATES
-        for part in self._partitions.values():
-            if part.live:
-                counts = part.state_counts
-                for state in range(TRACKED_STATES):
-                    totals[state] += counts[state]
-        return tuple(totals)
-
-    def _late_transactions(self, now_ms: int, padding_ms: int) -> int:
-        """ONGOING transactions past their own timeout plus `padding_ms` at `now_ms` (KIP-664's
-        lateness rule, with each transaction's timeout instead of transaction.max.timeout.ms), over
-        live partitions. O(ongoing transactions)."""
-        cutoff = now_ms - padding_ms
-        late = 0
-        for part in self._partitions.values():
-            if part.live and part.ongoing:
-                late += sum(1 for deadline in part.ongoing.values() if deadline < cutoff)
-        return late
-
-    def _stuck_prepares(self, now_ms: int, padding_ms: int) -> int:
-        """PREPARE_* transactions in that state longer than their own timeout plus `padding_ms`
-        (exporter.contracts.lifecycle.is_stuck_prepare), over live partitions. O(pending transactions)."""
-        stuck = 0
-        for part in self._partitions.values():
-            if part.live and part.pending:
-                for state in PREPARE_STATES:
-                    for entry in part.inflight[state].values():
-                        value = entry[4].value
-                        if value is not None and is_stuck_prepare(
-                            entry[0], value.transaction_timeout_ms, now_ms, padding_ms
-                        ):
-                            stuck += 1
-        return stuck
-
-    def _pending_markers(self) -> tuple[int, int | None]:
-        """(transactions whose last state is PREPARE_* and whose final append is not in the retry
-        queue, oldest PREPARE_* timestamp in ms or None, retry queue included), over live partitions.
-        O(pending transactions): only those in flight are scanned."""
-        count = 0
-        oldest: int | None = None
-        for part in self._partitions.values():
-            if part.live and part.pending:
-                count += len(part.pending) - len(part.retrying)
-                candidate = part.oldest_prepare_timestamp_ms()
-                if oldest is None or (candidate is not None and candidate < oldest):
-                    oldest = candidate
-        return count, oldest
