@@ -67,7 +67,6 @@ from exporter.contracts.events import (
     CoordinatorChanged,
     CoordinatorLoadFinished,
     CoordinatorLoadStarted,
-    CoordinatorLogAtDebug,
     CoordinatorStarting,
     HangingScanCompleted,
     KnownBugsCounted,
@@ -138,7 +137,6 @@ Event = (
     | BrokerLogStats
     | HangingScanCompleted
     | TransitionAppended
-    | CoordinatorLogAtDebug
     | BrokerVersionSeen
     | BrokerVersionAnswered
     | KnownBugsCounted
@@ -462,8 +460,6 @@ class CoordinatorModel:
                 self._hanging_scan = event
             else:
                 self._hanging_scan_errors += 1
-        elif type(event) is CoordinatorLogAtDebug:
-            self._append_clock.presume(event.seen_ms)
         elif type(event) is CoordinatorLoadStarted:
             self._loads.started(event)
         elif type(event) is CoordinatorLoadFinished:
