@@ -22,8 +22,11 @@ from pathlib import Path
 import pytest
 
 from exporter.broker_log import BrokerLogParser
+from exporter.contracts.kafka_versions import WHOLLY, coverage, from_log
+from exporter.contracts.known_bugs import KNOWN_BUGS
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from tests import tested_on
+from tests.model.test_late_timeouts_rotations import new_model
 from tests.sources.make_broker_log_corpus import as_json, corpus_name
 from txn_workshop.harness.versions import kafka_version
 
@@ -136,3 +139,18 @@ def test_the_log_formats_are_those_of_the_version_table(version, mode):
     states = set(re.findall(r"txnState=(\w+)", text))
     assert states and all((s.isupper() if row.log_state_names == "enum" else not s.isupper()) for s in states), states
     assert f"PendingCompleteTxn{row.pending_complete_txn_bracket}transactionalId=" in text
+
+
+def test_reloads_without_a_leadership_change_where_kafka_15468_lives(version, mode):
+    """KAFKA-15468 as the coordinators of the corpus wrote it: loads of a partition at the epoch of its
+    previous load, no resignation between, on the KRaft brokers of the versions the known-bug table
+    gives it (3.6.2 and 3.7.2 loaded two partitions again at epoch 0, seconds after their first loads),
+    never on one with the fix,
+    nor in ZooKeeper mode (a LeaderAndIsr at the same leader epoch is ignored there)."""
+    (bug,) = [b for b in KNOWN_BUGS if b.jira == "KAFKA-15468"]
+    model, _ = new_model()
+    model.apply_batch(BrokerLogParser().feed(_corpus(version, mode, ".log").read_bytes().split(b"\n")[:-1]))
+    loads = model.snapshot(0, 0, lambda: None)[0].coordinator_loads
+    storm = mode == "kraft" and coverage(from_log(version), bug.intervals) == WHOLLY
+    assert (loads.reloads_without_leader_change > 0) == storm
+    assert loads.loading == 0 and loads.duration_buckets[-1] >= 4  # every load finished
