@@ -145,8 +145,8 @@ def test_reloads_without_a_leadership_change_where_kafka_15468_lives(version, mo
     """KAFKA-15468 as the coordinators of the corpus wrote it: loads of a partition at the epoch of its
     previous load, no resignation between, on the KRaft brokers of the versions the known-bug table
     gives it (3.6.2 and 3.7.2 loaded two partitions again at epoch 0, seconds after their first loads),
-    never on one with the fix,
-    nor in ZooKeeper mode (a LeaderAndIsr at the same leader epoch is ignored there)."""
+    never on one with the fix, nor in ZooKeeper mode (a broker ignores a LeaderAndIsr at the leader
+    epoch it has, unless a KRaft controller sent it: ReplicaManager.becomeLeaderOrFollower)."""
     (bug,) = [b for b in KNOWN_BUGS if b.jira == "KAFKA-15468"]
     model, _ = new_model()
     model.apply_batch(BrokerLogParser().feed(_corpus(version, mode, ".log").read_bytes().split(b"\n")[:-1]))
