@@ -119,9 +119,10 @@ def test_every_link_from_the_code_into_a_docs_page_resolves():
     assert not broken, "\n".join(broken)
 
 
-def test_the_benchmarks_page_is_a_results_page_under_500_lines():
+def test_the_benchmarks_page_is_a_results_page_under_600_lines():
+    """About 20 lines a benchmark: room for the ones to come, none for a run-by-run history."""
     lines = (ROOT / "docs" / "benchmarks.md").read_text().splitlines()
-    assert len(lines) < 500, f"docs/benchmarks.md has {len(lines)} lines: today's figures only, history is in git"
+    assert len(lines) < 600, f"docs/benchmarks.md has {len(lines)} lines: today's figures only, history is in git"
 
 
 def test_the_benchmarks_page_names_every_bench_file_and_no_date():
