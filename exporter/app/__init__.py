@@ -27,7 +27,7 @@ from exporter.app.broker_log_loop import follow_broker_logs
 from exporter.app.hanging_loop import scan_hanging
 from exporter.app.known_bugs_loop import bug_context, count_known_bugs
 from exporter.app.tail_loop import follow_tail
-from exporter.contracts.events import CoordinatorChanged
+from exporter.contracts.events import CoordinatorChanged, CoordinatorStarting
 from exporter.http_server import MetricsServer
 from exporter.metrics import otlp
 from exporter.metrics.prometheus import TransactionCollector
@@ -166,7 +166,7 @@ class Exporter:
         watch = FileWatch(broker_log.path for broker_log in self.broker_logs) if self.broker_logs else None
         if watch is not None:
             freshness = self.settings.freshness_seconds
-            follow = (stop, watch, self.broker_logs, self.model, self._coordinators_changed, freshness)
+            follow = (stop, watch, self.broker_logs, self.model, self._coordinator_lines, freshness)
             threads.append(threading.Thread(target=follow_broker_logs, args=follow, name="broker-log", daemon=True))
         if self.settings.hanging_scan_interval_seconds > 0:
             scan = (stop, self.settings, self.model, lambda: self.tail.broker_id, self.ready)
@@ -191,13 +191,23 @@ class Exporter:
             if watch is not None and not any(thread.is_alive() for thread in threads):
                 watch.close()
 
-    def _coordinators_changed(self, changes: list[CoordinatorChanged]) -> None:
-        """The broker log's elected and resigned lines, told to the tail: it re-reads partition
-        ownership at once, and counts the records of an epoch an elected line says this broker leads."""
-        for change in changes:
-            if change.elected and change.epoch is not None:
-                self.tail.coordinator_elected(change.partition, change.epoch)
-        self.tail.refresh_ownership_soon()
+    def _coordinator_lines(self, lines: list[CoordinatorChanged | CoordinatorStarting], read_ms: int | None) -> None:
+        """A read of the broker log, told to the tail (exporter.sources.topic_tail's counting.py): the
+        epochs its elected lines say this broker leads, its resignations and restarts (which end the
+        run of epochs it led), and that every line written before `read_ms` has been read (None: a
+        file could not be read). An
+        elected or resigned line has the tail re-read partition ownership at once."""
+        for line in lines:
+            if isinstance(line, CoordinatorStarting):
+                self.tail.coordinator_restarted()
+            elif line.elected and line.epoch is not None:
+                self.tail.coordinator_elected(line.partition, line.epoch)
+            elif not line.elected:
+                self.tail.coordinator_resigned(line.partition)
+        if read_ms is not None:
+            self.tail.broker_log_read(read_ms)
+        if any(type(line) is CoordinatorChanged for line in lines):
+            self.tail.refresh_ownership_soon()
 
     def stop(self) -> bool:
         """Stops serving and closes the sources; returns whether the Kafka clients were closed (not if

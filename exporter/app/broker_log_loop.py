@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, TransitionAppended
+from exporter.contracts.events import BrokerLogStats, CoordinatorChanged, CoordinatorStarting, TransitionAppended
 from exporter.model import CoordinatorModel
 from exporter.sources.broker_log_tail import BrokerLogFollower
 from exporter.sources.file_watch import FileWatch
@@ -30,18 +30,21 @@ def follow_broker_logs(
     watch: FileWatch,
     followers: Sequence[BrokerLogFollower],
     model: CoordinatorModel,
-    coordinators_changed: Callable[[list[CoordinatorChanged]], None],
+    coordinator_lines: Callable[[list[CoordinatorChanged | CoordinatorStarting], int | None], None],
     freshness_seconds: float,
 ) -> None:
     """Reads the broker log files when they change, at most every BROKER_LOG_POLL_SECONDS, less
     often while they bring no event (up to BROKER_LOG_QUIET_POLL_SECONDS), until `stop` is set;
-    hands `coordinators_changed` the elected and resigned lines of a read that brought any."""
+    hands `coordinator_lines` the coordinator's elected, resigned and starting lines of each read,
+    with the wall clock (ms) before it, when every file could be read: every line written before then
+    has been read."""
     failing: set[int] = set()  # followers whose last poll failed, so an error is logged once
     wait = BROKER_LOG_POLL_SECONDS
     # Read at least twice within the freshness: a `succeeded` line times its record no later.
     quiet = min(BROKER_LOG_QUIET_POLL_SECONDS, freshness_seconds / 2)
     while True:
         events = []
+        read_ms = int(time.time() * 1000)
         for n, follower in enumerate(followers):
             try:
                 events += follower.poll()
@@ -54,9 +57,8 @@ def follow_broker_logs(
         if events:  # (any line read makes one: the lines' count)
             watch.read_found_lines()
             model.apply_batch(events, int(time.time() * 1000))
-            changes = [event for event in events if type(event) is CoordinatorChanged]
-            if changes:
-                coordinators_changed(changes)
+        lines = [event for event in events if type(event) in _COORDINATOR_LINES]
+        coordinator_lines(lines, None if failing else read_ms)  # type: ignore[arg-type]  # because filtered by type
         wait = next_broker_log_wait(wait, events, quiet)
         if stop.wait(wait):
             return
@@ -74,3 +76,4 @@ def next_broker_log_wait(wait: float, events: Sequence[object], quiet: float = B
 
 
 _ROUTINE = (BrokerLogStats, TransitionAppended)
+_COORDINATOR_LINES = (CoordinatorChanged, CoordinatorStarting)

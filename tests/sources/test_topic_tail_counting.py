@@ -116,3 +116,36 @@ def test_a_partition_taken_back_within_a_second_counts_its_undrained_records_onc
     consumer.queued = [Message(0, o, epoch=e) for o, e in ((0, 3), (1, 3), (2, 3), (3, 4), (4, 5))]
     events = tail.poll(timeout=0)
     assert taken(events) == [2, 4] and applied_uncounted(events) == [0, 1, 3]
+
+
+def test_an_epoch_bumped_twice_without_a_move_is_this_brokers_by_its_logs_silence(led):
+    """ZooKeeper mode bumps a leader's epoch when a follower leaves its ISR, with no elected line.
+    Broker 1 answers in epoch 5 for a record of epoch 4: once its log has been read past that record
+    without a resignation or a restart since epoch 3, epoch 4 was its own too."""
+    tail, consumer, clock = led
+    tail.broker_log_read(int(clock.now * 1000) - 1)  # a log is read, not yet past the record below
+    consumer.queued = [Message(0, 2, epoch=4)]
+    assert taken(tail.poll(timeout=0)) == []
+    consumer.assigned_from.clear()
+    consumer.leader_epochs[0] = 5
+    tail.poll(timeout=0)
+    assert consumer.assigned_from == []  # still fenced: the log may yet show a resignation
+    tail.broker_log_read(int(clock.now * 1000) + 1)
+    clock.now += 1.1
+    tail.poll(timeout=0)
+    assert consumer.assigned_from == [(0, 2)]
+    consumer.queued = [Message(0, 2, epoch=4), Message(0, 3, epoch=5)]
+    assert taken(tail.poll(timeout=0)) == [2, 3]
+
+
+def test_a_resignation_in_the_log_leaves_the_epochs_between_to_another_broker(led):
+    tail, consumer, clock = led
+    tail.coordinator_resigned(0)
+    tail.broker_log_read(int(clock.now * 1000) + 10_000)
+    consumer.queued = [Message(0, 2, epoch=4)]
+    tail.poll(timeout=0)
+    consumer.leader_epochs[0] = 5
+    tail.poll(timeout=0)
+    consumer.queued = [Message(0, 2, epoch=4), Message(0, 3, epoch=5)]
+    events = tail.poll(timeout=0)
+    assert taken(events) == [3] and applied_uncounted(events) == [2]

@@ -75,6 +75,7 @@ class Ownership:
         # Followed partitions whose live record of a newer epoch (at their next offset) waits for
         # ownership to be read again -> that epoch.
         self.fenced: dict[int, int] = {}
+        self.fenced_ms: dict[int, int] = {}  # when each was fenced (wall clock, ms)
         # Each partition's leader, as the last metadata read answered; with all_partitions, the broker
         # the bootstrap address names, when it names one (whose log --broker-log reads).
         self._leaders: dict[int, int] = {}
@@ -180,6 +181,7 @@ class Ownership:
         """`partition` is followed no more."""
         self.created_since_ms.pop(partition, None)
         self.fenced.pop(partition, None)
+        self.fenced_ms.pop(partition, None)
 
     def fence(self, partition: int, offset: int, epoch: int, newest: int) -> None:
         """A live record of `partition` (at `offset`, its next) was appended in leader `epoch`, newer
@@ -195,9 +197,12 @@ class Ownership:
             newest,
         )
         self.fenced[partition] = epoch
+        self.fenced_ms[partition] = self._now_ms()
         self.read_soon()
 
     def lift(self, partitions: list[int]) -> dict[int, int]:
         """Fenced `partitions` whose leader (this exporter's broker) answered: their fenced epochs; the
         caller refetches them from their next offset."""
+        for partition in partitions:
+            self.fenced_ms.pop(partition, None)
         return {partition: self.fenced.pop(partition) for partition in partitions}

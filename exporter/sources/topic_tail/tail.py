@@ -3,7 +3,6 @@ docstring says which part holds what)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -13,7 +12,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from exporter import defaults
-from exporter.codec import DecodeError, TransactionLogRecord, decode_record
+from exporter.codec import DecodeError, decode_record
 from exporter.contracts.events import (
     PartitionAssigned,
     PartitionDraining,
@@ -32,7 +31,15 @@ from exporter.sources.topic_tail.fetch_pattern import FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
-from exporter.sources.topic_tail.topic import METADATA_TIMEOUT_SECONDS, TOPIC, Fetched, latest_offsets, log
+from exporter.sources.topic_tail.topic import (
+    METADATA_TIMEOUT_SECONDS,
+    TOPIC,
+    Fetched,
+    latest_offsets,
+    log,
+    log_observed,
+    records_log,
+)
 
 # Only "all brokers down" means the source is down; a single dropped connection (an idle one the
 # broker reaped, say) just asks for a metadata refresh, which tells whether the cluster answers.
@@ -50,24 +57,6 @@ _ACCESS_ERRORS = {
 # connection failure are one message, which the log's repeat suppression collapses.
 _CONNECT_TIME = re.compile(r" \(after \d+ms in state \w+\)")
 _PROGRESS_INTERVAL_SECONDS = 1.0
-
-# Every live record as received, at DEBUG: what the append-latency bound of each transition was
-# measured from (tests/integration/broker_truth.py holds it to the coordinator's own log lines).
-_records_log = logging.getLogger(log.name + ".records")
-
-
-def _log_observed(partition: int, record: TransactionLogRecord, received_ms: int) -> None:
-    value = record.value
-    fields = {"partition": partition, "offset": record.offset, "transactional_id": record.transactional_id}
-    if value is not None:
-        fields.update(
-            state=value.state.name,
-            producer_id=value.producer_id,
-            producer_epoch=value.producer_epoch,
-            last_update_ms=value.last_update_timestamp_ms,
-        )
-    fields.update(timestamp_ms=record.timestamp_ms, received_ms=received_ms)
-    _records_log.debug("live record %s", json.dumps(fields, ensure_ascii=False))
 
 
 class TransactionLogTail:
@@ -147,8 +136,20 @@ class TransactionLogTail:
     def coordinator_elected(self, partition: int, epoch: int) -> None:
         """Any thread (the broker log's): this exporter's broker became the partition's coordinator in
         `epoch`; its records of that epoch are counted here (counting.py), and ownership read soon."""
-        self._counting.hand(partition, epoch)
+        self._counting.hand("elected", partition, epoch)
         self._ownership.read_soon()
+
+    def coordinator_resigned(self, partition: int) -> None:
+        """Any thread: this exporter's broker stopped coordinating the partition (counting.py)."""
+        self._counting.hand("resigned", partition)
+
+    def coordinator_restarted(self) -> None:
+        """Any thread: this exporter's broker (re)started (counting.py)."""
+        self._counting.hand("restarted")
+
+    def broker_log_read(self, read_ms: int) -> None:
+        """Any thread: every line of the broker's log written before `read_ms` has been read."""
+        self._counting.hand("read", read_ms)
 
     def fetch_for_freshness(self, on: bool) -> None:
         """Whether the coordinator's own clock times the appends (exporter.model.append_clock): then the
@@ -224,7 +225,7 @@ class TransactionLogTail:
             return
         messages: list[Fetched] = [first, *consumer.consume(max_records - 1, 0)]  # type: ignore[list-item]  # because one without error() has its partition and offset (Fetched)
         received_ms = int(self._clock() * 1000)
-        observed = _records_log.isEnabledFor(logging.DEBUG)
+        observed = records_log.isEnabledFor(logging.DEBUG)
         followed = self._followed
         replay = self._replay
         windows = replay.windows
@@ -326,7 +327,7 @@ class TransactionLogTail:
                 run.records.append(record)
                 live += 1
                 if observed:
-                    _log_observed(partition, record, readable_ms)
+                    log_observed(partition, record, readable_ms)
             if replay_end is not None and offset + 1 >= replay_end:
                 self._end_replay(partition, events)
                 run = None
@@ -475,12 +476,16 @@ class TransactionLogTail:
         again within a second (poll)."""
         fenced = sorted(self._ownership.fenced.items())
         answers = self._leader_answers([partition for partition, _ in fenced])
-        answered = [partition for partition, _ in fenced if answers[partition] is not None]
+        settle, fenced_ms = self._counting.settle, self._ownership.fenced_ms
+        answered = [
+            partition
+            for partition, fenced_epoch in fenced
+            if answers[partition] is not None
+            and settle(partition, fenced_epoch, answers[partition][1], fenced_ms[partition])  # type: ignore[index]  # because answered
+        ]
         if not answered:
             return
-        for partition, fenced_epoch in self._ownership.lift(answered).items():
-            epoch = answers[partition][1]  # type: ignore[index]  # because answered
-            self._counting.learn(partition, fenced_epoch if epoch is None else epoch)
+        self._ownership.lift(answered)
         self._fetch.refetch(answered, self._next_offset)
         log.info("%s partitions %s: led by this exporter's broker in a newer epoch; refetched", TOPIC, answered)
 
