@@ -179,6 +179,34 @@ def parse_succeeded(text: str) -> TransitionLine | str:
     return UNRECOGNIZED
 
 
+# A `succeeded` line as every pinned version writes it, whole, for an id without spaces or quotes:
+# one anchored match, the fields in their order. Where it matches, parse_succeeded reads the same
+# fields (no other split of the ids, no earlier `producerEpoch=` or `txnState=`, no later
+# `txnLastUpdateTimestamp=`; topic names hold no `=`).
+_USUAL_SUCCEEDED = re.compile(
+    rb"\[([^\]]*)\] [A-Z]+ \[Transaction State Manager [0-9]+\]: Updating ([^ ']+)'s transaction state to "
+    rb"TxnTransitMetadata[\[(]producerId=(-?[0-9]+), (?:prevProducerId|previousProducerId|lastProducerId)=-?[0-9]+, "
+    rb"(?:nextProducerId=-?[0-9]+, )?producerEpoch=(-?[0-9]+), lastProducerEpoch=-?[0-9]+, txnTimeoutMs=-?[0-9]+, "
+    rb"txnState=(\w+), topicPartitions=[^=]*, txnStartTimestamp=-?[0-9]+, txnLastUpdateTimestamp=(-?[0-9]+)"
+    rb"(?:, clientTransactionVersion=\w+)?[\])] with coordinator epoch [0-9]+ for ([^ ']+) succeeded \([\w$.]+\)\r*\Z"
+)
+_TARGET_STATES_BYTES = {name.encode(): state for name, state in TARGET_STATES.items()}
+
+
+def parse_succeeded_bytes(line: bytes) -> TransitionLine | str:
+    """parse_succeeded of the line as read (UTF-8, `\\r` at its end included), in one match where it is
+    ASCII and in the usual words (a busy coordinator writes thousands a second)."""
+    usual = _USUAL_SUCCEEDED.match(line)
+    if usual is not None and line.isascii():
+        time, tid, producer_id, producer_epoch, state_name, last_update_ms, tid_again = usual.groups()
+        state = _TARGET_STATES_BYTES.get(state_name)
+        if tid == tid_again and state is not None:
+            return TransitionLine(
+                tid.decode(), state, int(producer_id), int(producer_epoch), int(last_update_ms), time.decode()
+            )
+    return parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
+
+
 def _transition(tid: str, meta: str, time: str) -> TransitionLine | None:
     """The record's fields `<meta>` names: the producer's first (its head), the last update after the
     partitions (its tail, which an over-long line keeps too)."""

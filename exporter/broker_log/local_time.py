@@ -23,8 +23,8 @@ from datetime import date
 QUARTER_HOUR_MS = 15 * 60 * 1000
 _DAY_MS = 86_400_000
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-# `yyyy-MM-dd HH:mm` of recent lines -> its ms as if UTC; small (a minute's lines share one entry).
-_MINUTES_KEPT = 64
+# `yyyy-MM-dd HH:mm:ss,` of recent lines -> its ms as if UTC; small (a second's lines share one entry).
+_SECONDS_KEPT = 64
 
 
 class LocalTimes:
@@ -32,7 +32,7 @@ class LocalTimes:
 
     def __init__(self) -> None:
         self.offset_ms: int | None = None  # local time minus UTC, once learned
-        self._minutes: dict[str, int] = {}
+        self._seconds: dict[str, int] = {}
 
     def place(self, text: str, witness_utc_ms: int, read_ms: int) -> int | None:
         """UTC epoch ms of the frame's time `text`, or None if it is not a time this reads.
@@ -44,33 +44,46 @@ class LocalTimes:
         if local_ms is None:
             return None
         estimate = _rounded(local_ms - witness_utc_ms)
+        offset_ms = self.offset_ms
         # Learned from the first line; re-learned when both witnesses agree on another offset.
-        if self.offset_ms is None or (estimate != self.offset_ms and _rounded(local_ms - read_ms) == estimate):
-            self.offset_ms = estimate
-        return local_ms - self.offset_ms
+        if offset_ms is None or (estimate != offset_ms and _rounded(local_ms - read_ms) == estimate):
+            offset_ms = self.offset_ms = estimate
+        return local_ms - offset_ms
 
     def naive_ms(self, text: str) -> int | None:
         """`yyyy-MM-dd HH:mm:ss,SSS` (or `.SSS`, or a `T` between date and time) as epoch ms, read as
         if it were UTC; None for anything else."""
-        if len(text) != 23 or text[10] not in " T" or text[19] not in ",." or text[13] != ":" or text[16] != ":":
+        if len(text) != 23:
             return None
-        minute = text[:16]
-        base = self._minutes.get(minute)
-        if base is None:
-            try:
-                day = date(int(text[:4]), int(text[5:7]), int(text[8:10])).toordinal() - _EPOCH_ORDINAL
-                hour, mins = int(text[11:13]), int(text[14:16])
-            except ValueError:
+        head, millis = text[:20], text[20:]
+        second = self._seconds.get(head)
+        if second is None:
+            second = _second_ms(head)
+            if second is None:
                 return None
-            if text[4] != "-" or text[7] != "-" or not (0 <= hour < 24 and 0 <= mins < 60):
-                return None
-            if len(self._minutes) >= _MINUTES_KEPT:
-                self._minutes.clear()
-            base = self._minutes[minute] = day * _DAY_MS + (hour * 60 + mins) * 60_000
-        seconds, millis = text[17:19], text[20:23]
-        if not (text.isascii() and seconds.isdigit() and millis.isdigit()) or int(seconds) > 60:
+            if len(self._seconds) >= _SECONDS_KEPT:
+                self._seconds.clear()
+            self._seconds[head] = second
+        if not (millis.isascii() and millis.isdigit()):
             return None
-        return base + int(seconds) * 1000 + int(millis)
+        return second + int(millis)
+
+
+def _second_ms(head: str) -> int | None:
+    """`yyyy-MM-dd HH:mm:ss,` (or `.`, or a `T` between date and time) as epoch ms, read as if UTC."""
+    if head[10] not in " T" or head[19] not in ",." or head[13] != ":" or head[16] != ":":
+        return None
+    if head[4] != "-" or head[7] != "-" or not head.isascii():
+        return None
+    try:
+        day = date(int(head[:4]), int(head[5:7]), int(head[8:10])).toordinal() - _EPOCH_ORDINAL
+        hour, mins = int(head[11:13]), int(head[14:16])
+    except ValueError:
+        return None
+    seconds = head[17:19]
+    if not (0 <= hour < 24 and 0 <= mins < 60 and seconds.isdigit()) or int(seconds) > 60:
+        return None
+    return day * _DAY_MS + (hour * 60 + mins) * 60_000 + int(seconds) * 1000
 
 
 def _rounded(difference_ms: int) -> int:

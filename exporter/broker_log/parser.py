@@ -45,7 +45,7 @@ from exporter.broker_log.lines import (
     TransitionLine,
     parse_entry,
     parse_fatal_continuation,
-    parse_succeeded,
+    parse_succeeded_bytes,
 )
 from exporter.broker_log.local_time import LocalTimes
 from exporter.contracts.events import (
@@ -134,11 +134,13 @@ class BrokerLogParser:
         needle, fatal, state_manager_ends, failed = _NEEDLE, _FATAL_NEEDLE, _STATE_MANAGER_ENDS, _FAILED
         for line in lines:
             count += 1
-            if needle in line:
+            # rfind, not `in`: a coordinator line's needles are in its end (the logger's name), found
+            # at once from there; a line without them is scanned whole either way.
+            if line.rfind(needle) >= 0:
                 if line[:1] == b"[":
                     if not line.endswith(state_manager_ends) or b"] " not in line:
                         self._entry(line, events)
-                    elif _SUCCEEDED in line:
+                    elif line.rfind(_SUCCEEDED) >= 0:
                         self._succeeded(line, events)
                     elif failed in line or _LOAD in line:
                         self._entry(line, events)
@@ -188,27 +190,20 @@ class BrokerLogParser:
             events.append(parsed)  # type: ignore[arg-type]  # because parse_entry's other results are events
 
     def _succeeded(self, line: bytes, events: list[BrokerLogEvent]) -> None:
-        parsed = parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
+        parsed = parse_succeeded_bytes(line)
         if type(parsed) is not TransitionLine:
             if parsed is MALFORMED:
                 self._malformed(line)
             else:
                 self._unrecognized(line)
             return
-        appended_ms = self.times.place(parsed.time, parsed.last_update_ms, self._now_ms)
+        tid, state, producer_id, producer_epoch, last_update_ms, time = parsed
+        appended_ms = self.times.place(time, last_update_ms, self._now_ms)
         if appended_ms is None:
             self.unplaced += 1
             return
         events.append(
-            TransitionAppended(
-                parsed.transactional_id,
-                parsed.target_state,
-                parsed.producer_id,
-                parsed.producer_epoch,
-                parsed.last_update_ms,
-                appended_ms,
-                self._now_ms,
-            )
+            TransitionAppended(tid, state, producer_id, producer_epoch, last_update_ms, appended_ms, self._now_ms)
         )
 
     def _unrecognized(self, line: bytes) -> None:

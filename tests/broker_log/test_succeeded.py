@@ -4,8 +4,17 @@ version's words, with the ids and lines a broker can write."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from exporter.broker_log.lines import MALFORMED, UNRECOGNIZED, TransitionLine, parse_succeeded
+from exporter.broker_log.lines import (
+    MALFORMED,
+    TARGET_STATES,
+    UNRECOGNIZED,
+    TransitionLine,
+    parse_succeeded,
+    parse_succeeded_bytes,
+)
 from exporter.broker_log.parser import BrokerLogParser
 from exporter.codec.states import TransactionState as S
 from exporter.contracts.events import TransitionAppended
@@ -96,3 +105,72 @@ def test_epoch_milliseconds_need_no_offset() -> None:
     parser = BrokerLogParser()
     (event,) = parser.feed([succeeded("t", META_41.format("ONGOING"), time=str(UPDATED_MS + 4)).encode()], 0)
     assert isinstance(event, TransitionAppended) and event.appended_ms == UPDATED_MS + 4
+
+
+# What takes a line off parse_succeeded_bytes's usual path (or keeps it on it), by the part it changes.
+_TWISTS = {
+    "id": st.one_of(
+        st.sampled_from(["a's b", "x for y", "z with coordinator epoch 3 for z", "订单-7", "a'b", "é", "a b", "a\tb"]),
+        st.text(st.sampled_from("ab-_.' 7é订("), min_size=1, max_size=8),
+    ),
+    "second id": st.text(st.sampled_from("abz-_.07 '"), min_size=0, max_size=12),
+    "state": st.sampled_from(["NOT_A_STATE", "ON GOING", "", "Ongoing", "PrepareEpochFence", "DEAD"]),
+    "number": st.sampled_from(["x", "", "1 2", "٣", "+1", "-", "--1", "1_0"]),
+    "coordinator epoch": st.sampled_from(["-1", "x", "", "٣", "1 for"]),
+    "prefix": st.sampled_from(["[Transaction State Manager 12]:", "[x] ", "", "[]", "[a]:  ", "[a"]),
+    "time": st.sampled_from(["1795644692123", "x]", "2026-11-25 22:11:32.123", "2026-11-25T22:11:32,123", ""]),
+    "end": st.sampled_from(["\r", "\r\r", " ", ")", " (a b)"]),
+    "partitions": st.sampled_from(["[a=1]", "Set(x-1, y-2)", "[a-1 ... b-2]", "[" + ", ".join(["t-0"] * 300) + "]"]),
+    "garbled byte": st.integers(0, 600),
+}
+_USUAL_ID = st.text(st.sampled_from("abz-_.07"), min_size=1, max_size=12)
+_NUMBER = st.integers(-(2**63), 2**63).map(str)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    data=st.data(),
+    meta=st.sampled_from([META_3, META_40, META_41]),
+    tid=_USUAL_ID,
+    state=st.sampled_from(sorted(TARGET_STATES)),
+    numbers=st.tuples(_NUMBER, _NUMBER, _NUMBER, st.integers(0, 2**31).map(str)),
+    twists=st.sets(st.sampled_from(sorted(_TWISTS)), max_size=2),
+)
+def test_the_bytes_path_reads_every_line_as_the_text_path_does(
+    data: st.DataObject,
+    meta: str,
+    tid: str,
+    state: str,
+    numbers: tuple[str, str, str, str],
+    twists: set[str],
+) -> None:
+    """parse_succeeded_bytes (one match for the usual line) gives what parse_succeeded gives for the
+    line's text, for every line: usual ones, and ones with an unusual part or two (ids, states, numbers,
+    prefixes, times, line ends, partitions, bytes that are not UTF-8)."""
+    twist = {name: data.draw(_TWISTS[name], label=name) for name in twists}
+    producer_id, producer_epoch, last_update, coordinator_epoch = numbers
+    if "number" in twist:
+        which = data.draw(st.integers(0, 2), label="which number")
+        producer_id, producer_epoch, last_update = [
+            twist["number"] if n == which else v for n, v in enumerate((producer_id, producer_epoch, last_update))
+        ]
+    body = (
+        meta.format(twist.get("state", state))
+        .replace("producerId=2,", f"producerId={producer_id},", 1)
+        .replace("producerEpoch=0", f"producerEpoch={producer_epoch}")
+        .replace("txnLastUpdateTimestamp=2", f"txnLastUpdateTimestamp={last_update}")
+    )
+    for usual in ("[a-1, a-0]", "Set(a-1, a-0)", "Set(a-0)"):
+        body = body.replace(usual, twist.get("partitions", usual))
+    first_id = twist.get("id", tid)
+    text = (
+        f"[{twist.get('time', '2026-11-25 22:11:32,123')}] DEBUG "
+        f"{twist.get('prefix', '[Transaction State Manager 1]: ')}Updating {first_id}'s transaction state to {body} "
+        f"with coordinator epoch {twist.get('coordinator epoch', coordinator_epoch)} for "
+        f"{twist.get('second id', first_id)} succeeded {LOGGER}{twist.get('end', '')}"
+    )
+    line = text.encode()
+    if "garbled byte" in twist:
+        at = twist["garbled byte"]
+        line = line[:at] + b"\xff" + line[at + 1 :]
+    assert parse_succeeded_bytes(line) == parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
