@@ -127,13 +127,14 @@ class AppendClock:
             return
         line = self._lines.pop(key, None)
         if line is not None:
-            self._time(key, line[1], timestamp_ms, max(received_ms, line[0]), producer_id)
+            seen_ms, appended_ms = line
+            self._time(key, appended_ms, timestamp_ms, seen_ms if seen_ms > received_ms else received_ms, producer_id)
         else:
             self._remember(self._records, key, (received_ms, timestamp_ms, producer_id, partition, lost), "record")
 
     def line(self, event: TransitionAppended) -> None:
         """The coordinator's `succeeded` line of a transition."""
-        self._last_line_ms = event.seen_ms
+        seen_ms = self._last_line_ms = event.seen_ms
         if not self.coordinator:
             self.coordinator = True
             log.info("append latency: timed by the coordinator's own clock (its `succeeded` lines in the broker log)")
@@ -149,10 +150,10 @@ class AppendClock:
             return
         record = self._records.pop(key, None)
         if record is None:
-            self._remember(self._lines, key, (event.seen_ms, event.appended_ms), "line")
+            self._remember(self._lines, key, (seen_ms, event.appended_ms), "line")
             return
         received_ms, timestamp_ms, producer_id, _, _ = record
-        self._time(key, event.appended_ms, timestamp_ms, max(received_ms, event.seen_ms), producer_id)
+        self._time(key, event.appended_ms, timestamp_ms, received_ms if received_ms > seen_ms else seen_ms, producer_id)
 
     def leadership_lost(self, partition: int) -> None:
         """The broker lost `partition` (a drain began): its records waiting for their lines may have
@@ -216,7 +217,13 @@ class AppendClock:
         """Adds `entry` at the buffer's end; the oldest beyond max_waiting leaves, counted as evicted,
         and so does a waiting one of the same key (a transition repeated within one ms: the next line
         or record matches the newer)."""
-        evicted = [(key, buffer.pop(key))] if key in buffer else []
+        if key in buffer:
+            evicted = [(key, buffer.pop(key))]
+        elif len(buffer) < self._max:  # (the usual case, first)
+            buffer[key] = entry
+            return
+        else:
+            evicted = []
         buffer[key] = entry
         while len(buffer) > self._max:
             evicted.append(buffer.popitem(last=False))

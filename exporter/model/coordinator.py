@@ -216,6 +216,8 @@ class CoordinatorModel:
         """Applies one event."""
         if type(event) is TransactionLogRecords:
             self._apply_records(event)
+        elif type(event) is TransitionAppended:  # a `succeeded` line: thousands a second, as records
+            self._append_clock.line(event)
         else:
             self._apply_control(event)
 
@@ -424,9 +426,7 @@ class CoordinatorModel:
             self._apply_broker_log(event)
 
     def _apply_broker_log(self, event: Event) -> None:
-        if type(event) is TransitionAppended:
-            self._append_clock.line(event)
-        elif type(event) is MarkerWriteRetried:
+        if type(event) is MarkerWriteRetried:
             self._marker_retries[event.error] = self._marker_retries.get(event.error, 0) + 1
             notes.note_marker_error(self._partitions.values(), event)
         elif type(event) is TransactionLogAppendFailed:
