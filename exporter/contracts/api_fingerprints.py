@@ -1,5 +1,5 @@
 """A broker's Kafka version from its ApiVersions answer, held against the pinned brokers' answers
-(exporter.contracts.api_versions_table); pure.
+(exporter.contracts.api_versions_table, an answer a line); pure.
 
     version_from_api_versions({0: (0, 13), 1: (4, 18), ...}) -> BrokerVersion   # e.g. 3.9.x, 4.3.x-4.4.x
 
@@ -23,9 +23,29 @@ Answer = Mapping[int, tuple[int, int]]
 Fingerprint = tuple[tuple[int, int, int], ...]  # (API key, min, max) of each common key
 
 
+def parse_answer(text: str) -> dict[int, tuple[int, int]]:
+    """An answer as the table writes it, `0:0-13 1:4-18 ...` (API key:min-max), as a dict."""
+    answer = {}
+    for item in text.split():
+        key, _, versions = item.partition(":")
+        low, _, high = versions.partition("-")
+        answer[int(key)] = (int(low), int(high))
+    return answer
+
+
+def answer_text(answer: Answer) -> str:
+    """The table's text of an answer (parse_answer's inverse), by API key."""
+    return " ".join(f"{key}:{low}-{high}" for key, (low, high) in sorted(answer.items()))
+
+
+ANSWER_OF: dict[str, dict[str, dict[int, tuple[int, int]]]] = {
+    version: {mode: parse_answer(text) for mode, text in modes.items()} for version, modes in ANSWERS.items()
+}
+
+
 def _common_keys() -> tuple[int, ...]:
     keys: set[int] | None = None
-    for modes in ANSWERS.values():
+    for modes in ANSWER_OF.values():
         for answer in modes.values():
             keys = set(answer) if keys is None else keys & set(answer)
     return tuple(sorted(keys or ()))
@@ -44,7 +64,7 @@ def fingerprint(answer: Answer) -> Fingerprint | None:
 def _minors() -> list[tuple[tuple[int, int], set[Fingerprint]]]:
     """Each pinned minor, oldest first, with its brokers' fingerprints (one a mode)."""
     minors = []
-    for version, modes in ANSWERS.items():
+    for version, modes in ANSWER_OF.items():
         release = parse_release(version)
         if release is None:
             raise ValueError(f"api_versions_table: {version!r} is not a release")

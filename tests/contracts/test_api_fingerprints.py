@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.contracts.api_fingerprints import COMMON_KEYS, version_from_api_versions
-from exporter.contracts.api_versions_table import ANSWERS
+from exporter.contracts.api_fingerprints import ANSWER_OF as ANSWERS
+from exporter.contracts.api_fingerprints import COMMON_KEYS, answer_text, parse_answer, version_from_api_versions
 from exporter.contracts.kafka_versions import API_VERSIONS, parse_release
 from txn_workshop.harness.versions import KAFKA_VERSIONS, kafka_version
 
@@ -41,3 +41,9 @@ def test_an_answer_of_a_version_not_pinned_is_unknown() -> None:
 def test_apis_beside_the_common_ones_count_for_nothing() -> None:
     answer = {**ANSWERS["3.9.2"]["kraft"], 9999: (0, 1)}
     assert version_from_api_versions(answer).text == "3.9.x"
+
+
+def test_the_tables_text_reads_back_as_it_was_written() -> None:
+    for modes in ANSWERS.values():
+        for answer in modes.values():
+            assert parse_answer(answer_text(answer)) == answer

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
+from exporter.contracts.api_fingerprints import answer_text, parse_answer
 from exporter.sources.kafka_admin import admin_client
 from exporter.sources.kafka_python_adapter import api_versions
 from txn_workshop.harness.broker import KafkaBroker
@@ -33,13 +34,13 @@ STARTUP = ROOT / "tests" / "sources" / "broker_log_corpus" / "startup"
 TIMEOUT_MS = 10_000
 _APP_INFO = re.compile(rb"\(org\.apache\.kafka\.common\.utils\.(?:internals\.)?AppInfoParser\)\r?$")
 
-HEADER = '''"""The ApiVersions answer of each pinned Kafka version's broker, by mode: API key -> (min, max).
+HEADER = '''"""The ApiVersions answer of each pinned Kafka version's broker, by mode, as `API key:min-max` pairs
+(exporter.contracts.api_fingerprints reads them).
 
 Written by `python -m txn_workshop.broker_fingerprints` from real brokers; do not edit.
-exporter.contracts.api_fingerprints reads it.
 """
 
-ANSWERS: dict[str, dict[str, dict[int, tuple[int, int]]]] = '''
+ANSWERS: dict[str, dict[str, str]] = '''
 
 Answers = dict[str, dict[str, dict[int, tuple[int, int]]]]
 
@@ -65,8 +66,8 @@ def read_table() -> Answers:
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "ANSWERS":
             assert node.value is not None
-            answers: Answers = ast.literal_eval(node.value)
-            return answers
+            texts: dict[str, dict[str, str]] = ast.literal_eval(node.value)
+            return {v: {mode: parse_answer(text) for mode, text in modes.items()} for v, modes in texts.items()}
     return {}
 
 
@@ -74,10 +75,8 @@ def write_table(answers: Answers) -> None:
     ordered = {v: answers[v] for v in KAFKA_VERSIONS if v in answers}  # the pinned order, newest first
     lines = ["{"]
     for version, modes in ordered.items():
-        lines.append(f"    {version!r}: {{")
-        for mode, answer in sorted(modes.items()):
-            pairs = ", ".join(f"{key}: {answer[key]!r}" for key in sorted(answer))
-            lines.append(f"        {mode!r}: {{{pairs}}},")
+        lines.append(f'    "{version}": {{')
+        lines += [f'        "{mode}": "{answer_text(answer)}",' for mode, answer in sorted(modes.items())]
         lines.append("    },")
     lines.append("}")
     TABLE.write_text(HEADER + "\n".join(lines) + "\n")
