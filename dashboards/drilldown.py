@@ -13,6 +13,7 @@ from dashboards.panels import (
     CLOCK,
     COMPLETE_RETRIES,
     COMPLETION,
+    DRAINS,
     DRILLDOWN_UID,
     FOLLOWED,
     KNOWN_BUGS,
@@ -23,10 +24,15 @@ from dashboards.panels import (
     OLDEST,
     OVERVIEW_UID,
     PENDING,
+    RATE,
     RECORDS,
     RSS,
     SCRAPE_DURATION,
+    SEL,
     SEL_PARTITION,
+    TAKEN_OVER,
+    TAKEOVER_REPLAY,
+    TAKEOVERS_ONLY,
     TRANSACTIONS,
     TRANSITIONS,
     Dashboard,
@@ -133,6 +139,34 @@ PARTITION_ROW = Row(
             "Per exporter and state.",
             by="instance, state",
             width=12,
+        ),
+        Panel(
+            "Partitions taken over and drained, by broker",
+            (
+                Query(f"sum by (instance) (rate({series(TAKEN_OVER, SEL)}[{RATE}]))", "{{instance}} taken over"),
+                Query(
+                    f"sum by (instance, outcome) (rate({series(DRAINS, SEL)}[{RATE}]))", "{{instance}} drained {{outcome}}"
+                ),
+            ),
+            "Failovers as each exporter saw them: partitions its broker took over, and those it stopped"
+            " leading, read to the end of its epochs (a cut drain's last records are counted by no"
+            " exporter). Per second.",
+            "ops",
+            expected_empty=TAKEOVERS_ONLY,
+        ),
+        Panel(
+            "Takeover replay time, mean, by broker",
+            (
+                Query(
+                    f"sum by (instance) (rate({series(TAKEOVER_REPLAY, SEL)}[{RATE}]))"
+                    f" / sum by (instance) (rate({series(TAKEN_OVER, SEL)}[{RATE}]))",
+                    "{{instance}}",
+                ),
+            ),
+            "How long a partition taken over took to be followed live (its gauges and /transactions rows"
+            " wait for it; its records are counted meanwhile). " + help_of(TAKEOVER_REPLAY),
+            unit="s",
+            expected_empty=TAKEOVERS_ONLY,
         ),
     ),
 )

@@ -36,6 +36,7 @@ P99 = ', quantile="0.99"'
 FAULT_ONLY = "counter series exist only after the first such event (a fault)"
 BROKER_LOG_FAULT = "with --broker-log only, and " + FAULT_ONLY
 BROKER_LOG_ONLY = "with --broker-log only (the exporter follows the broker's server.log)"
+TAKEOVERS_ONLY = "a partition moving between brokers while the exporters run (a failover, an election)"
 JMX_ONLY = "broker JMX metrics: only where the brokers' jmx_exporter is scraped too"
 NO_LOADS = "a coordinator loads a partition when elected its leader: a quiet cluster has no load in the window"
 
@@ -63,6 +64,9 @@ TOMBSTONES = catalogue.TOMBSTONES.name
 SOURCE_UP = catalogue.SOURCE_UP.name
 FOLLOWED = catalogue.PARTITIONS_FOLLOWED.name
 LAG = catalogue.PARTITION_CONSUMER_LAG.name
+TAKEN_OVER = catalogue.PARTITIONS_TAKEN_OVER.name
+TAKEOVER_REPLAY = catalogue.TAKEOVER_REPLAY.name
+DRAINS = catalogue.PARTITION_DRAINS.name
 LAST_RECORD = catalogue.PARTITION_LAST_RECORD_TIMESTAMP.name
 BUILD_INFO = catalogue.BUILD_INFO.name
 BROKER_INFO = catalogue.BROKER_INFO.name

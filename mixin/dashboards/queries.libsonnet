@@ -200,52 +200,50 @@
         '17': {
           A: 'sum by (instance, state) (kafka_transactions{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
-        '19': {
-          A: 'sum by (instance) (rate(process_cpu_seconds_total{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+        '18': {
+          A: 'sum by (instance) (rate(txn_exporter_partitions_taken_over_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          B: 'sum by (instance, outcome) (rate(txn_exporter_partition_drains_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
-        '20': {
-          A: 'sum by (instance) (process_resident_memory_bytes{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        '19': {
+          A: 'sum by (instance) (rate(txn_exporter_takeover_replay_seconds_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval])) / sum by (instance) (rate(txn_exporter_partitions_taken_over_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '21': {
-          A: 'max by (instance) (scrape_duration_seconds{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+          A: 'sum by (instance) (rate(process_cpu_seconds_total{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '22': {
-          A: 'sum by (instance) (txn_exporter_partition_consumer_lag_records{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+          A: 'sum by (instance) (process_resident_memory_bytes{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '23': {
-          A: 'max by (instance, clock) (txn_exporter_append_latency_clock_info{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+          A: 'max by (instance) (scrape_duration_seconds{%(jobSelector)s, %(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '24': {
-          A: 'sum by (clock) (rate(txn_exporter_append_latency_transitions_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance) (txn_exporter_partition_consumer_lag_records{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
+        },
+        '25': {
+          A: 'max by (instance, clock) (txn_exporter_append_latency_clock_info{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
         '26': {
-          A: 'sum by (instance, tag) (rate(kafka_transaction_state_log_unknown_tagged_fields_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
-        },
-        '27': {
-          A: 'sum by (instance) (rate(txn_exporter_partitions_taken_over_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (clock) (rate(txn_exporter_append_latency_transitions_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '28': {
-          A: 'sum by (instance) (rate(txn_exporter_takeover_replay_seconds_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
+          A: 'sum by (instance, tag) (rate(kafka_transaction_state_log_unknown_tagged_fields_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
         '29': {
-          A: 'sum by (instance, outcome) (rate(txn_exporter_partition_drains_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
-        },
-        '30': {
           A: 'sum by (instance, state) (rate(txn_exporter_unwritten_state_records_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
-        '31': {
+        '30': {
           A: 'sum by (instance) (rate(txn_exporter_broker_log_unplaced_lines_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
-        '32': {
+        '31': {
           A: 'sum by (instance) (txn_exporter_broker_log_utc_offset_seconds{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
-        '33': {
+        '32': {
           A: 'sum by (instance, kind, reason) (rate(txn_exporter_append_clock_unmatched_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
-        '34': {
+        '33': {
           A: 'sum by (instance) (rate(txn_exporter_append_latency_negative_total{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s}[$__rate_interval]))' % c,
         },
-        '35': {
+        '34': {
           A: 'sum by (instance, bug) (txn_exporter_broker_affected_by_known_bug{%(clusterLabel)s=~"$cluster", instance=~"$instance"%(selectorComma)s})' % c,
         },
       },
