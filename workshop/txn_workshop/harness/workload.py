@@ -14,6 +14,7 @@ import json
 import logging
 import random
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -41,6 +42,7 @@ from txn_workshop.harness.admin import (
     partition_count,
     topic_config_override,
 )
+from txn_workshop.harness.processes import die_with_parent
 
 if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
@@ -411,6 +413,7 @@ def _run_child_until_ready(arguments: list[str], what: str, timeout: float) -> N
         [sys.executable, "-m", "txn_workshop.harness.workload", "--client-log-level", level, *arguments],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=_child_of_this_process,
     )
     try:
         assert child.stdout is not None
@@ -421,6 +424,16 @@ def _run_child_until_ready(arguments: list[str], what: str, timeout: float) -> N
     finally:
         child.kill()
         child.wait()
+
+
+def _child_of_this_process() -> None:
+    """A `preexec_fn`: the child is this process's to stop. It dies with it, even if it leaves
+    without the `finally` above (the demo's Ctrl-C leaves its workload's thread where it is), since
+    the child waits to be killed, forever; and a terminal's Ctrl-C, which reaches the whole process
+    group, leaves it alone (Python keeps SIGINT ignored when it starts so) instead of printing a
+    KeyboardInterrupt's traceback on the demo's terminal."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _ready_until_killed() -> None:
