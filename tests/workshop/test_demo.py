@@ -1,5 +1,8 @@
-"""`txn-exporter demo` as a real process: what it checks before starting, what it leaves behind, and
-what it prints through a hold of markers (each message true when printed, in the order things happen).
+"""`txn-exporter demo` as a real process: what it checks before starting, what it leaves behind, what
+it prints through a hold of markers (each message true when printed, in the order things happen), the
+clock its appends are timed on, and a Ctrl-C, to its whole process group as a terminal sends it,
+during a hold (broker 2 stopped) that leaves no process behind. How long that stop takes is measured
+by bench/demo_stop.py (docs/benchmarks.md), not here.
 
 The demo's work dir is a temporary directory: TMPDIR points it into the test's own directory."""
 
@@ -19,9 +22,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.codec.states import TransactionState
+from exporter.commands.transactions import DEFAULT_URL
 from tests.view import chromium
-from txn_workshop.demo import FREE_SECONDS, HOLD_SECONDS, LISTEN
+from txn_workshop.demo import COORDINATOR_LOG, FREE_SECONDS, HOLD_SECONDS, LISTEN
 from txn_workshop.harness.jars import TOOL_SCRIPTS
 from txn_workshop.harness.processes import free_port
 
@@ -104,6 +110,64 @@ def _shell(command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every live process: pid -> (parent pid, command line)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():  # self, thread-self, sys...
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):  # not a process, or gone meanwhile
+            continue
+        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":  # a zombie has stopped: only its parent's wait is missing
+            found[int(entry.name)] = (int(parent), cmdline)
+    return found
+
+
+def _family(pid: int) -> dict[int, str]:
+    """`pid`'s descendants (brokers included: their JVMs are its children, in process groups of their
+    own): pid -> command line."""
+    processes = _processes()
+    family: dict[int, str] = {}
+    parents = [pid]
+    while parents:
+        parent = parents.pop()
+        for child, (its_parent, cmdline) in processes.items():
+            if its_parent == parent and child not in family:
+                family[child] = cmdline
+                parents.append(child)
+    return family
+
+
+def _left_behind(family: dict[int, str], work_dir: Path) -> list[str]:
+    """Which of `family` still run, and any process naming `work_dir` (a broker started after the
+    family was listed), once that is settled: a child told to stop by its parent's exit (die_with_parent)
+    may take a moment to go. Waited for up to 30 s, a bound, not a speed asserted."""
+    deadline = time.monotonic() + 30
+    while True:
+        processes = _processes()
+        left = [
+            cmdline for pid, (_, cmdline) in processes.items() if family.get(pid) == cmdline or str(work_dir) in cmdline
+        ]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def _scrape(listen: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """/metrics: (sample name, its labels) -> value."""
+    with urllib.request.urlopen(f"http://{listen}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
 def _view(listen: str) -> dict:
     request = urllib.request.Request(f"http://{listen}/transactions", headers={"Accept": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as answer:
@@ -123,10 +187,12 @@ def _read_only(command: str) -> bool:
 @pytest.fixture(scope="module")
 def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], str, Path, dict]:
     """The demo (work dir kept) until it released its first hold and a summary after that shows 0
-    pending, then Ctrl-C: its stdout lines, its stderr, the test's TMPDIR, and what ran beside it:
-    during the hold, the transactions view (JSON) and `txn-exporter transactions` as the banner shows
-    it; after the release, the banner's Kafka tool command and the view's read-only commands, each
-    in a shell with the banner's `export PATH=...` first, as a user would copy them."""
+    pending, then on to its second hold, and Ctrl-C there, to its process group as a terminal sends
+    it: its stdout lines, its stderr, the test's TMPDIR, and what ran beside it: during the first
+    hold, the transactions view (JSON) and `txn-exporter transactions` as the banner shows it; after
+    the release, the banner's Kafka tool command and the view's read-only commands, each in a shell
+    with the banner's `export PATH=...` first, as a user would copy them; during the second hold,
+    /metrics, the demo's processes, and which of them were left once it had exited."""
     tmp_path = tmp_path_factory.mktemp("demo")
     kafka_broker_factory.make_room()
     listen = f"127.0.0.1:{free_port()}"
@@ -138,6 +204,7 @@ def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], s
         text=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},
         stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, which the Ctrl-C below is sent to
     )
     stdout, stderr = demo.stdout, demo.stderr
     assert stdout is not None and stderr is not None
@@ -179,8 +246,15 @@ def through_a_hold(tmp_path_factory, kafka_broker_factory) -> tuple[list[str], s
             tool = command.split()[0]
             if _read_only(command) and tool not in ran["commands"]:
                 ran["commands"][tool] = (command, _shell(f"{export}; {command}"))
-        demo.send_signal(signal.SIGINT)
+        # The next hold (broker 2 stopped, markers held back), where a Ctrl-C used to take 14 s.
+        while sum(map(bool, map(HOLDING.match, list(lines)))) < 2:
+            assert demo.poll() is None and time.monotonic() < deadline + 120, "\n".join(lines) + "".join(errors)
+            time.sleep(0.5)
+        ran["metrics"] = _scrape(listen)
+        ran["family"] = _family(demo.pid)
+        os.killpg(demo.pid, signal.SIGINT)
         assert demo.wait(180) == 0, "\n".join(lines) + "".join(errors)
+        ran["left"] = _left_behind(ran["family"], tmp_path)
     finally:
         if demo.poll() is None:
             demo.kill()
@@ -195,6 +269,74 @@ def test_the_work_dir_is_kept_with_keep_work_dir(through_a_hold) -> None:
     (work_dir,) = tmp_path.glob("txn-exporter-demo-*")
     assert f"Brokers' data and logs kept in {work_dir}" in lines
     assert (work_dir / "broker-1" / "logs" / "server.log").stat().st_size > 0
+
+
+CLOCK_INFO = "txn_exporter_append_latency_clock_info"
+
+
+def test_every_append_is_timed_on_the_coordinators_clock_from_its_own_file(through_a_hold) -> None:
+    """As deploy/ recommends: the coordinator's TransactionStateManager at DEBUG in txn-coordinator.log,
+    server.log at INFO, and the exporter following that file: by the second hold, every target state
+    has appends, each timed on the coordinator's clock (none by the fetch, none left untimed)."""
+    lines, _, tmp_path, ran = through_a_hold
+    metrics = ran["metrics"]
+    in_force = [labels for (name, labels), value in metrics.items() if name == CLOCK_INFO and value == 1]
+    assert in_force == [(("clock", "coordinator"),)], in_force
+    for state in TransactionState:
+        if state in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE):
+            continue  # never written by a broker
+        labels = (("target_state", state.name),)
+        count = metrics["kafka_transaction_state_log_append_latency_seconds_count", labels]
+        timed = {
+            clock: metrics["txn_exporter_append_latency_transitions_total", (("clock", clock), *labels)]
+            for clock in ("coordinator", "fetch", "untimed")
+        }
+        assert count > 0 and timed == {"coordinator": count, "fetch": 0, "untimed": 0}, (state.name, count, timed)
+    (work_dir,) = tmp_path.glob("txn-exporter-demo-*")
+    coordinator_log = work_dir / "broker-1" / "logs" / COORDINATOR_LOG
+    assert any(line.strip() == str(coordinator_log) for line in lines)  # the banner names it
+    assert " succeeded (kafka.coordinator.transaction.TransactionStateManager)" in coordinator_log.read_text()
+    for broker in ("broker-1", "broker-2"):
+        server_log = (work_dir / broker / "logs" / "server.log").read_text()
+        assert " INFO " in server_log and " DEBUG " not in server_log, broker
+
+
+def test_ctrl_c_during_a_hold_stops_every_process_brokers_included(through_a_hold) -> None:
+    """Ctrl-C to the demo's process group while broker 2 is stopped for a hold: the demo exits with 0
+    (the fixture checks), and no process it started is left, broker 1's JVM included."""
+    _, stderr, tmp_path, ran = through_a_hold
+    (work_dir,) = tmp_path.glob("txn-exporter-demo-*")
+    brokers = [cmdline for cmdline in ran["family"].values() if "kafka.Kafka" in cmdline]
+    assert len(brokers) == 1 and str(work_dir / "broker-1") in brokers[0], brokers  # broker 2 was stopped
+    assert ran["left"] == [], ran["left"]
+    assert "Traceback" not in stderr, stderr
+
+
+def test_the_demos_brokers_log_the_coordinator_as_deploy_recommends() -> None:
+    """The demo's logging configurations (workshop/txn_workshop/demo_logging/) are deploy/broker-logging/'s
+    for what --broker-log reads: the same loggers and levels, the coordinator's file by the same name
+    and layout. Only the bounds differ: no console, and both files roll by size at the harness's bounds."""
+    sizes = ("size.size", "strategy.max", "MaxFileSize", "MaxBackupIndex")
+    for name in ("log4j.properties", "log4j2.properties"):
+        deploy = _properties(ROOT / "deploy" / "broker-logging" / name)
+        demo = _properties(ROOT / "workshop" / "txn_workshop" / "demo_logging" / name)
+        coordinator = {
+            key: value
+            for key, value in deploy.items()
+            if key.startswith(("logger.", "log4j.logger.", "appender.txn.", "log4j.appender.txnCoordinatorAppender"))
+            and not key.endswith(sizes)
+        }
+        assert len(coordinator) >= 8 and {key: demo.get(key) for key in coordinator} == coordinator, name
+        assert not any("Console" in value for value in demo.values()), name
+        bounds = {value.replace("sys:", "") for key, value in demo.items() if key.endswith(sizes)}
+        assert bounds == {"${txn.log.max.bytes}", "${txn.log.backups}"}, (name, bounds)
+        assert not any("TimeBased" in value or "DailyRolling" in value for value in demo.values()), name
+
+
+def _properties(path: Path) -> dict[str, str]:
+    """A .properties file's keys and values (log4j's and log4j2's: no continuation lines)."""
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
 
 
 def test_a_hold_is_announced_once_both_transactions_are_pending_and_released_before_any_summary_shows_0(
@@ -278,11 +420,34 @@ def test_the_banners_commands_run_as_printed(through_a_hold) -> None:
         assert proc.returncode == 0 and proc.stdout.strip(), (command, proc.stdout, proc.stderr)
 
 
+# _explain's arguments after the metrics URL: the brokers, the tools' dir, the version, the coordinator's log.
+EXPLAINED = (
+    "127.0.0.1:9092",
+    "127.0.0.1:9093",
+    Path("/tmp/demo/bin"),
+    "4.4.0",
+    Path("/tmp/demo/broker-1/logs") / COORDINATOR_LOG,
+)
+
+
+def test_the_banner_says_which_clock_times_the_appends_and_why(capsys) -> None:
+    from txn_workshop.demo import _explain
+
+    _explain(f"http://{LISTEN}/metrics", *EXPLAINED)
+    words = " ".join(capsys.readouterr().out.split())
+    assert (
+        "The clock: every append latency here is the coordinator's own, exact to the ms "
+        '(txn_exporter_append_latency_clock_info{clock="coordinator"} is 1), as deploy/ recommends' in words
+    )
+    assert "TransactionStateManager at DEBUG" in words and f"/tmp/demo/broker-1/logs/{COORDINATOR_LOG}" in words
+    assert "record timestamp -> visible to the exporter" not in words  # the fetch's clock, no more
+
+
 def test_the_banner_names_the_transactions_command_without_url_on_the_default_port(capsys) -> None:
     from txn_workshop.demo import _explain
 
-    assert LISTEN == "127.0.0.1:9464"
-    _explain(f"http://{LISTEN}/metrics", "127.0.0.1:9092", "127.0.0.1:9093", Path("/tmp/demo/bin"), "4.4.0")
+    assert f"http://{LISTEN}" == DEFAULT_URL
+    _explain(f"http://{LISTEN}/metrics", *EXPLAINED)
     out = capsys.readouterr().out
     assert "in a terminal: txn-exporter transactions\n" in out
     assert 'export PATH="/tmp/demo/bin:$PATH"' in out and "kafka/4.3.1/libs" in out
@@ -306,7 +471,7 @@ def test_what_the_newcomer_reads_says_that_kafka_resends_markers_without_backoff
     longer says the demo does not follow the broker log (it does: --broker-log on the coordinator)."""
     from txn_workshop.demo import _explain
 
-    _explain("http://127.0.0.1:9464/metrics", "127.0.0.1:9092", "127.0.0.1:9093", Path("/tmp/demo/bin"), "4.4.0")
+    _explain("http://127.0.0.1:9464/metrics", *EXPLAINED)
     assert "Kafka retries markers without backoff" in capsys.readouterr().out
     runbooks = (ROOT / "alerts" / "runbooks.md").read_text()
     section = runbooks.split("## KafkaTransactionMarkerRetriesSustained", 1)[1].split("\n## ", 1)[0]

@@ -6,9 +6,21 @@ out, and after every FREE_SECONDS of that holds the markers of two transactions 
 commit and the coordinator's abort of a timed-out producer) until both are pending, then for
 HOLD_SECONDS more, and the exporter serving /metrics. Kafka's tools that the transactions view
 names run from the cached jars through scripts the demo writes into its work dir (bin/). A summary of what the numbers say is printed every few seconds until
-Ctrl-C or --duration. The brokers' data and logs (server.log rolls over by size: a hold's marker
+Ctrl-C or --duration. The brokers' data and logs (each file rolls over by size: a hold's marker
 retries write megabytes a second) live in a temporary directory, removed on exit unless
 --keep-work-dir.
+
+It runs as deploy/ recommends: the brokers log with deploy/broker-logging/'s loggers (demo_logging/),
+the coordinator's TransactionStateManager at DEBUG in a file of its own, and the exporter follows that
+file, so every append is timed on the coordinator's own clock. Broker 1 is the coordinator of every
+transactional id: the harness makes `__transaction_state` there before broker 2 joins, and broker 2
+is the one each hold stops, so no hold moves a coordinator.
+
+Ctrl-C (or SIGTERM) stops everything, brokers included, at any moment, a hold included (within 3 s:
+bench/demo_stop.py). The main thread only waits for it, or for the end; the demo's own thread starts
+the brokers and runs the rest. Whatever that thread or the workload's is doing then is left where it
+is: both brokers are closed at once (SIGKILL after BROKER_STOP_SECONDS; a start under way launches
+no JVM after that: KafkaBroker.close), the work dir is removed, and the process leaves.
 """
 
 from __future__ import annotations
@@ -17,18 +29,21 @@ import argparse
 import itertools
 import logging
 import math
+import os
 import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from exporter import config, logs
+from exporter import config, defaults, logs
 from exporter.app import Exporter
 from exporter.codec.states import IN_FLIGHT_STATES, PREPARE_STATES
 from exporter.http_server import ListenError, MetricsServer
@@ -44,6 +59,7 @@ from txn_workshop.harness.jars import (
     tools_libs,
     tools_version,
 )
+from txn_workshop.harness.versions import kafka_version
 from txn_workshop.harness.workload import held_commit, run_mix, timed_out_producer
 
 TOPIC = "demo-orders"
@@ -56,7 +72,13 @@ HOLD_SECONDS = 20
 HELD_TIMEOUT_MS = 8000
 # Where the demo's exporter listens by default: `txn-exporter transactions`' default exporter too, so
 # the banner's command needs no --url there.
-LISTEN = "127.0.0.1:9464"
+LISTEN = f"127.0.0.1:{defaults.PORT}"
+# On Ctrl-C both brokers get SIGTERM at once, and SIGKILL if still there after this long: broker 2
+# alone waits for its controlled shutdown (3 s here), the two at once were gone in 0.6-0.75 s. A kill
+# costs nothing here: their data is thrown away, their logs are written line by line.
+BROKER_STOP_SECONDS = 1.0
+# The coordinator's lines, in the file deploy/broker-logging/ gives them (demo_logging/ has its loggers).
+COORDINATOR_LOG = "txn-coordinator.log"
 log = logging.getLogger("txn_exporter.demo")
 
 
@@ -115,24 +137,136 @@ def run(args: argparse.Namespace) -> int:
     # producers retrying through a hold (GETPID ... concurrent operation ... retrying).
     logging.getLogger("kafka.net").setLevel(logging.CRITICAL)
     logging.getLogger("librdkafka.harness").setLevel(logging.ERROR)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     workdir = Path(tempfile.mkdtemp(prefix="txn-exporter-demo-"))
     kept = "kept" if args.keep_work_dir else "removed on exit; --keep-work-dir keeps it"
     print(f"Starting two Kafka {args.kafka_version} brokers (data and logs in {workdir}, {kept}) ...", flush=True)
-    keep = args.keep_work_dir
-    try:
-        return _demo(args, workdir, stop)
-    except KafkaBrokerError as e:  # its message quotes the broker's log: kept to read whole
-        print(f"txn-exporter demo: {e}", file=sys.stderr)
-        keep = True
-        return 1
-    finally:
+    demo = _Demo(args, workdir)
+    # As in exporter.commands.run: a signal may be taken by any thread, and Python runs its handler
+    # in this one; this thread sleeps in a read of the wakeup fd, which the C handler writes to
+    # wherever it ran, and so does the demo's thread when it ends.
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: demo.stop.set())
+    thread = threading.Thread(target=demo.run, args=(wake_write,), name="demo", daemon=True)
+    thread.start()
+    os.read(wake_read, 1)
+    code = demo.shut_down()
+    logs.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if threading.active_count() > 1:
+        # A thread is still inside a Kafka client's call to a broker now gone (the workload's, the
+        # exporter's): the interpreter's exit would wait for them, or crash under librdkafka's threads
+        # (as exporter.commands.run says). Everything the demo started is stopped and flushed.
+        os._exit(code)
+    return code
+
+
+class _Demo:
+    """The demo's parts, started by its own thread (run) and stopped by the main thread (shut_down)."""
+
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.stop = threading.Event()
+        name = kafka_version(args.kafka_version).log4j_config
+        logging_config = Path(str(resources.files(__package__) / "demo_logging" / name))
+        self.first = KafkaBroker(args.kafka_version, workdir=workdir / "broker-1", logging_config=logging_config)
+        self.second = KafkaBroker(
+            args.kafka_version, workdir=workdir / "broker-2", join=self.first, node_id=2, logging_config=logging_config
+        )
+        self.exporter: Exporter | None = None
+        self.code = 0
+        self.failure: BaseException | None = None  # what ended the demo's thread, unless stopped first
+
+    def run(self, wake: int) -> None:
+        """The demo's thread: everything until Ctrl-C or --duration; then wakes the main thread."""
+        try:
+            self._run()
+        except BaseException as e:  # reported by shut_down, in the main thread
+            if not self.stop.is_set():  # else a consequence of the stop (a broker closed under it)
+                self.failure = e
+        finally:
+            try:
+                os.write(wake, b"\0")
+            except BlockingIOError:  # the pipe is full: the main thread is awake already
+                pass
+
+    def _run(self) -> None:
+        self.first.start()
+        self.second.start()
+        create_topic(self.first.bootstrap_servers, TOPIC, partitions=3, replication_factor=2)
+        coordinator_log = self.first.logs_dir / COORDINATOR_LOG
+        settings = config.Settings(
+            bootstrap_servers=self.first.bootstrap_servers,
+            all_partitions=True,
+            listen=self.args.listen,
+            metadata_refresh_seconds=5,
+            # The coordinator's own lines: each append timed on its clock, marker retries while markers
+            # are held back, append errors. Broker 1 is the coordinator of every transactional id
+            # (see the docstring), so its file holds the lines of every append.
+            broker_log=[str(coordinator_log)],
+            broker_log_from_start=True,
+            # Late and stuck after 5 s past a transaction's own timeout (not 5 min): a timed-out
+            # producer's held abort shows as stuck, with its diagnosis, within one hold.
+            late_transaction_padding_seconds=5,
+        )
+        exporter = self.exporter = Exporter(settings)
+        try:
+            exporter.start()
+        except ListenError as e:  # taken since the preflight check
+            print(f"txn-exporter demo: {e}", file=sys.stderr)
+            self.code = 2
+            return
+        tools = tool_scripts(self.workdir / "bin", self.args.kafka_version)
+        _explain(
+            exporter.server.url,
+            self.first.bootstrap_servers,
+            self.second.bootstrap_servers,
+            tools,
+            self.args.kafka_version,
+            coordinator_log,
+        )
+        threading.Thread(target=exporter.serve, args=(self.stop,), name="exporter", daemon=True).start()
+        workload = (self.first.bootstrap_servers, self.second, exporter, self.stop)
+        threading.Thread(target=_workload, args=workload, name="workload", daemon=True).start()
+        deadline = math.inf if self.args.duration is None else time.monotonic() + self.args.duration
+        while not self.stop.wait(min(5.0, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return
+            _summary(exporter)
+
+    def shut_down(self) -> int:
+        """Stops everything, whatever the demo's thread and the workload's are doing; the exit code."""
+        self.stop.set()
+        print("Stopping the workload, the exporter and the brokers ...", flush=True)
+        # From here on the clients' warnings are this stop's (brokers going away under them): not news.
+        logging.disable(logging.WARNING)
+        closing = [
+            threading.Thread(target=broker.close, args=(BROKER_STOP_SECONDS,), name=f"close-{broker.node_id}")
+            for broker in (self.first, self.second)
+        ]
+        for thread in closing:
+            thread.start()
+        if self.exporter is not None:
+            self.exporter.stop()
+        for thread in closing:
+            thread.join()
+        keep = self.args.keep_work_dir
+        code = self.code
+        if isinstance(self.failure, KafkaBrokerError):  # its message quotes the broker's log: kept to read whole
+            print(f"txn-exporter demo: {self.failure}", file=sys.stderr)
+            keep, code = True, 1
+        elif self.failure is not None:  # a bug: its traceback
+            traceback.print_exception(self.failure)
+            code = 1
         if keep:
-            print(f"Brokers' data and logs kept in {workdir}", flush=True)
+            print(f"Brokers' data and logs kept in {self.workdir}", flush=True)
         else:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return code
 
 
 def _preflight(args: argparse.Namespace) -> str | None:
@@ -152,56 +286,6 @@ def _preflight(args: argparse.Namespace) -> str | None:
     except KafkaJarsError as e:
         return str(e)
     return None
-
-
-def _demo(args: argparse.Namespace, workdir: Path, stop: threading.Event) -> int:
-    with (
-        KafkaBroker(args.kafka_version, workdir=workdir / "broker-1") as first,
-        KafkaBroker(args.kafka_version, workdir=workdir / "broker-2", join=first, node_id=2) as second,
-    ):
-        create_topic(first.bootstrap_servers, TOPIC, partitions=3, replication_factor=2)
-        settings = config.Settings(
-            bootstrap_servers=first.bootstrap_servers,
-            all_partitions=True,
-            listen=args.listen,
-            metadata_refresh_seconds=5,
-            # The coordinator's own log: marker retries while markers are held back, append errors.
-            broker_log=[str(first.server_log)],
-            broker_log_from_start=True,
-            # Late and stuck after 5 s past a transaction's own timeout (not 5 min): a timed-out
-            # producer's held abort shows as stuck, with its diagnosis, within one hold.
-            late_transaction_padding_seconds=5,
-        )
-        exporter = Exporter(settings)
-        try:
-            exporter.start()
-        except ListenError as e:  # taken since the preflight check
-            print(f"txn-exporter demo: {e}", file=sys.stderr)
-            return 2
-        tools = tool_scripts(workdir / "bin", args.kafka_version)
-        _explain(exporter.server.url, first.bootstrap_servers, second.bootstrap_servers, tools, args.kafka_version)
-        threads = [
-            threading.Thread(target=exporter.serve, args=(stop,), name="exporter", daemon=True),
-            threading.Thread(
-                target=_workload, args=(first.bootstrap_servers, second, exporter, stop), name="workload", daemon=True
-            ),
-        ]
-        for thread in threads:
-            thread.start()
-        deadline = math.inf if args.duration is None else time.monotonic() + args.duration
-        try:
-            while not stop.wait(min(5.0, max(0.0, deadline - time.monotonic()))):
-                if time.monotonic() >= deadline:
-                    break
-                _summary(exporter)
-        finally:
-            stop.set()
-            print("Stopping the workload and the exporter ...", flush=True)
-            for thread in threads:
-                thread.join(60)
-            exporter.stop()
-            print("Stopping the brokers ...", flush=True)
-    return 0
 
 
 def _workload(bootstrap: str, follower: KafkaBroker, exporter: Exporter, stop: threading.Event) -> None:
@@ -229,7 +313,11 @@ def _held_transactions(bootstrap: str, follower: KafkaBroker, exporter: Exporter
     is printed once what it says is so: the hold's once the exporter sees what is pending, the
     release's before the markers are released (a summary showing 0 pending comes after it)."""
     # Nothing else in flight (a timed-out transaction of the rounds is aborted within seconds), so
-    # the hold holds these two only.
+    # the hold holds these two only: as the exporter sees it once it has read what the rounds
+    # appended, which on the coordinator's clock it does within its freshness (twice that: a busy
+    # machine). Asked at once, a round's timed-out producer could still be unseen, and held too.
+    if stop.wait(2 * exporter.settings.freshness_seconds):
+        return
     _wait(stop, lambda: _in_flight(exporter) == 0, 30)
     timed_out_producer(bootstrap, "demo-held-timeout", TOPIC, transaction_timeout_ms=HELD_TIMEOUT_MS, wait=False)
     with held_commit(bootstrap, follower, TOPIC, "demo-held"):
@@ -279,7 +367,9 @@ def _in_flight(exporter: Exporter) -> int:
     return sum(by_state[state] for state in IN_FLIGHT_STATES)
 
 
-def _explain(url: str, bootstrap: str, held_broker: str, tools: Path, kafka_version: str) -> None:
+def _explain(
+    url: str, bootstrap: str, held_broker: str, tools: Path, kafka_version: str, coordinator_log: Path
+) -> None:
     base = url.removesuffix("/metrics")
     command = "txn-exporter transactions" + ("" if base == f"http://{LISTEN}" else f" --url {base}")
     libs = str(tools_libs(kafka_version)).replace(str(Path.home()), "~", 1)
@@ -301,17 +391,26 @@ Kafka's tools that the transactions page's commands name:
 
 What to look at:
   kafka_transaction_state_log_append_latency_seconds{{target_state}}  how long the coordinator's appends
-      to __transaction_state took (record timestamp -> visible to the exporter)
+      to __transaction_state took, on the coordinator's own clock (below)
   kafka_transactions_with_pending_markers      transactions prepared whose commit/abort markers are not
       all written yet; kafka_transaction_pending_markers_oldest_age_seconds: how long the oldest waits
   kafka_transaction_marker_completion_seconds{{result}}  prepare -> complete
   kafka_transactions{{state}}                   transactional ids by their current state
   kafka_transactions_stuck_in_prepare          PREPARE_* longer than their own timeout + 5 s (the demo's
       padding): the transactions page says why each one is stuck and what to run
-  kafka_transaction_marker_retries_total{{error}}  WriteTxnMarkers retried (from the broker's log file).
+  kafka_transaction_marker_retries_total{{error}}  WriteTxnMarkers retried (from the coordinator's log file).
       Kafka retries markers without backoff: a partition that answers with a retriable error goes
       straight back on the coordinator's queue and is resent as soon as the answer is in (one
       request in flight per broker), so each hold counts thousands of retries a second.
+
+The clock: every append latency here is the coordinator's own, exact to the ms
+(txn_exporter_append_latency_clock_info{{clock="coordinator"}} is 1), as deploy/ recommends: both
+brokers log the coordinator's TransactionStateManager at DEBUG, a line as each append succeeds, in a
+file of its own (deploy/broker-logging/), and the exporter follows it (--broker-log) on broker 1, the
+coordinator of every transactional id here (all of __transaction_state is there; broker 2 is the one
+each hold stops):
+      {coordinator_log}
+Without those lines the exporter times each record when it reaches it: an upper bound, not the append.
 
 The workload: commits and aborts of 4 transactional ids, a producer timing out every 3rd round; after
 every {FREE_SECONDS} s of that, the markers of two transactions are held back (broker 2 stopped: their
