@@ -99,8 +99,8 @@ def test_the_coordinators_clock_fetches_for_freshness_and_gives_way_to_the_fetch
     """On a stock server.log with TransactionStateManager at DEBUG set at run time: the exporter's tail
     fetches from its broker about twice a second (the broker's own count of FetchConsumer requests), an
     append shows on /metrics within the freshness (1 s) at idle; set back to INFO (as a broker restart
-    does), the lines stop and the fetch clock is back within the hold, said in the exporter's log and
-    on /metrics; at DEBUG again the coordinator's clock returns. No transition is counted twice."""
+    does), the lines stop and the fetch clock is back within the hold (30 s), said in the exporter's log
+    and on /metrics; at DEBUG again the coordinator's clock returns. No transition is counted twice."""
     broker = KafkaBroker(NEWEST[2], workdir=tmp_path / "broker", transaction_state_partitions=4, jmx=True)
     kafka_broker_factory.make_room()
     kafka_broker_factory.own.append(broker)
@@ -157,7 +157,8 @@ def test_the_coordinators_clock_fetches_for_freshness_and_gives_way_to_the_fetch
             if name == TRANSITIONS:
                 by_clock[dict(labels)["clock"]] += value
         records = _records(process)
-        assert by_clock["untimed"] > 0 and by_clock["fetch"] > 0 and by_clock["coordinator"] > 0
+        # (The records that waited out the hold when the lines stopped are the fetch's, as received.)
+        assert by_clock["fetch"] > 0 and by_clock["coordinator"] > 0
         assert sum(by_clock.values()) == records
         timed = [line for line in process.log.read_text().splitlines() if " timed {" in line]
         assert len(timed) == len({line.split(" timed ", 1)[1].rsplit('"latency_ms"', 1)[0] for line in timed})
