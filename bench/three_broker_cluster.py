@@ -1,5 +1,5 @@
-"""The three-broker KRaft cluster of bench/cluster_cost.py: started with `__transaction_state` at
-production defaults and the broker logging deploy/ ships, its leadership read, transactional ids
+"""The three-broker KRaft cluster of bench/cluster_cost.py (txn_workshop.harness.deployment_shape, with
+JMX and the paced load's data topic): its leadership read, transactional ids
 spread over its coordinators, the requests each broker served, its coordinators' log level and the
 bytes their log file grew by."""
 
@@ -14,64 +14,28 @@ from typing import TYPE_CHECKING
 from bench.bare_consumer import TOPIC
 from bench.exporter_process import TSM_LOGGER
 from bench.txn_load import DATA_PARTITIONS, DATA_TOPIC
+from txn_workshop.harness import deployment_shape
+from txn_workshop.harness.deployment_shape import COORDINATOR_LOG, NODES
 
 if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
 
-NODES = (1, 2, 3)
-# Production defaults for the internal topics (and the offsets topic valid on three nodes).
-CLUSTER_PROPERTIES = {
-    "transaction.state.log.replication.factor": "3",
-    "transaction.state.log.min.isr": "2",
-    "offsets.topic.replication.factor": "3",
-}
 REQUESTS = "kafka.network:type=RequestMetrics,name=RequestsPerSec,*"
-# The logging users deploy (README): the coordinator's lines in txn-coordinator.log, server.log at INFO.
-DEPLOY_LOGGING = Path(__file__).resolve().parents[1] / "deploy" / "broker-logging"
-COORDINATOR_LOG = "txn-coordinator.log"
 
 
 def start_cluster(version: str, root: Path) -> list[KafkaBroker]:
-    from txn_workshop.harness.admin import alter_topic_config, create_internal_topics, create_topic
-    from txn_workshop.harness.broker import KafkaBroker
-    from txn_workshop.harness.versions import kafka_version
+    """The deployment shape's three nodes, JMX on each, and the data topic (min.insync.replicas 2)."""
+    from txn_workshop.harness.admin import alter_topic_config, create_topic
 
-    logging_config = DEPLOY_LOGGING / kafka_version(version).log4j_config
-    first = KafkaBroker(
-        version, workdir=root / "1", broker_properties=CLUSTER_PROPERTIES, jmx=True, logging_config=logging_config
-    )
-    brokers = (
-        [first]
-        + [
-            KafkaBroker(
-                version,
-                workdir=root / str(n),
-                join=first,
-                node_id=n,
-                broker_properties=CLUSTER_PROPERTIES,
-                jmx=True,
-                logging_config=logging_config,
-                internal_topics_on_join=False,  # created below, once all three run: replication factor 3
-            )
-            for n in NODES[1:]
-        ]
-    )
+    brokers = deployment_shape.start(version, root, jmx=True)
     try:
-        for broker in brokers:
-            broker.start()
-        bootstrap = ",".join(b.bootstrap_servers for b in brokers)
-        create_internal_topics(bootstrap)
+        bootstrap = deployment_shape.bootstrap_of(brokers)
         create_topic(bootstrap, DATA_TOPIC, partitions=DATA_PARTITIONS, replication_factor=3)
         alter_topic_config(bootstrap, DATA_TOPIC, {"min.insync.replicas": "2"})
     except BaseException:
-        stop_cluster(brokers)
+        deployment_shape.stop(brokers)
         raise
     return brokers
-
-
-def stop_cluster(brokers: list[KafkaBroker]) -> None:
-    for broker in reversed(brokers):  # the joined brokers first: they need the controller to stop
-        broker.stop()
 
 
 def leadership(bootstrap: str, timeout: float = 60) -> dict:

@@ -35,13 +35,14 @@ from contextlib import ExitStack
 from typing import NamedTuple
 
 import pytest
-from confluent_kafka import Consumer, ElectionType, TopicPartition
+from confluent_kafka import ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPythonPartition
 
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.test_decode_matches_kafka import _kafkas
+from txn_workshop import failover
 from txn_workshop.harness import jmx
 from txn_workshop.harness.admin import TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
@@ -174,17 +175,6 @@ def _followed(process: ExporterProcess) -> set[str]:
     return {dict(labels)["partition"] for (name, labels) in process.samples() if name == LAG}
 
 
-def _high_watermarks(broker: KafkaBroker) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "rolling"})
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(TRANSACTION_STATE_TOPIC, p), timeout=30)[1]
-            for p in range(PARTITIONS)
-        }
-    finally:
-        consumer.close()
-
-
 def _sum_by_label(exporters, name: str, label: str) -> Counter[str]:
     total: Counter[str] = Counter()
     for _, process in exporters:
@@ -269,7 +259,7 @@ def test_rolling_upgrade_keeps_every_count_exact(cluster, exporter, capsys, tmp_
         for node, broker in brokers.items()
     ]
     _wait_settled(first, *exporters)
-    start = _high_watermarks(first)
+    start = failover.high_watermarks(first.bootstrap_servers, PARTITIONS)
     ids = _ids_per_partition(2)  # every coordinator has transactions in flight
     java_ids = _ids_per_partition(1, "rolling-java") if upgrade.java else []
     marker_errors: dict[str, Counter[str]] = {}

@@ -8,26 +8,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
-
 from exporter.contracts.events import PartitionDraining, PartitionRevoked
 from exporter.sources.topic_tail import drains
 from tests.sources.test_topic_tail_fencing import Refetching, applied_uncounted, taken
 from tests.sources.test_topic_tail_readiness import scripted_tail
 from tests.sources.test_topic_tail_runs import Message
-
-
-@pytest.fixture
-def led():
-    """A tail beside broker 1, which leads partition 0 in epoch 3 since before the start (its two
-    records counted live), and partitions 1-3, empty, in epoch 0."""
-    clock = SimpleNamespace(now=1000.0)
-    tail, consumer = scripted_tail(Refetching, metadata_refresh_seconds=30, clock=lambda: clock.now)
-    consumer.leader_epochs[0] = 3
-    tail.poll(timeout=0)
-    consumer.queued = [Message(0, 0, epoch=3), Message(0, 1, epoch=3)]
-    assert taken(tail.poll(timeout=0)) == [0, 1]
-    return tail, consumer, clock
 
 
 def revoked(events) -> list[str | None]:
@@ -43,10 +28,10 @@ def move(tail, consumer, clock, leader: int, epoch: int):
     return tail.poll(timeout=0)
 
 
-def test_a_partition_moving_away_is_drained_to_the_end_of_this_brokers_epoch(led):
+def test_a_partition_moving_away_is_drained_to_the_end_of_this_brokers_epoch(live):
     """Broker 2 took partition 0 in epoch 4 before this exporter read offsets 2-3, which broker 1
     appended in epoch 3: counted here, in the drain; broker 2's first record ends it."""
-    tail, consumer, clock = led
+    tail, consumer, clock = live
     consumer.high[0] = 4
     events = move(tail, consumer, clock, leader=2, epoch=4)
     assert PartitionDraining(0) in events and not revoked(events)  # its watermark not read to
@@ -56,8 +41,8 @@ def test_a_partition_moving_away_is_drained_to_the_end_of_this_brokers_epoch(led
     assert revoked(events) == ["read_to_end"] and 0 not in consumer.assigned
 
 
-def test_an_idle_drain_ends_when_the_new_leader_answers_a_watermark_read_to(led):
-    tail, consumer, clock = led
+def test_an_idle_drain_ends_when_the_new_leader_answers_a_watermark_read_to(live):
+    tail, consumer, clock = live
     consumer.high[0] = 3
     move(tail, consumer, clock, leader=2, epoch=4)
     consumer.queued = [Message(0, 2, epoch=3)]
@@ -66,8 +51,8 @@ def test_an_idle_drain_ends_when_the_new_leader_answers_a_watermark_read_to(led)
     assert revoked(tail.poll(timeout=0)) == ["read_to_end"]
 
 
-def test_a_drain_no_leader_lets_end_is_cut_after_its_limit(led):
-    tail, consumer, clock = led
+def test_a_drain_no_leader_lets_end_is_cut_after_its_limit(live):
+    tail, consumer, clock = live
     move(tail, consumer, clock, leader=-1, epoch=3)  # leaderless: nobody answers a newer epoch
     clock.now += drains.LIMIT_SECONDS / 2
     assert not revoked(tail.poll(timeout=0))
@@ -75,11 +60,11 @@ def test_a_drain_no_leader_lets_end_is_cut_after_its_limit(led):
     assert revoked(tail.poll(timeout=0)) == ["cut"]
 
 
-def test_a_takeover_counts_this_brokers_epoch_in_its_replay_and_nothing_twice_when_taken_back(led):
+def test_a_takeover_counts_this_brokers_epoch_in_its_replay_and_nothing_twice_when_taken_back(live):
     """Broker 2 leads epoch 4 (offset 2), broker 1 takes partition 0 back in epoch 5 (offsets 3-4,
     appended before this exporter read ownership): the replay counts 3-4, not 0-1 (counted before
     the drain) nor 2 (broker 2's); the elected line's epoch makes a later record counted at once."""
-    tail, consumer, clock = led
+    tail, consumer, clock = live
     consumer.high[0] = 3
     move(tail, consumer, clock, leader=2, epoch=4)
     consumer.queued = [Message(0, 2, epoch=4)]
@@ -104,11 +89,11 @@ def test_following_every_partition_counts_every_epoch_once():
     assert taken(tail.poll(timeout=0)) == [0, 1, 2]
 
 
-def test_a_partition_taken_back_within_a_second_counts_its_undrained_records_once(led):
+def test_a_partition_taken_back_within_a_second_counts_its_undrained_records_once(live):
     """Two moves within a second: broker 2 leads epoch 4, broker 1 epoch 5 again before the drain of
     epoch 3 ended. Followed afresh from its beginning: epoch 3's records this exporter had not read yet
     (offset 2) are counted in the replay, epoch 4's are not, epoch 5's are."""
-    tail, consumer, clock = led
+    tail, consumer, clock = live
     consumer.high[0] = 5
     move(tail, consumer, clock, leader=2, epoch=4)
     events = move(tail, consumer, clock, leader=1, epoch=5)
@@ -118,11 +103,11 @@ def test_a_partition_taken_back_within_a_second_counts_its_undrained_records_onc
     assert taken(events) == [2, 4] and applied_uncounted(events) == [0, 1, 3]
 
 
-def test_an_epoch_bumped_twice_without_a_move_is_this_brokers_by_its_logs_silence(led):
+def test_an_epoch_bumped_twice_without_a_move_is_this_brokers_by_its_logs_silence(live):
     """ZooKeeper mode bumps a leader's epoch when a follower leaves its ISR, with no elected line.
     Broker 1 answers in epoch 5 for a record of epoch 4: once its log has been read past that record
     without a resignation or a restart since epoch 3, epoch 4 was its own too."""
-    tail, consumer, clock = led
+    tail, consumer, clock = live
     tail.broker_log_read(int(clock.now * 1000) - 1)  # a log is read, not yet past the record below
     consumer.queued = [Message(0, 2, epoch=4)]
     assert taken(tail.poll(timeout=0)) == []
@@ -138,8 +123,8 @@ def test_an_epoch_bumped_twice_without_a_move_is_this_brokers_by_its_logs_silenc
     assert taken(tail.poll(timeout=0)) == [2, 3]
 
 
-def test_a_resignation_in_the_log_leaves_the_epochs_between_to_another_broker(led):
-    tail, consumer, clock = led
+def test_a_resignation_in_the_log_leaves_the_epochs_between_to_another_broker(live):
+    tail, consumer, clock = live
     tail.coordinator_resigned(0)
     tail.broker_log_read(int(clock.now * 1000) + 10_000)
     consumer.queued = [Message(0, 2, epoch=4)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from exporter.contracts.events import PartitionAssigned, PartitionRevoked, TransactionLogRecords
@@ -34,20 +33,6 @@ class Refetching(DeliveringConsumer):
     def incremental_assign(self, tps):
         super().incremental_assign(tps)
         self.assigned_from += [(tp.partition, tp.offset) for tp in tps]
-
-
-@pytest.fixture
-def live():
-    """A tail following four empty partitions live, whose partition 0 was taken from its leader in
-    epoch 3 and took offsets 0-1 in that epoch."""
-    clock = SimpleNamespace(now=1000.0)
-    tail, consumer = scripted_tail(Refetching, metadata_refresh_seconds=30, clock=lambda: clock.now)
-    consumer.leader_epochs[0] = 3
-    tail.poll(timeout=0)
-    consumer.queued = [Message(0, 0, epoch=3), Message(0, 1, epoch=3)]
-    assert taken(tail.poll(timeout=0)) == [0, 1]
-    consumer.assigned_from.clear()
-    return tail, consumer, clock
 
 
 def taken(events, partition=0):

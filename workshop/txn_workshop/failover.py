@@ -12,27 +12,25 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from confluent_kafka import Consumer, ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from txn_workshop.harness.admin import CLIENT_LOG, TRANSACTION_STATE_TOPIC, create_internal_topics, create_topic
+from txn_workshop.harness import deployment_shape
+from txn_workshop.harness.admin import CLIENT_LOG, TRANSACTION_STATE_TOPIC, create_topic
 from txn_workshop.harness.broker import KafkaBroker
-from txn_workshop.harness.versions import kafka_version
 from txn_workshop.harness.workload import transaction_state_partition
 
-NODES = (1, 2, 3)
+NODES = deployment_shape.NODES
 PARTITIONS = 50
 DATA_TOPIC = "orders"
-COORDINATOR_LOG = "txn-coordinator.log"
-DEPLOY_LOGGING = Path(__file__).resolve().parents[2] / "deploy" / "broker-logging"
+COORDINATOR_LOG = deployment_shape.COORDINATOR_LOG
+bootstrap_of = deployment_shape.bootstrap_of
 CLUSTER = {
-    "transaction.state.log.replication.factor": "3",
-    "transaction.state.log.min.isr": "2",
-    "offsets.topic.replication.factor": "3",
+    **deployment_shape.PROPERTIES,
     # Leaders move only when the bounces move them (a kill, a stop, an election).
     "auto.leader.rebalance.enable": "false",
 }
@@ -59,40 +57,14 @@ Key = tuple[str, str, int, int, int]
 
 @contextmanager
 def cluster(version: str, root: Path, mode: Literal["kraft", "zookeeper"] = "kraft") -> Iterator[list[KafkaBroker]]:
-    """The three nodes, running, `__transaction_state` and the data topic created with all three in
-    them; stopped on exit."""
-    logging_config = DEPLOY_LOGGING / kafka_version(version).log4j_config
-    first = KafkaBroker(
-        version, workdir=root / "1", broker_properties=CLUSTER, logging_config=logging_config, mode=mode
-    )
-    brokers = (
-        [first]
-        + [
-            KafkaBroker(
-                version,
-                workdir=root / str(n),
-                join=first,
-                node_id=n,
-                broker_properties=CLUSTER,
-                logging_config=logging_config,
-                mode=mode,
-                internal_topics_on_join=False,  # created once all three run: replication factor 3
-            )
-            for n in NODES[1:]
-        ]
-    )
-    with ExitStack() as stack:
-        for broker in brokers:
-            stack.callback(broker.stop)  # (the joined ones first: they need the controller to stop)
-            broker.start()
-        bootstrap = bootstrap_of(brokers)
-        create_internal_topics(bootstrap)
-        create_topic(bootstrap, DATA_TOPIC, partitions=3, replication_factor=3)
+    """The three nodes (txn_workshop.harness.deployment_shape), leaders moving only when the bounces move
+    them, and the data topic; stopped on exit."""
+    brokers = deployment_shape.start(version, root, mode=mode, properties=CLUSTER)
+    try:
+        create_topic(bootstrap_of(brokers), DATA_TOPIC, partitions=3, replication_factor=3)
         yield brokers
-
-
-def bootstrap_of(brokers: list[KafkaBroker]) -> str:
-    return ",".join(broker.bootstrap_servers for broker in brokers)
+    finally:
+        deployment_shape.stop(brokers)
 
 
 def leadership(bootstrap: str) -> dict[int, tuple[int, list[int], list[int]]]:
@@ -144,12 +116,12 @@ def bounce(broker: KafkaBroker, how: Literal["kill", "stop"]) -> None:
         broker.stop()
 
 
-def high_watermarks(bootstrap: str) -> dict[int, int]:
+def high_watermarks(bootstrap: str, partitions: int = PARTITIONS) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover-truth"}, **CLIENT_LOG)
     try:
         return {
             p: consumer.get_watermark_offsets(TopicPartition(TRANSACTION_STATE_TOPIC, p), timeout=30)[1]
-            for p in range(PARTITIONS)
+            for p in range(partitions)
         }
     finally:
         consumer.close()
