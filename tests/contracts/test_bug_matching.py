@@ -10,16 +10,24 @@ NOW = 10_000_000
 MINUTE = 60_000
 
 
-def load_stuck(version: object, log: CoordinatorLog | None = None, **fields: object) -> BugFacts:
+def late_ongoing(version: object, **fields: object) -> BugFacts:
+    """A late ONGOING transaction now, its coordinator at `version` (None: unknown)."""
     return BugFacts(
         kind=LATE,
         state="ONGOING",
         now_ms=NOW,
-        state_entered_ms=NOW - 20 * MINUTE,
         versions={} if version is None else {COORDINATOR: version},  # type: ignore[dict-item]
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def load_stuck(version: object, log: CoordinatorLog | None = None, **fields: object) -> BugFacts:
+    return late_ongoing(
+        version,
+        state_entered_ms=NOW - 20 * MINUTE,
         coordinator_log=CoordinatorLog(loading_since_ms=NOW - 6 * MINUTE) if log is None else log,
         coordinator_partition=3,
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
@@ -77,32 +85,20 @@ def test_without_the_coordinator_log_its_rows_are_not_checked_and_say_why() -> N
 
 
 def test_without_the_coordinator_log_the_record_rows_still_match() -> None:
-    facts = BugFacts(
-        kind=LATE,
-        state="ONGOING",
-        now_ms=NOW,
-        producer_epoch=32767,
-        transaction_version=2,
-        versions={COORDINATOR: from_log("4.1.2")},
-    )
+    facts = late_ongoing(from_log("4.1.2"), producer_epoch=32767, transaction_version=2)
     result = check(facts)
     assert [m.bug.jira for m in result.matches] == ["KAFKA-20090"]
     assert result.not_checked == ()  # the log's rows are fixed on 4.1.2: nothing left unchecked
 
 
 def test_a_fixed_version_needs_no_log_to_be_ruled_out() -> None:
-    facts = BugFacts(kind=LATE, state="ONGOING", now_ms=NOW, versions={COORDINATOR: from_log("4.4.0")})
+    facts = late_ongoing(from_log("4.4.0"))
     assert check(facts).not_checked == ()
 
 
 def test_certain_matches_come_first() -> None:
-    facts = BugFacts(
-        kind=LATE,
-        state="ONGOING",
-        now_ms=NOW,
-        producer_epoch=32766,
-        transaction_version=2,
-        versions={COORDINATOR: between((4, 0, 0), (4, 0, ANY_PATCH), API_VERSIONS)},
+    facts = late_ongoing(
+        between((4, 0, 0), (4, 0, ANY_PATCH), API_VERSIONS), producer_epoch=32766, transaction_version=2
     )
     found = match(facts)
     assert [(m.bug.jira, m.certain) for m in found] == [("KAFKA-20090", True), ("KAFKA-19367", False)]
