@@ -66,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.cluster_readers import BareReader, records_read, start_exporters, stop_exporters
 from bench.cluster_report import CARRIED, print_overview, print_table, print_window, summarize
 from bench.exporter_process import VENV_BIN, Exporter, latency_quantiles, records_total
+from bench.options import names_among
 from bench.proc_stats import jvm_thread_names, loadavg, measure, thread_cores, thread_cpu, thread_group_cores
 from bench.three_broker_cluster import (
     NODES,
@@ -75,9 +76,9 @@ from bench.three_broker_cluster import (
     requests_served,
     set_coordinator_logs,
     start_cluster,
-    stop_cluster,
 )
 from bench.txn_load import Load, settle_commits_rate
+from txn_workshop.harness import deployment_shape
 
 if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
@@ -363,7 +364,7 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
         results["overview"] = print_overview(results["cells"], [v["name"] for v in variants])
         ok = True
     finally:
-        stop_cluster(brokers)
+        deployment_shape.stop(brokers)
         if args.keep or not ok:
             print(f"brokers' and exporters' logs kept in {workdir}")
         else:
@@ -421,7 +422,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--kinds",
-        type=lambda s: s.split(","),
+        type=names_among(KINDS),
         default=list(KINDS),
         help=f"the windows beside each `without`, of {', '.join(KINDS)}",
     )
@@ -487,9 +488,6 @@ def main() -> None:
         },
         "fetch": {"name": "fetch", "executable": args.exporter, "args": args.exporter_arg, "level": "INFO"},
     }
-    unknown = set(args.kinds) - set(standard)
-    if unknown:
-        parser.error(f"unknown kinds {sorted(unknown)}: of {', '.join(KINDS)}")
     variants = [standard[kind] for kind in args.kinds]
     if args.also_exporter or args.also_exporter_arg:
         variants.append(

@@ -45,10 +45,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.exporter_process import TSM_LOGGER, VENV_BIN, Exporter, latency_quantiles
+from bench.options import names_among
 from bench.proc_stats import loadavg, measure
-from bench.three_broker_cluster import COORDINATOR_LOG, DEPLOY_LOGGING, coordinator_log
+from bench.three_broker_cluster import coordinator_log
 from bench.txn_load import DATA_PARTITIONS, DATA_TOPIC, Load, settle_commits_rate
 from exporter.codec.states import TransactionState
+from txn_workshop.harness.deployment_shape import COORDINATOR_LOG, DEPLOY_LOGGING
 
 
 def run_interval(
@@ -319,7 +321,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--layouts",
-        type=lambda s: s.split(","),
+        type=names_among(LAYOUTS),
         default=list(LAYOUTS),
         help=f"the clock mode's broker log files, among {', '.join(LAYOUTS)}",
     )
@@ -346,9 +348,6 @@ def main() -> None:
 
 
 def clock_main(args) -> None:
-    unknown = set(args.layouts) - set(LAYOUTS)
-    if unknown:
-        raise SystemExit(f"unknown layouts {sorted(unknown)}: choose among {', '.join(LAYOUTS)}")
     workdir = Path(tempfile.mkdtemp(prefix="bench-latency-clock-"))
     try:
         results = [run_clock(args, layout, workdir) for layout in args.layouts]
