@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient
 from exporter.logs import kafka_client_logger
 from txn_workshop.harness.admin import alter_topic_config, create_internal_topics
 from txn_workshop.harness.jars import DEFAULT_KAFKA_VERSION, kafka_libs, tools_libs
-from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
+from txn_workshop.harness.processes import free_port, start_server, tail, terminate
 from txn_workshop.harness.transaction_log_dump import DumpedRecord, dumped_records
 from txn_workshop.harness.versions import KafkaVersion, kafka_version
 from txn_workshop.harness.zookeeper import ZooKeeper
@@ -265,18 +265,7 @@ class KafkaBroker:
         with self._lifecycle:
             if self._closed:
                 raise KafkaBrokerError(f"{self} was closed")
-            with self.stdout_log.open("ab") as out:
-                self._proc = subprocess.Popen(
-                    command,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    cwd=self.workdir,
-                    preexec_fn=die_with_parent,
-                    # Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
-                    # its brokers in order, instead of also killing each JVM under its clients' feet.
-                    process_group=0,
-                )
+            self._proc = start_server(command, self.stdout_log, self.workdir)
             _live.add(self)
 
     def stop(self, timeout: float = _STOP_TIMEOUT_S) -> None:

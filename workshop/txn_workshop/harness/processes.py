@@ -1,5 +1,5 @@
 """What every process the harness starts needs: a free loopback port, death with its parent, a
-bounded stop, and the end of its log for an error message."""
+server's start with its log, a bounded stop, and the end of its log for an error message."""
 
 from __future__ import annotations
 
@@ -45,6 +45,22 @@ def die_with_parent() -> None:
     running atexit (SIGKILL, unhandled SIGTERM). Caveat: it fires when the *thread* that started the
     child exits."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
+def start_server(command: list[str], log: Path, workdir: Path) -> subprocess.Popen[bytes]:
+    """Starts a server's JVM (a broker, ZooKeeper) in `workdir`, its output appended to `log`, dying
+    with its parent. Its own process group: a terminal's Ctrl-C goes to the Python process, which stops
+    its servers in order, instead of also killing each JVM under its clients' feet."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=workdir,
+            preexec_fn=die_with_parent,
+            process_group=0,
+        )
 
 
 def terminate(process: subprocess.Popen, timeout: float) -> None:

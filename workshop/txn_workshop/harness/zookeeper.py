@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from txn_workshop.harness.jars import kafka_libs
-from txn_workshop.harness.processes import die_with_parent, free_port, tail, terminate
+from txn_workshop.harness.processes import free_port, start_server, tail, terminate
 from txn_workshop.harness.versions import kafka_version
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -98,16 +98,11 @@ class ZooKeeper:
             f"-Dlog4j2.configurationFile={log4j}" if row.log4j == 2 else f"-Dlog4j.configuration=file:{log4j}",
         ]
         classpath = f"{kafka_libs(self.version)}/*"
-        with self.stdout_log.open("ab") as out:
-            self._proc = subprocess.Popen(
-                ["java", "-Xms32m", "-Xmx128m", *logging_opts, "-cp", classpath, MAIN_CLASS, str(config)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.workdir,
-                preexec_fn=die_with_parent,
-                process_group=0,
-            )
+        self._proc = start_server(
+            ["java", "-Xms32m", "-Xmx128m", *logging_opts, "-cp", classpath, MAIN_CLASS, str(config)],
+            self.stdout_log,
+            self.workdir,
+        )
         try:
             self._wait_ready()
         except BaseException:
