@@ -145,7 +145,8 @@ PARTITION_ROW = Row(
             (
                 Query(f"sum by (instance) (rate({series(TAKEN_OVER, SEL)}[{RATE}]))", "{{instance}} taken over"),
                 Query(
-                    f"sum by (instance, outcome) (rate({series(DRAINS, SEL)}[{RATE}]))", "{{instance}} drained {{outcome}}"
+                    f"sum by (instance, outcome) (rate({series(DRAINS, SEL)}[{RATE}]))",
+                    "{{instance}} drained {{outcome}}",
                 ),
             ),
             "Failovers as each exporter saw them: partitions its broker took over, and those it stopped"
