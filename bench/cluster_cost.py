@@ -416,7 +416,8 @@ def main() -> None:
     parser.add_argument(
         "--rates",
         type=lambda s: [int(x) for x in s.split(",")],
-        # Idle last: the coordinators' logs then hold `succeeded` lines, as a running cluster's do.
+        # Idle last: the coordinators' logs then hold `succeeded` lines, as a running cluster's do, and
+        # an exporter started beside an idle broker finds them (CoordinatorLogAtDebug).
         default=[10, 50, 200, 0],
         help="transactions/s a broker (3x over the cluster), 0 the idle cluster",
     )

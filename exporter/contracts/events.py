@@ -211,6 +211,16 @@ class TransitionAppended:
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorLogAtDebug:
+    """The broker log held the coordinator's `succeeded` lines just before the exporter began to read
+    it at its end: TransactionStateManager is at DEBUG, so the coordinator's clock is in force from the
+    start, and an idle cluster's tail fetches for freshness only before any transition brings a line."""
+
+    # Wall clock (ms) when the exporter found them.
+    seen_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerVersionSeen:
     """The broker's startup line `Kafka version: <version>` (AppInfoParser, INFO), in its log as it
     starts or in a file of it from before the exporter's start: the version the known bugs are matched

@@ -155,6 +155,17 @@ class AppendClock:
         received_ms, timestamp_ms, producer_id, _, _ = record
         self._time(key, event.appended_ms, timestamp_ms, received_ms if received_ms > seen_ms else seen_ms, producer_id)
 
+    def presume(self, seen_ms: int) -> None:
+        """The log read held `succeeded` lines before the exporter started: the coordinator's clock is
+        in force until records wait out the hold without a line, as if a line had just come."""
+        self._last_line_ms = max(self._last_line_ms, seen_ms)
+        if not self.coordinator:
+            self.coordinator = True
+            log.info(
+                "append latency: timed by the coordinator's own clock (the broker log held its `succeeded` "
+                "lines when the exporter started)"
+            )
+
     def leadership_lost(self, partition: int) -> None:
         """The broker lost `partition` (a drain began): its records waiting for their lines may have
         none (rare: the waiting records are scanned)."""

@@ -67,6 +67,7 @@ from exporter.contracts.events import (
     CoordinatorChanged,
     CoordinatorLoadFinished,
     CoordinatorLoadStarted,
+    CoordinatorLogAtDebug,
     CoordinatorStarting,
     HangingScanCompleted,
     KnownBugsCounted,
@@ -137,6 +138,7 @@ Event = (
     | BrokerLogStats
     | HangingScanCompleted
     | TransitionAppended
+    | CoordinatorLogAtDebug
     | BrokerVersionSeen
     | BrokerVersionAnswered
     | KnownBugsCounted
@@ -460,6 +462,8 @@ class CoordinatorModel:
                 self._hanging_scan = event
             else:
                 self._hanging_scan_errors += 1
+        elif type(event) is CoordinatorLogAtDebug:
+            self._append_clock.presume(event.seen_ms)
         elif type(event) is CoordinatorLoadStarted:
             self._loads.started(event)
         elif type(event) is CoordinatorLoadFinished:

@@ -50,16 +50,19 @@ from typing import NamedTuple
 
 from exporter.broker_log.gaps import gaps
 from exporter.broker_log.parser import BrokerLogEvent, BrokerLogParser
-from exporter.contracts.events import BrokerLogStats
+from exporter.contracts.events import BrokerLogStats, CoordinatorLogAtDebug, TransitionAppended
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
 _FINGERPRINT_BYTES = 64
+# How far back from its end a log started at its end is looked at for the coordinator's `succeeded`
+# lines (the logger at DEBUG): a few hundred of them, only once.
+LOOK_BACK_BYTES = 64 * 1024
 _ELISION = b" ... "
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4")
 
-Event = BrokerLogEvent | BrokerLogStats
+Event = BrokerLogEvent | BrokerLogStats | CoordinatorLogAtDebug
 Identity = tuple[int, int]  # (st_dev, st_ino)
 
 
@@ -105,6 +108,7 @@ class BrokerLogFollower:
         self._stats = BrokerLogStats()
         self._warned: set[str] = set()  # gaps of the log already warned about (exporter.broker_log.gaps)
         self._offset_told: int | None = None  # the UTC offset of its times last logged
+        self._at_debug_before = False  # `succeeded` lines before the end it started at: said at the first poll
         try:
             self._rotated = {identity: (stat.st_size, _head_of(path)) for identity, path, stat in self._siblings()}
             fd = self._open()
@@ -113,6 +117,7 @@ class BrokerLogFollower:
         else:
             if fd is not None:
                 self._follow(fd, at_end=not from_start)
+                self._at_debug_before = not from_start and _succeeded_before(fd, self._position, clock)
 
     # --- API ---
 
@@ -134,6 +139,9 @@ class BrokerLogFollower:
         if offset != self._offset_told and offset is not None:
             log.info("broker log %s: its times are UTC%s (learned from its `succeeded` lines)", self.path, _utc(offset))
             self._offset_told = offset
+        if self._at_debug_before:
+            events.append(CoordinatorLogAtDebug(int(self._clock() * 1000)))
+            self._at_debug_before = False
         if stats.lines or stats.rotations or stats.truncated:
             stats.utc_offset_ms = offset
             events.append(stats)
@@ -432,3 +440,16 @@ def _oldest_first(sources: list[_Source]) -> list[_Source]:
     if None in times:
         return sorted(sources, key=lambda s: (s.mtime_ns, s.name))
     return [s for _, s in sorted(zip(times, sources), key=lambda pair: (pair[0], pair[1].mtime_ns, pair[1].name))]
+
+
+def _succeeded_before(fd: int, end: int, clock: Callable[[], float]) -> bool:
+    """Whether the last LOOK_BACK_BYTES before `end` hold a `succeeded` line of the coordinator's (its
+    first, partial line dropped), read by a parser of their own: nothing in them is counted."""
+    if not end:
+        return False
+    start = max(0, end - LOOK_BACK_BYTES)
+    lines = os.pread(fd, end - start, start).split(b"\n")
+    lines = lines[1:] if start else lines
+    parser = BrokerLogParser()
+    found = any(type(event) is TransitionAppended for event in parser.feed(lines, int(clock() * 1000)))
+    return found or parser.unplaced > 0

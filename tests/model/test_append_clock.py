@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from exporter.contracts.events import (
     CoordinatorChanged,
+    CoordinatorLogAtDebug,
     PartitionAssigned,
     PartitionDraining,
     PartitionReplayed,
@@ -188,6 +189,20 @@ def test_leadership_moving_mid_transaction_loses_no_count() -> None:
     row = clock(model)
     assert append[S.PREPARE_COMMIT].values == [30] and row.untimed[S.ONGOING] == 1
     assert len(append[S.ONGOING].values) + row.untimed[S.ONGOING] == 1
+
+
+def test_lines_in_the_log_before_the_start_bring_the_coordinators_clock_until_records_wait_in_vain() -> None:
+    """CoordinatorLogAtDebug (the log held `succeeded` lines when the exporter started): the coordinator's
+    clock from the start, so an idle exporter fetches for freshness; records that then wait out the hold
+    with no line bring the fetch clock back, timed by it as received."""
+    model, append = clocked_model()
+    model.apply(CoordinatorLogAtDebug(seen_ms=500))
+    assert model.coordinator_clock() and clock(model).clock == "coordinator"
+    model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
+    assert append[S.ONGOING].values == []  # waits for its line
+    model.apply_batch([], now_ms=1030 + HOLD_MS + 1)
+    assert not model.coordinator_clock() and append[S.ONGOING].values == [30]
+    assert clock(model).untimed[S.ONGOING] == 0 and clock(model).unmatched["record", "expired"] == 0
 
 
 def test_a_drained_partitions_records_are_timed_by_this_brokers_lines_and_those_without_one_say_why() -> None:

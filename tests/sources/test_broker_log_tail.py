@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.contracts.events import BrokerLogStats, CompleteAppendRetried
-from exporter.sources.broker_log_tail import _FINGERPRINT_BYTES, BrokerLogFollower
+from exporter.contracts.events import BrokerLogStats, CompleteAppendRetried, CoordinatorLogAtDebug
+from exporter.sources.broker_log_tail import _FINGERPRINT_BYTES, LOOK_BACK_BYTES, BrokerLogFollower
 
 # A real 4.4.0 line (tests/sources/broker_log_corpus/4.4.0.log) with the transactional id as a hole,
 # and the time: every line a writer writes has its own, as in a real log.
@@ -76,6 +76,31 @@ def test_starts_at_the_end_or_from_the_start(log):
     append(log, lines("new"))
     assert ids(at_end.poll()) == ["new"]
     assert ids(from_start.poll()) == ["new"]
+
+
+SUCCEEDED = (
+    "[2026-11-24 05:42:45,453] DEBUG [Transaction State Manager 1]: Updating cap-debug's transaction state to "
+    "TxnTransitMetadata(producerId=3, lastProducerId=3, producerEpoch=0, lastProducerEpoch=-1, txnTimeoutMs=120000, "
+    "txnState=Empty, topicPartitions=Set(), txnStartTimestamp=-1, txnLastUpdateTimestamp=1795498965447) with "
+    "coordinator epoch 0 for cap-debug succeeded (kafka.coordinator.transaction.TransactionStateManager)\n"
+)
+
+
+def test_succeeded_lines_just_before_the_end_say_the_coordinators_clock_is_in_force_once(log):
+    """Started at its end, the follower looks back LOOK_BACK_BYTES for the coordinator's `succeeded`
+    lines (its logger at DEBUG), says so at its first poll, and counts nothing of them."""
+    append(log, SUCCEEDED + lines("old") + NOISE)
+    follower = BrokerLogFollower(log, clock=lambda: 1000.0)
+    assert follower.poll() == [CoordinatorLogAtDebug(1_000_000)]
+    assert follower.poll() == []
+    append(log, lines("new"))
+    assert ids(follower.poll()) == ["new"]
+
+
+def test_no_succeeded_line_within_the_look_back_says_nothing(log):
+    append(log, SUCCEEDED + "x" * LOOK_BACK_BYTES + "\n" + lines("old"))
+    assert BrokerLogFollower(log).poll() == []
+    assert BrokerLogFollower(log.with_name("absent.log")).poll() == []
 
 
 def test_starting_mid_line_skips_the_fragment(log):
