@@ -94,6 +94,10 @@ class AppendClock:
         self._hold_ms = hold_ms
         self._max = max_waiting
         self.coordinator = presumed  # the clock in force: the coordinator's, else the fetch's
+        # Whether the log has shown its lines (since the start or the last fall back): only then does
+        # the tail fetch for freshness alone; a presumed clock keeps the fetch at its resolution, so
+        # records the log turns out not to time are timed by the fetch as promptly as ever.
+        self.confirmed = False
         self._records: OrderedDict[Key, Record] = OrderedDict()
         self._lines: OrderedDict[Key, Line] = OrderedDict()
         # Records the fetch clock timed, by key, with when they were received (see the docstring).
@@ -135,8 +139,8 @@ class AppendClock:
     def line(self, event: TransitionAppended) -> None:
         """The coordinator's `succeeded` line of a transition."""
         seen_ms = self._last_line_ms = event.seen_ms
-        if not self.coordinator:
-            self.coordinator = True
+        if not self.confirmed:
+            self.coordinator = self.confirmed = True
             log.info("append latency: timed by the coordinator's own clock (its `succeeded` lines in the broker log)")
         key = (
             event.transactional_id,
@@ -159,8 +163,8 @@ class AppendClock:
         """The log read held `succeeded` lines before the exporter started: the coordinator's clock is
         in force until records wait out the hold without a line, as if a line had just come."""
         self._last_line_ms = max(self._last_line_ms, seen_ms)
-        if not self.coordinator:
-            self.coordinator = True
+        if not self.confirmed:
+            self.coordinator = self.confirmed = True
             log.info(
                 "append latency: timed by the coordinator's own clock (the broker log held its `succeeded` "
                 "lines when the exporter started)"
@@ -198,7 +202,7 @@ class AppendClock:
         # (A failure line waits twice the hold: its record may wait the whole hold after it.)
         self._expire(self._failed, None, cutoff - self._hold_ms)
         if records_expired and falling_back:
-            self.coordinator = False
+            self.coordinator = self.confirmed = False
             log.warning(
                 "append latency: no `succeeded` line in the broker log for %.0f s while %d record(s) waited for "
                 "theirs (the logger kafka.coordinator.transaction.TransactionStateManager no longer at DEBUG, or "

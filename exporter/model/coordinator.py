@@ -565,9 +565,10 @@ class CoordinatorModel:
             return self._loads.logs()
 
     def coordinator_clock(self) -> bool:
-        """Whether the coordinator's own clock times the appends (see exporter.model.append_clock)."""
+        """Whether the coordinator's own clock times the appends, its lines read (see
+        exporter.model.append_clock): the tail then fetches for freshness alone."""
         with self._lock:
-            return self._append_clock.coordinator
+            return self._append_clock.confirmed
 
     def last_hanging_scan(self) -> HangingScanCompleted | None:
         with self._lock:
