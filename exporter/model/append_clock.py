@@ -65,6 +65,7 @@ UNMATCHED_REASONS = {
 }
 
 HOLD_MS = 30_000
+FIRST_LINE_HOLD_MS = 5_000
 LINE_HOLD_MS = 60_000
 MAX_WAITING = 16_384
 
@@ -194,9 +195,12 @@ class AppendClock:
         """Counts what waited longer than the hold at `now_ms`, and goes back to the fetch clock when
         records waited in vain while no line came."""
         cutoff = now_ms - self._hold_ms
+        # Presumed but no line read yet: a fresh coordinator's first line comes within ms of its
+        # append, so its records wait a short hold, a log at INFO delaying them no longer than that.
+        records_cutoff = cutoff if self.confirmed else now_ms - min(self._hold_ms, FIRST_LINE_HOLD_MS)
         # No line for the whole hold: records waiting in vain for no known reason are the fetch's.
-        falling_back = self.coordinator and self._last_line_ms < cutoff
-        records_expired = self._expire(self._records, "record", cutoff, falling_back)
+        falling_back = self.coordinator and self._last_line_ms < records_cutoff
+        records_expired = self._expire(self._records, "record", records_cutoff, falling_back)
         self._expire(self._lines, "line", now_ms - LINE_HOLD_MS)
         self._expire(self._fetch_timed, None, cutoff)
         # (A failure line waits twice the hold: its record may wait the whole hold after it.)

@@ -14,7 +14,7 @@ from exporter.contracts.events import (
     TransitionAppended,
 )
 from exporter.model import CoordinatorModel, ObservationSinks
-from exporter.model.append_clock import HOLD_MS, LINE_HOLD_MS, AppendClock
+from exporter.model.append_clock import FIRST_LINE_HOLD_MS, HOLD_MS, LINE_HOLD_MS, AppendClock
 from tests.model.builders import S, log_event, snapshot
 from tests.model.test_coordinator import ListSink
 
@@ -43,13 +43,14 @@ def clock(model: CoordinatorModel):
 
 def test_without_lines_the_fetch_clock_times_every_record_at_receipt() -> None:
     """A broker log read: the coordinator's clock is presumed from the start, so a record waits for its
-    line; when none comes within the hold (the logger at INFO), it is timed by the fetch as received,
-    and the fetch clock times the next ones at receipt."""
+    line; when none comes within the first line's hold (the logger at INFO: a fresh coordinator's first
+    line comes within ms), it is timed by the fetch as received, and the fetch clock times the next
+    ones at receipt. Meanwhile the tail fetches at its resolution (no line read: not confirmed)."""
     model, append = clocked_model()
-    assert clock(model).clock == "coordinator"
+    assert clock(model).clock == "coordinator" and not model.coordinator_clock()
     model.apply(log_event("a", S.ONGOING, timestamp_ms=1000, received_ms=1030))
     assert append[S.ONGOING].values == []
-    model.apply_batch([], now_ms=1030 + HOLD_MS + 1)
+    model.apply_batch([], now_ms=1030 + FIRST_LINE_HOLD_MS + 1)
     assert append[S.ONGOING].values == [30] and clock(model).untimed[S.ONGOING] == 0
     assert clock(model).clock == "fetch"
     model.apply(log_event("b", S.ONGOING, timestamp_ms=20_000, received_ms=20_020))
