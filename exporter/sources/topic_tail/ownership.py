@@ -200,9 +200,9 @@ class Ownership:
         self.fenced_ms[partition] = self._now_ms()
         self.read_soon()
 
-    def lift(self, partitions: list[int]) -> dict[int, int]:
-        """Fenced `partitions` whose leader (this exporter's broker) answered: their fenced epochs; the
-        caller refetches them from their next offset."""
+    def lift(self, partitions: list[int]) -> None:
+        """Fenced `partitions` whose fences are settled (counting.py): the caller refetches them from
+        their next offset."""
         for partition in partitions:
+            del self.fenced[partition]
             self.fenced_ms.pop(partition, None)
-        return {partition: self.fenced.pop(partition) for partition in partitions}
