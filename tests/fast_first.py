@@ -39,6 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="this run is every test the fast run left out (tests/tested_on.py then judges its table)",
     )
+    group.addoption(
+        "--cells-file",
+        metavar="FILE",
+        help="the Tested-on cells' outcomes, carried from the fast run to the rest's (tests/tested_on.py)",
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -70,8 +75,18 @@ def summary_line(counts: Counter[str], seconds: float) -> str:
 
 
 def run(markers: str, options: list[str], extra: list[str], counts: Path) -> tuple[int, Counter[str]]:
-    """One pytest run of the tests `markers` selects; its exit status and its counts."""
-    command = [sys.executable, "-m", "pytest", "-p", "tests.fast_first", f"--counts-to={counts}"]
+    """One pytest run of the tests `markers` selects; its exit status and its counts. Both runs share
+    the Tested-on cells' file: the rest's run judges the table with the fast run's cells too."""
+    cells = counts.with_name("tested-on-cells.json")
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "tests.fast_first",
+        f"--counts-to={counts}",
+        f"--cells-file={cells}",
+    ]
     with subprocess.Popen([*command, "-m", markers, *options, *extra]) as pytest_run:
         while True:
             try:

@@ -67,7 +67,7 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
     claiming all passed, and the recorder of tests/tested_on.py."""
     page = pytester.path / "supported-versions.md"
     page.write_text(f"x\n{tested_on.BEGIN}\n{tested_on.table(ALL_PASSED)}{tested_on.END}\n")
-    pytester.makeini("[pytest]\ntestpaths = checks\n")
+    pytester.makeini("[pytest]\ntestpaths = checks\nmarkers =\n    fast: a check of make test's fast run\n")
     pytester.makeconftest(
         textwrap.dedent(f"""
         import sys
@@ -90,7 +90,13 @@ def _project(pytester: pytest.Pytester, body: str) -> None:
 
         @pytest.mark.parametrize(
             "check, version, mode",
-            [pytest.param(c, *run.values, marks=pytest.mark.tested_on(c), id=f"{c}-{run.id}") for c in CHECKS for run in runs(c)],
+            [
+                pytest.param(
+                    c, *run.values, id=f"{c}-{run.id}",
+                    marks=[pytest.mark.tested_on(c), *([pytest.mark.fast] if c == "broker-log corpus" else [])],
+                )
+                for c in CHECKS for run in runs(c)
+            ],
         )
         def test_check(check, version, mode):
             pass
@@ -140,6 +146,22 @@ def test_two_workers_judge_the_table_as_one_run(pytester, restore_tested_on):
     result.stdout.fnmatch_lines(["*supported-versions.md's Tested-on table is not what this run verified*"])
     last = (pytester.path / "last.md").read_text()
     assert last == tested_on.table({**ALL_PASSED, (ZOOKEEPER_CHECK_VERSIONS[0], ZOOKEEPER, "counts"): False})
+
+
+@pytest.mark.parametrize("corpus_passes", [True, False])
+def test_make_tests_rest_judges_the_table_with_the_fast_runs_cells(pytester, restore_tested_on, corpus_passes):
+    """`make test` runs the fast tests (the broker-log corpus's checks among them), then the rest: the
+    rest's run judges the whole table, the fast run's cells carried in the file both are given."""
+    failing = (KAFKA_VERSIONS[0], "kraft", "broker-log corpus")
+    _project(pytester, "" if corpus_passes else f"    assert (version, mode, check) != {failing!r}\n")
+    cells = f"--cells-file={pytester.path / 'cells.json'}"
+    fast = pytester.runpytest_inprocess("-p", "tests.fast_first", "-m", "fast", cells)
+    assert fast.ret == (0 if corpus_passes else 1), fast.stdout.str()
+    assert not (pytester.path / "last.md").exists()  # a run of some tests only
+    rest = pytester.runpytest_inprocess("-p", "tests.fast_first", "-m", "not fast", "--rest-of-suite", cells)
+    assert rest.ret == (0 if corpus_passes else 1), rest.stdout.str()
+    failed = {} if corpus_passes else {failing: False}
+    assert (pytester.path / "last.md").read_text() == tested_on.table({**ALL_PASSED, **failed})
 
 
 def test_the_table_is_on_one_page_and_the_readme_links_there():

@@ -18,6 +18,7 @@ tests passed on a real broker of it. Produced by the run, never typed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -194,9 +195,10 @@ class Recorder:
         every = all_cells()
         covered = {cell for cells in self.cells.values() for cell in cells}
         # The whole suite (`pytest`, no arguments: testpaths) with nothing deselected, or its rest after
-        # the fast tests (`make test`'s second run: tests/fast_first.py; no per-version check is
-        # fast): every cell must be there, so a check or version that lost its tests shows as failed
-        # too. (With workers, deselection happens in them: -k and -m are read here instead.)
+        # the fast tests (`make test`'s second run: tests/fast_first.py; the broker-log corpus's checks
+        # are fast, their cells carried over from the first run): every cell must be there, so a check or
+        # version that lost its tests shows as failed too. (With workers, deselection happens in them:
+        # -k and -m are read here instead.)
         option = self.config.option
         rest_of_suite = getattr(option, "rest_of_suite", False)
         selecting = bool(getattr(option, "keyword", "") or (getattr(option, "markexpr", "") and not rest_of_suite))
@@ -205,12 +207,15 @@ class Recorder:
             and not selecting
             and (not self.deselected or rest_of_suite)
         )
-        if covered != every and not whole_suite:
-            return  # a run of some tests only: it says nothing about the table
         outcomes = dict.fromkeys(covered, True)
         for nodeid, cells in self.cells.items():  # a test that never ran (-x, Ctrl-C) did not pass
             if nodeid in self.failed or nodeid not in self.passed:
                 outcomes.update(dict.fromkeys(cells, False))
+        carried = getattr(option, "cells_file", None)  # make test's two runs: the fast one's cells (fast_first.py)
+        if carried:
+            outcomes = carry(Path(carried), outcomes)
+        if set(outcomes) != every and not whole_suite:
+            return  # a run of some tests only: it says nothing about the table
         generated = table(outcomes)
         LAST_RUN.parent.mkdir(exist_ok=True)
         LAST_RUN.write_text(generated)
@@ -223,6 +228,17 @@ class Recorder:
                     red=True,
                 )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def carry(path: Path, outcomes: Outcomes) -> Outcomes:
+    """``outcomes`` with those an earlier run of the same `make test` wrote to ``path`` (a cell of both
+    passed only if it passed in both), written back for a later run."""
+    earlier: Outcomes = {}
+    if path.exists():
+        earlier = {(version, mode, check): passed for version, mode, check, passed in json.loads(path.read_text())}
+    merged = {cell: earlier.get(cell, True) and outcomes.get(cell, True) for cell in {*earlier, *outcomes}}
+    path.write_text(json.dumps(sorted([*cell, passed] for cell, passed in merged.items())))
+    return merged
 
 
 def _shown(path: Path) -> str:
