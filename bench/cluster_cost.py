@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster_readers import BareReader, records_read, start_exporters, stop_exporters
-from bench.cluster_report import CARRIED, print_overview, print_table, print_window, summarize
+from bench.cluster_report import CARRIED, load_prices, print_overview, print_table, print_window, summarize
 from bench.exporter_process import VENV_BIN, Exporter, latency_quantiles, records_total
 from bench.options import names_among
 from bench.proc_stats import jvm_thread_names, loadavg, measure, thread_cores, thread_cpu, thread_group_cores
@@ -297,14 +297,15 @@ def run_cell(
                     w = window(kind, brokers, exporters, load, seconds, profiles)
                 finally:
                     stop_exporters(exporters)
-            w.update(run=run, pair=pair)
+            w.update(run=run, pair=pair, level=variant["level"])
             print_window(w)
             windows.append(w)
     cell = {"run": run, "rate": rate, "wall_seconds": round(time.monotonic() - started), "windows": windows}
     print(f"   {args.pairs} blocks in {cell['wall_seconds']} s", flush=True)
     if profiles:
         cell["broker_profile"] = profiles.differences(variants)
-    cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers)) for v in variants}
+    prices = load_prices(args.request_cpu) if args.request_cpu else None
+    cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers), prices) for v in variants}
     return cell
 
 
@@ -360,8 +361,10 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
                     results["cells"].append(run_cell(args, brokers, load, run_number, rate, variants, levels, workdir))
                 finally:
                     load.stop()
-        print_table(results["cells"], [v["name"] for v in variants])
-        results["overview"] = print_overview(results["cells"], [v["name"] for v in variants])
+        prices = load_prices(args.request_cpu) if args.request_cpu else None
+        results["request_cpu"] = prices
+        print_table(results["cells"], [v["name"] for v in variants], prices)
+        results["overview"] = print_overview(results["cells"], [v["name"] for v in variants], prices)
         ok = True
     finally:
         deployment_shape.stop(brokers)
@@ -475,6 +478,16 @@ def main() -> None:
         help="every window's brokers sampled by async-profiler (bench/broker_profile.py): the cores under "
         "their coordinators' DEBUG log calls, and per rate where their extra CPU goes",
     )
+    parser.add_argument(
+        "--request-cpu",
+        type=Path,
+        help="bench/request_cpu.py's --json (µs of broker CPU a request, by type): the bill in place too",
+    )
+    parser.add_argument(
+        "--fetch-resolutions",
+        default="",
+        help="kinds fetch@R (comma-separated ms): the fetch-timed exporter at --latency-resolution-ms=R",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the brokers' and exporters' logs")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
@@ -490,6 +503,15 @@ def main() -> None:
         "fetch": {"name": "fetch", "executable": args.exporter, "args": args.exporter_arg, "level": "INFO"},
     }
     variants = [standard[kind] for kind in args.kinds]
+    variants += [
+        {
+            "name": f"fetch@{ms}",
+            "executable": args.exporter,
+            "args": [*args.exporter_arg, f"--latency-resolution-ms={ms}"],
+            "level": "INFO",
+        }
+        for ms in filter(None, args.fetch_resolutions.split(","))
+    ]
     if args.also_exporter or args.also_exporter_arg:
         variants.append(
             {

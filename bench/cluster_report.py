@@ -64,9 +64,12 @@ def print_window(w: dict) -> None:
     )
 
 
-def summarize(windows: list[dict], variant: str, asked: float) -> dict[str, dict]:
+def summarize(
+    windows: list[dict], variant: str, asked: float, prices: dict[str, float] | None = None
+) -> dict[str, dict]:
     """Per broker, over the blocks (run, pair) that have both a `variant` window and one without;
-    `asked` the transactions a second asked of the cluster."""
+    `asked` the transactions a second asked of the cluster. With `prices` (bench/request_cpu.py: µs of
+    broker CPU a request, by type), the bill in place too (in_place)."""
     by_pair: dict[tuple[int, int], dict[str, dict]] = {}
     for w in windows:
         by_pair.setdefault((w["run"], w["pair"]), {})[w["kind"]] = w
@@ -131,7 +134,37 @@ def summarize(windows: list[dict], variant: str, asked: float) -> dict[str, dict
             "exporter_latency_ms": median_quantiles([b.get("exporter_latency_ms") for b in on]),
             "exporters_requests_per_s": {k: round(v, 2) for k, v in requests.items()},
         }
+        out[n]["in_place"] = in_place(out[n], pairs[0][variant].get("level"), requests, alone, prices)
     return out
+
+
+def in_place(
+    s: dict, level: str | None, requests: dict[str, float], alone: float, prices: dict[str, float] | None
+) -> dict | None:
+    """The bill measured in place (issue 52): the exporter's whole process (/proc), the broker's CPU
+    under its coordinator's DEBUG log calls (sampled; none at INFO) and the broker's CPU serving the
+    exporter's requests (each priced type's extra requests a second times its µs a request); None
+    without prices, or at DEBUG without the samples. Beside it, the difference of windows
+    (exporter + broker's extra) and that difference's spread over the blocks, its cross-check."""
+    debug = level == "DEBUG" or s["logger_cores"] is not None  # (a window recorded before its level was)
+    if prices is None or (debug and s["logger_cores"] is None):
+        return None
+    serving = {k: max(requests.get(k, 0.0), 0.0) * us / 1e6 for k, us in prices.items()}
+    cores = s["exporter_cores"] + (s["logger_cores"] or 0.0) + sum(serving.values())
+    low, high = s["broker_extra_range"]
+    return {
+        "cores": round(cores, 4),
+        "pct": round(100 * cores / alone, 2) if alone else None,
+        "serving_cores": {k: round(v, 4) for k, v in serving.items()},
+        # (RequestMetrics' `Fetch` is FetchConsumer and FetchFollower together: not a type of its own.)
+        "unpriced_requests_per_s": {
+            k: round(v, 2)
+            for k, v in requests.items()
+            if k not in prices and k != "Fetch" and v >= 0.5 and k.startswith(("Fetch", "List"))
+        },
+        "difference_cores": round(s["exporter_cores"] + s["broker_extra_cores"], 4),
+        "difference_spread_cores": round((high - low) / 2, 4),
+    }
 
 
 def extra_by_thread(on: list[dict], off: list[dict]) -> dict[str, float]:
@@ -177,7 +210,9 @@ def shown_requests(requests: dict[str, float]) -> str:
     return ", ".join(f"{k} {requests[k]:+.1f}" for k in named + others)
 
 
-def rows_of(cells: list[dict], variants: list[str]) -> list[tuple[int, str, str, str, dict]]:
+def rows_of(
+    cells: list[dict], variants: list[str], prices: dict[str, float] | None = None
+) -> list[tuple[int, str, str, str, dict]]:
     """(rate, run, kind, broker, summary) per rate, run (and all runs pooled), kind and broker."""
     rows = []
     groups: dict[int, list[dict]] = {}
@@ -190,14 +225,14 @@ def rows_of(cells: list[dict], variants: list[str]) -> list[tuple[int, str, str,
             runs.append(("all", [w for c in group for w in c["windows"]]))
         for run, windows in runs:
             for variant in variants:
-                for n, s in summarize(windows, variant, rate * len(windows[0]["brokers"])).items():
+                for n, s in summarize(windows, variant, rate * len(windows[0]["brokers"]), prices).items():
                     rows.append((rate, run, variant, n, s))
     return rows
 
 
-def print_table(cells: list[dict], variants: list[str]) -> None:
+def print_table(cells: list[dict], variants: list[str], prices: dict[str, float] | None = None) -> None:
     """Per rate, run (and all runs pooled), kind and broker; the rates not carried named."""
-    rows = rows_of(cells, variants)
+    rows = rows_of(cells, variants, prices)
     for cell in cells:
         if not cell.get("carried", True):
             print(
@@ -232,6 +267,21 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
             print(
                 f"  {rate}/broker run {run} {variant} broker {n}: {s['logger_cores']:.4f} ({s['logger_pct']}% of alone)"
             )
+    placed = [row for row in rows if row[4].get("in_place")]
+    if placed:
+        print(
+            "\nthe bill in place, cores: the exporter + under the DEBUG log calls + serving its requests (priced by "
+            "type) = in all, % of alone; beside it the difference of windows (exporter + broker's extra) ± half its "
+            "blocks' spread"
+        )
+        for rate, run, variant, n, s in placed:
+            p = s["in_place"]
+            print(
+                f"  {rate}/broker run {run} {variant} broker {n}: {s['exporter_cores']:.4f} + "
+                f"{s['logger_cores'] or 0:.4f} + {sum(p['serving_cores'].values()):.4f} {p['serving_cores']} = "
+                f"{p['cores']:.4f} ({p['pct']}%); difference {p['difference_cores']:+.4f} ± {p['difference_spread_cores']:.4f}"
+                + (f"; unpriced requests/s {p['unpriced_requests_per_s']}" if p["unpriced_requests_per_s"] else "")
+            )
     print("\nthe exporters' cores by kind of thread (the median of their windows): Python's, librdkafka's")
     for rate, run, variant, n, s in rows:
         if s["exporter_threads_cores"]:
@@ -253,15 +303,18 @@ def print_table(cells: list[dict], variants: list[str]) -> None:
             print(f"  {rate}/broker run {run} {variant} broker {n}: {shown}")
 
 
-def print_overview(cells: list[dict], variants: list[str]) -> dict:
+def print_overview(cells: list[dict], variants: list[str], prices: dict[str, float] | None = None) -> dict:
     """README's table: per rate and kind, over each run's per-broker medians (three brokers, every
     run), the median and min-max of the exporter's cores, the broker's extra and the total as % of the
     broker alone; and the cores and % against the goal (issue 40: total at most 8% at 10 a broker and
     5% above, the exporter's own 5% and 3%; idle at most 0.002 cores each)."""
-    rows = [row for row in rows_of(cells, variants) if row[1] != "all"]
+    rows = [row for row in rows_of(cells, variants, prices) if row[1] != "all"]
     out: dict = {}
     print("\noverview: median [min-max] over every run's per-broker medians")
-    print("rate/broker  kind     exporter cores          broker extra cores       total % of broker   carried")
+    print(
+        "rate/broker  kind     exporter cores          broker extra cores       total % of broker   carried"
+        "  in place: cores, % of broker"
+    )
     for rate in sorted({row[0] for row in rows}):
         for variant in variants:
             mine = [s for r, _, v, _, s in rows if r == rate and v == variant]
@@ -271,6 +324,10 @@ def print_overview(cells: list[dict], variants: list[str]) -> dict:
                 key: spread([s[key] for s in mine if s[key] is not None])
                 for key in ("exporter_cores", "broker_extra_cores", "total_pct", "exporter_pct")
             }
+            placed = [s["in_place"] for s in mine if s.get("in_place")]
+            figures["in_place_cores"] = spread([p["cores"] for p in placed])
+            figures["in_place_pct"] = spread([p["pct"] for p in placed if p["pct"] is not None])
+            figures["difference_spread_cores"] = spread([p["difference_spread_cores"] for p in placed])
             figures["carried"] = all(s["carried"] for s in mine)
             figures["log_bytes_per_transaction"] = spread(
                 [s["coordinator_log_bytes_per_transaction"] for s in mine if s["coordinator_log_bytes_per_transaction"]]
@@ -279,12 +336,18 @@ def print_overview(cells: list[dict], variants: list[str]) -> dict:
             e, x, t = figures["exporter_cores"], figures["broker_extra_cores"], figures["total_pct"]
             print(
                 f"{rate:>11}  {variant:<7}  {shown(e, 4):<22}  {shown(x, 4, signed=True):<23}  {shown(t, 1):<18}  "
-                f"{'yes' if figures['carried'] else 'NO'}"
+                f"{'yes' if figures['carried'] else 'NO '}      "
+                f"{shown(figures['in_place_cores'], 4)} {shown(figures['in_place_pct'], 1)}"
             )
     for cell in cells:
         if not cell.get("carried", True):
             out.setdefault(str(cell["rate"]), {})["not_carried"] = cell["achieved"]
     return out
+
+
+def load_prices(path: Path) -> dict[str, float]:
+    """bench/request_cpu.py's --json: µs of broker CPU a request, by type."""
+    return {t: r["us_per_request"] for t, r in json.loads(path.read_text())["per_request"].items()}
 
 
 def spread(values: list[float]) -> dict[str, float] | None:
@@ -346,13 +409,16 @@ def cells_from_output(text: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="bench/cluster_cost.py's table and overview, from its printed output")
-    parser.add_argument("output", type=Path, help="what bench/cluster_cost.py printed")
+    parser.add_argument("output", type=Path, help="what bench/cluster_cost.py printed, or its --json")
+    parser.add_argument("--request-cpu", type=Path, help="bench/request_cpu.py's --json: the bill in place too")
     parser.add_argument("--json", type=Path, help="write the overview here too")
     args = parser.parse_args()
-    cells = cells_from_output(args.output.read_text())
+    text = args.output.read_text()
+    cells = json.loads(text)["cells"] if args.output.suffix == ".json" else cells_from_output(text)
+    prices = load_prices(args.request_cpu) if args.request_cpu else None
     kinds = list(dict.fromkeys(w["kind"] for c in cells for w in c.get("windows", []) if w["kind"] != "without"))
-    print_table(cells, kinds)
-    overview = print_overview(cells, kinds)
+    print_table(cells, kinds, prices)
+    overview = print_overview(cells, kinds, prices)
     if args.json:
         args.json.write_text(json.dumps(overview, indent=1))
 

@@ -1,0 +1,54 @@
+"""bench/cluster_report.py's bill in place: the exporter's own CPU, the DEBUG log calls sampled, and
+its requests priced by type, beside the difference of windows."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cluster_report import summarize
+
+PRICES = {"FetchConsumer": 200.0, "ListOffsets": 80.0}  # µs of broker CPU a request
+
+
+def _broker(cores: float, exporter: float | None, requests: dict[str, float], logger: float | None = None) -> dict:
+    return {
+        "cores": cores,
+        "exporter_cores": exporter,
+        "records_per_s": 30.0,
+        "coordinator_log_bytes_per_s": 1500.0,
+        "requests_per_s": requests,
+        "logger_cores": logger,
+    }
+
+
+def _windows(kind: str, level: str, logger: float | None) -> list[dict]:
+    windows = []
+    for pair, (alone, with_) in enumerate([(0.100, 0.110), (0.104, 0.106)], start=1):
+        followers = {"FetchFollower": 40.0, "Produce": 30.0}
+        windows += [
+            {"run": 1, "pair": pair, "kind": "without", "level": "INFO", "transactions_per_s": 30.0, "brokers": {
+                "1": _broker(alone, None, followers)
+            }},
+            {"run": 1, "pair": pair, "kind": kind, "level": level, "transactions_per_s": 30.0, "brokers": {
+                "1": _broker(with_, 0.002, {**followers, "FetchConsumer": 10.0, "ListOffsets": 5.0}, logger)
+            }},
+        ]  # fmt: skip
+    return windows
+
+
+def test_the_fetch_timed_bill_is_the_exporter_and_its_priced_requests() -> None:
+    s = summarize(_windows("fetch@100", "INFO", None), "fetch@100", 30.0, PRICES)["1"]
+    placed = s["in_place"]
+    assert placed["serving_cores"] == {"FetchConsumer": 0.002, "ListOffsets": 0.0004}
+    assert placed["cores"] == pytest.approx(0.002 + 0.0024)
+    assert placed["pct"] == pytest.approx(100 * 0.0044 / 0.102, abs=0.01)  # over the broker alone's median
+    # The cross-check: exporter + the median of the blocks' differences (+0.010, +0.002), ± half their spread.
+    assert placed["difference_cores"] == pytest.approx(0.002 + 0.006)
+    assert placed["difference_spread_cores"] == pytest.approx(0.004)
+
+
+def test_the_clock_modes_bill_adds_its_log_calls_and_needs_their_samples() -> None:
+    sampled = summarize(_windows("clock", "DEBUG", 0.001), "clock", 30.0, PRICES)["1"]["in_place"]
+    assert sampled["cores"] == pytest.approx(0.002 + 0.001 + 0.0024)
+    assert summarize(_windows("clock", "DEBUG", None), "clock", 30.0, PRICES)["1"]["in_place"] is None
+    assert summarize(_windows("fetch", "INFO", None), "fetch", 30.0)["1"]["in_place"] is None  # no prices
