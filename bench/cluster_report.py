@@ -327,6 +327,7 @@ def print_overview(cells: list[dict], variants: list[str], prices: dict[str, flo
             placed = [s["in_place"] for s in mine if s.get("in_place")]
             figures["in_place_cores"] = spread([p["cores"] for p in placed])
             figures["in_place_pct"] = spread([p["pct"] for p in placed if p["pct"] is not None])
+            figures["difference_cores"] = spread([p["difference_cores"] for p in placed])
             figures["difference_spread_cores"] = spread([p["difference_spread_cores"] for p in placed])
             figures["carried"] = all(s["carried"] for s in mine)
             figures["log_bytes_per_transaction"] = spread(
@@ -342,7 +343,55 @@ def print_overview(cells: list[dict], variants: list[str], prices: dict[str, flo
     for cell in cells:
         if not cell.get("carried", True):
             out.setdefault(str(cell["rate"]), {})["not_carried"] = cell["achieved"]
+    if any(f.get("in_place_cores") for by_kind in out.values() for f in by_kind.values() if isinstance(f, dict)):
+        print("\nREADME's table (the bill in place; the difference of windows beside it):")
+        print("\n".join(readme_rows(out)))
+        print(
+            f"the difference of windows above the bill in place by more than its noise: {beyond_noise(out) or 'none'}"
+        )
     return out
+
+
+def beyond_noise(overview: dict) -> list[str]:
+    """The (rate, kind) cells whose difference of windows exceeds the bill in place by more than the
+    blocks' half-spread (medians): what the in-place sum would leave out (issue 52)."""
+    return [
+        f"{rate}/{kind}"
+        for rate, by_kind in overview.items()
+        for kind, f in by_kind.items()
+        if kind != "not_carried"
+        and f.get("in_place_cores")
+        and f["difference_cores"]["median"] - f["in_place_cores"]["median"] > f["difference_spread_cores"]["median"]
+    ]
+
+
+MODES = {"clock": "coordinator's clock (`--broker-log`, DEBUG)", "fetch": "fetch-timed (no broker log)"}
+
+
+def readme_rows(overview: dict) -> list[str]:
+    """README's "What it costs" rows: per rate and kind, the bill in place in cores, median (min-max)
+    over every run's per-broker medians, then as a share of the broker alone; the exporter's own; and
+    the difference of windows, "within noise (±x)" where its median is within its blocks' half-spread."""
+    rows = [
+        "| transactions/s a broker | mode | in all, cores | of the broker alone | the exporter's own, cores "
+        "| cross-check: difference of windows, cores |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rate, by_kind in sorted(overview.items(), key=lambda kv: int(kv[0])):
+        for kind, f in by_kind.items():
+            if kind == "not_carried" or not f.get("in_place_cores"):
+                continue
+            c, p, e = f["in_place_cores"], f["in_place_pct"], f["exporter_cores"]
+            d, noise = f["difference_cores"], f["difference_spread_cores"]["median"]
+            difference = (
+                f"within noise (±{noise:.3f})" if abs(d["median"]) <= noise else f"{d['median']:+.3f} (±{noise:.3f})"
+            )
+            rows.append(
+                f"| {rate if rate != '0' else '0 (idle)'} | {MODES.get(kind, kind)} | {c['median']:.4f} "
+                f"({c['min']:.4f}-{c['max']:.4f}) | {p['median']:.1f}% ({p['min']:.1f}-{p['max']:.1f}) | "
+                f"{e['median']:.4f} | {difference} |"
+            )
+    return rows
 
 
 def load_prices(path: Path) -> dict[str, float]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cluster_report import summarize
+from bench.cluster_report import beyond_noise, readme_rows, summarize
 
 PRICES = {"FetchConsumer": 200.0, "ListOffsets": 80.0}  # µs of broker CPU a request
 
@@ -52,3 +52,22 @@ def test_the_clock_modes_bill_adds_its_log_calls_and_needs_their_samples() -> No
     assert sampled["cores"] == pytest.approx(0.002 + 0.001 + 0.0024)
     assert summarize(_windows("clock", "DEBUG", None), "clock", 30.0, PRICES)["1"]["in_place"] is None
     assert summarize(_windows("fetch", "INFO", None), "fetch", 30.0)["1"]["in_place"] is None  # no prices
+
+
+def _figures(cores: float, pct: float, difference: float, noise: float) -> dict:
+    one = {"median": cores, "min": cores, "max": cores}
+    return {
+        "in_place_cores": one,
+        "in_place_pct": {"median": pct, "min": pct, "max": pct},
+        "exporter_cores": one,
+        "difference_cores": {"median": difference, "min": difference, "max": difference},
+        "difference_spread_cores": {"median": noise, "min": noise, "max": noise},
+    }
+
+
+def test_readmes_rows_give_cores_first_and_a_difference_within_its_noise_as_such() -> None:
+    overview = {"10": {"clock": _figures(0.004, 4.0, -0.010, 0.02), "fetch": _figures(0.007, 6.5, 0.05, 0.02)}}
+    clock, fetch = readme_rows(overview)[2:]
+    assert "| 0.0040 (0.0040-0.0040) | 4.0% (4.0-4.0) |" in clock and "within noise (±0.020)" in clock
+    assert "+0.050 (±0.020)" in fetch  # no negative share shown as a saving; a real one shown with its noise
+    assert beyond_noise(overview) == ["10/fetch"]  # 0.05 above 0.007 by more than 0.02: the sum leaves something out
