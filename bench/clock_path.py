@@ -31,14 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.model_throughput import POLL_RECORDS, _Delivering, as_fetched, as_polls
+from bench.model_throughput import POLL_RECORDS, _Delivering, as_fetched, as_polls, live_tail_and_model
 from bench.synthetic import PARTITIONS, RawRecord, transaction_cycles
 from exporter.app import GC_FIRST_GENERATION
 from exporter.codec import decode_record
-from exporter.contracts.events import PartitionAssigned, PartitionReplayed
-from exporter.metrics import LatencyRecorders
-from exporter.model import CoordinatorModel
-from exporter.sources import topic_tail
 from exporter.sources.broker_log_tail import BrokerLogFollower
 
 STAGES = ("log read + parse", "lines -> model", "records: tail loop", "records -> model", "expiry")
@@ -85,16 +81,7 @@ def traffic(rate: int, seconds: int) -> list[list[RawRecord]]:
 
 def run(seconds_of_traffic: list[list[RawRecord]], clock_mode: bool, tmp: Path) -> dict[str, float]:
     """CPU seconds by stage over the whole traffic, in one mode."""
-    recorders = LatencyRecorders(now_ms=seconds_of_traffic[0][0].timestamp_ms)
-    model = CoordinatorModel(recorders.sinks(), coordinator_log=clock_mode)
-    delivering = _Delivering({})
-    tail = topic_tail.TransactionLogTail(
-        "bench:0", all_partitions=True, clock=lambda: delivering.now_s, consumer_factory=lambda settings: delivering
-    )
-    for p in range(PARTITIONS):
-        model.apply(PartitionAssigned(p))
-        model.apply(PartitionReplayed(p))
-    tail._followed = dict.fromkeys(range(PARTITIONS))
+    model, delivering, tail = live_tail_and_model(seconds_of_traffic[0][0].timestamp_ms, coordinator_log=clock_mode)
     # The fetch pattern at these rates: fresh while the coordinator's clock times the appends, else busy;
     # neither notes each PREPARE_* for nudges, as the idle one does.
     fetch = tail._fetch
@@ -109,7 +96,7 @@ def run(seconds_of_traffic: list[list[RawRecord]], clock_mode: bool, tmp: Path) 
     with path.open("ab", buffering=0) as log:
         for records in seconds_of_traffic:
             end_ms = records[-1].timestamp_ms + 5
-            # Fetched twice a second (the fresh fetch; the busy one's 100 fetches a second bring the
+            # Fetched twice a second (the fresh fetch; the busy one's, every resolution, bring the
             # same records in smaller runs: the record path's cost per record moves little).
             halves = (records[: len(records) // 2], records[len(records) // 2 :])
             for half in halves:

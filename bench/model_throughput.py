@@ -105,10 +105,13 @@ def as_polls(runs: list[list[RawRecord]]) -> list[list]:
     return [messages[i : i + POLL_RECORDS] for i in range(0, len(messages), POLL_RECORDS)][::-1]
 
 
-def run_live_path(polls: list[list], first_ms: int) -> float:
-    """The source's loop and the model, on messages already fetched."""
+def live_tail_and_model(
+    first_ms: int, coordinator_log: bool = False
+) -> tuple[CoordinatorModel, _Delivering, topic_tail.TransactionLogTail]:
+    """A model and a tail of every partition, each followed and live as after replay (the tail's own
+    ownership logic is skipped), the tail's consumer a _Delivering to hand it the polls."""
     recorders = LatencyRecorders(now_ms=first_ms)
-    model = CoordinatorModel(recorders.sinks())
+    model = CoordinatorModel(recorders.sinks(), coordinator_log=coordinator_log)
     delivering = _Delivering({})
     tail = topic_tail.TransactionLogTail(
         "bench:0", all_partitions=True, clock=lambda: delivering.now_s, consumer_factory=lambda settings: delivering
@@ -116,8 +119,13 @@ def run_live_path(polls: list[list], first_ms: int) -> float:
     for p in range(PARTITIONS):
         model.apply(PartitionAssigned(p))
         model.apply(PartitionReplayed(p))
-    # Every partition followed and live, as after replay (the tail's own ownership logic is skipped).
     tail._followed = dict.fromkeys(range(PARTITIONS))
+    return model, delivering, tail
+
+
+def run_live_path(polls: list[list], first_ms: int) -> float:
+    """The source's loop and the model, on messages already fetched."""
+    model, delivering, tail = live_tail_and_model(first_ms)
     delivering.polls = list(polls)
     consume, apply_batch = tail._consume, model.apply_batch
     start = time.perf_counter()
