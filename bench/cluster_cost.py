@@ -304,8 +304,9 @@ def run_cell(
     print(f"   {args.pairs} blocks in {cell['wall_seconds']} s", flush=True)
     if profiles:
         cell["broker_profile"] = profiles.differences(variants)
-    prices = load_prices(args.request_cpu) if args.request_cpu else None
-    cell["summary"] = {v["name"]: summarize(windows, v["name"], rate * len(brokers), prices) for v in variants}
+    cell["summary"] = {
+        v["name"]: summarize(windows, v["name"], rate * len(brokers), args.request_cpu) for v in variants
+    }
     return cell
 
 
@@ -361,10 +362,9 @@ def run(args: argparse.Namespace, variants: list[dict]) -> dict:
                     results["cells"].append(run_cell(args, brokers, load, run_number, rate, variants, levels, workdir))
                 finally:
                     load.stop()
-        prices = load_prices(args.request_cpu) if args.request_cpu else None
-        results["request_cpu"] = prices
-        print_table(results["cells"], [v["name"] for v in variants], prices)
-        results["overview"] = print_overview(results["cells"], [v["name"] for v in variants], prices)
+        results["request_cpu"] = args.request_cpu
+        print_table(results["cells"], [v["name"] for v in variants], args.request_cpu)
+        results["overview"] = print_overview(results["cells"], [v["name"] for v in variants], args.request_cpu)
         ok = True
     finally:
         deployment_shape.stop(brokers)
@@ -480,7 +480,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--request-cpu",
-        type=Path,
+        type=load_prices,  # read once, where the option is: the µs a request by type
         help="bench/request_cpu.py's --json (µs of broker CPU a request, by type): the bill in place too",
     )
     parser.add_argument(

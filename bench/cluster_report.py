@@ -394,9 +394,9 @@ def readme_rows(overview: dict) -> list[str]:
     return rows
 
 
-def load_prices(path: Path) -> dict[str, float]:
+def load_prices(path: str) -> dict[str, float]:
     """bench/request_cpu.py's --json: µs of broker CPU a request, by type."""
-    return {t: r["us_per_request"] for t, r in json.loads(path.read_text())["per_request"].items()}
+    return {t: r["us_per_request"] for t, r in json.loads(Path(path).read_text())["per_request"].items()}
 
 
 def spread(values: list[float]) -> dict[str, float] | None:
@@ -459,15 +459,14 @@ def cells_from_output(text: str) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="bench/cluster_cost.py's table and overview, from its printed output")
     parser.add_argument("output", type=Path, help="what bench/cluster_cost.py printed, or its --json")
-    parser.add_argument("--request-cpu", type=Path, help="bench/request_cpu.py's --json: the bill in place too")
+    parser.add_argument("--request-cpu", type=load_prices, help="bench/request_cpu.py's --json: the bill in place too")
     parser.add_argument("--json", type=Path, help="write the overview here too")
     args = parser.parse_args()
     text = args.output.read_text()
     cells = json.loads(text)["cells"] if args.output.suffix == ".json" else cells_from_output(text)
-    prices = load_prices(args.request_cpu) if args.request_cpu else None
     kinds = list(dict.fromkeys(w["kind"] for c in cells for w in c.get("windows", []) if w["kind"] != "without"))
-    print_table(cells, kinds, prices)
-    overview = print_overview(cells, kinds, prices)
+    print_table(cells, kinds, args.request_cpu)
+    overview = print_overview(cells, kinds, args.request_cpu)
     if args.json:
         args.json.write_text(json.dumps(overview, indent=1))
 
