@@ -46,8 +46,9 @@ CHECKS: dict[str, str] = {
     "append errors": "failed `__transaction_state` appends by target state and error, at INFO and DEBUG, equal the "
     "EndTxn errors the coordinator counted (JMX) (tests/integration/broker_truth.py)",
     "append latency": "every transition the coordinator logged (its TRACE and DEBUG lines) received once and matched; the "
-    "append-latency bound (at `--latency-resolution-ms 10`, its finest setting) at most 5 ms above the coordinator's own at p50 and p99 (or 3 ms above a bare client's in the "
-    "same run, where the machine alone makes more), and below it no more often than that client's "
+    "append-latency bound (at `--latency-resolution-ms 10`, its finest setting) at most 5 ms above the coordinator's "
+    "own at p50 and p99 (or 3 ms above a bare client's in the same run, where the machine alone makes more), and "
+    "below it no more often than that client's "
     "(tests/integration/broker_truth.py)",
     "coordinator clock": "with the coordinator's DEBUG lines read (its JVM in UTC+05:30, the exporter told nothing), every "
     "transition, idle and under 48 Java and librdkafka producers back to back, timed as its `succeeded` line minus the "
