@@ -195,16 +195,26 @@ _TARGET_STATES_BYTES = {name.encode(): state for name, state in TARGET_STATES.it
 
 def parse_succeeded_bytes(line: bytes) -> TransitionLine | str:
     """parse_succeeded of the line as read (UTF-8, `\\r` at its end included), in one match where it is
-    ASCII and in the usual words (a busy coordinator writes thousands a second)."""
-    usual = _USUAL_SUCCEEDED.match(line)
-    if usual is not None and line.isascii():
-        time, tid, producer_id, producer_epoch, state_name, last_update_ms, tid_again = usual.groups()
-        state = _TARGET_STATES_BYTES.get(state_name)
-        if tid == tid_again and state is not None:
-            return TransitionLine(
-                tid.decode(), state, int(producer_id), int(producer_epoch), int(last_update_ms), time.decode()
-            )
+    ASCII and in the usual words (see usual_succeeded)."""
+    usual = usual_succeeded(line)
+    if usual is not None:
+        time, tid, state, producer_id, producer_epoch, last_update_ms = usual
+        return TransitionLine(tid, state, producer_id, producer_epoch, last_update_ms, time.decode())
     return parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
+
+
+def usual_succeeded(line: bytes) -> tuple[bytes, str, int, int, int, int] | None:
+    """(time as written, transactional id, target state, producer id and epoch, last update ms) of a
+    `succeeded` line that is ASCII and in the usual words, in one match (a busy coordinator writes
+    thousands a second); None for any other line, which parse_succeeded reads."""
+    usual = _USUAL_SUCCEEDED.match(line)
+    if usual is None or not line.isascii():
+        return None
+    time, tid, producer_id, producer_epoch, state_name, last_update_ms, tid_again = usual.groups()
+    state = _TARGET_STATES_BYTES.get(state_name)
+    if tid != tid_again or state is None:
+        return None
+    return time, tid.decode(), state, int(producer_id), int(producer_epoch), int(last_update_ms)
 
 
 def _transition(tid: str, meta: str, time: str) -> TransitionLine | None:

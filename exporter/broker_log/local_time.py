@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import date
 
 QUARTER_HOUR_MS = 15 * 60 * 1000
+_HALF_QUARTER_HOUR_MS = QUARTER_HOUR_MS // 2
 _DAY_MS = 86_400_000
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 # `yyyy-MM-dd HH:mm:ss,` of recent lines -> its ms as if UTC; small (a second's lines share one entry).
@@ -32,39 +33,45 @@ class LocalTimes:
 
     def __init__(self) -> None:
         self.offset_ms: int | None = None  # local time minus UTC, once learned
-        self._seconds: dict[str, int] = {}
+        self._seconds: dict[bytes, int] = {}
 
-    def place(self, text: str, witness_utc_ms: int, read_ms: int) -> int | None:
-        """UTC epoch ms of the frame's time `text`, or None if it is not a time this reads.
-        `witness_utc_ms`: a UTC time the line names, a little before it was written (its transition's
-        last update); `read_ms`: when the exporter read the line (UTC)."""
-        if len(text) == 13 and text.isascii() and text.isdigit():
+    def place(self, text: bytes, witness_utc_ms: int, read_ms: int) -> int | None:
+        """UTC epoch ms of the frame's time `text` (as read: bytes), or None if it is not a time this
+        reads. `witness_utc_ms`: a UTC time the line names, a little before it was written (its
+        transition's last update); `read_ms`: when the exporter read the line (UTC)."""
+        second = self._seconds.get(text[:20])
+        if second is not None and len(text) == 23 and text[20:].isdigit():
+            local_ms = second + int(text[20:])  # (the usual: a second of the lines before)
+        elif len(text) == 13 and text.isdigit():  # (bytes' isdigit: ASCII digits only)
             return int(text)
-        local_ms = self.naive_ms(text)
-        if local_ms is None:
-            return None
-        estimate = _rounded(local_ms - witness_utc_ms)
+        else:
+            naive_ms = self.naive_ms(text)
+            if naive_ms is None:
+                return None
+            local_ms = naive_ms
+        # (_rounded, written out: a busy coordinator writes thousands of lines a second)
+        estimate = (local_ms - witness_utc_ms + _HALF_QUARTER_HOUR_MS) // QUARTER_HOUR_MS * QUARTER_HOUR_MS
         offset_ms = self.offset_ms
         # Learned from the first line; re-learned when both witnesses agree on another offset.
         if offset_ms is None or (estimate != offset_ms and _rounded(local_ms - read_ms) == estimate):
             offset_ms = self.offset_ms = estimate
         return local_ms - offset_ms
 
-    def naive_ms(self, text: str) -> int | None:
+    def naive_ms(self, text: bytes) -> int | None:
         """`yyyy-MM-dd HH:mm:ss,SSS` (or `.SSS`, or a `T` between date and time) as epoch ms, read as
         if it were UTC; None for anything else."""
-        if len(text) != 23:
+        if len(text) != 23 or not text.isascii():
             return None
         head, millis = text[:20], text[20:]
         second = self._seconds.get(head)
         if second is None:
-            second = _second_ms(head)
+            second = _second_ms(head.decode())
             if second is None:
                 return None
             if len(self._seconds) >= _SECONDS_KEPT:
                 self._seconds.clear()
             self._seconds[head] = second
-        if not (millis.isascii() and millis.isdigit()):
+        if not millis.isdigit():
             return None
         return second + int(millis)
 
@@ -88,4 +95,4 @@ def _second_ms(head: str) -> int | None:
 
 def _rounded(difference_ms: int) -> int:
     """The nearest whole quarter hour."""
-    return (difference_ms + QUARTER_HOUR_MS // 2) // QUARTER_HOUR_MS * QUARTER_HOUR_MS
+    return (difference_ms + _HALF_QUARTER_HOUR_MS) // QUARTER_HOUR_MS * QUARTER_HOUR_MS

@@ -35,7 +35,7 @@ def test_any_quarter_hour_offset_is_learned_from_the_first_line(zone: str, offse
     times = LocalTimes()
     utc_ms = ms("2026-06-01T12:00:00.457")
     # The line written 3 ms after its transition's last update, read 200 ms later.
-    assert times.place(local_text(utc_ms, zone), utc_ms - 3, utc_ms + 200) == utc_ms
+    assert times.place(local_text(utc_ms, zone).encode(), utc_ms - 3, utc_ms + 200) == utc_ms
     assert times.offset_ms == offset_minutes * 60_000
 
 
@@ -56,7 +56,7 @@ def test_every_line_across_a_dst_change_is_placed_right(zone: str, start: str) -
     offsets = set()
     for n in range(0, 7200, 7):
         utc_ms = first + n * 1000 + n % 41
-        assert times.place(local_text(utc_ms, zone), utc_ms - n % 41, utc_ms + 900) == utc_ms, n
+        assert times.place(local_text(utc_ms, zone).encode(), utc_ms - n % 41, utc_ms + 900) == utc_ms, n
         offsets.add(times.offset_ms)
     assert len(offsets) == 2  # re-learned once
 
@@ -66,9 +66,9 @@ def test_a_slow_append_does_not_move_the_offset() -> None:
     two witnesses disagree, so the offset in force places it (10 minutes late, as it was)."""
     times = LocalTimes()
     utc_ms = ms("2026-06-01T12:00:00")
-    times.place(local_text(utc_ms, "Asia/Kolkata"), utc_ms - 2, utc_ms + 100)
+    times.place(local_text(utc_ms, "Asia/Kolkata").encode(), utc_ms - 2, utc_ms + 100)
     slow = utc_ms + 60_000
-    assert times.place(local_text(slow, "Asia/Kolkata"), slow - 600_000, slow + 100) == slow
+    assert times.place(local_text(slow, "Asia/Kolkata").encode(), slow - 600_000, slow + 100) == slow
     assert times.offset_ms == 330 * 60_000
 
 
@@ -85,13 +85,22 @@ def test_a_slow_append_does_not_move_the_offset() -> None:
     ],
 )
 def test_what_is_not_a_time_is_not_placed(text: str) -> None:
-    assert LocalTimes().place(text, 0, 0) is None
+    assert LocalTimes().place(text.encode(), 0, 0) is None
 
 
 def test_the_times_layouts_read() -> None:
     times = LocalTimes()
     expected = ms("2026-06-01T12:00:00.457")
     for text in ("2026-06-01 12:00:00,457", "2026-06-01 12:00:00.457", "2026-06-01T12:00:00,457"):
-        assert times.naive_ms(text) == expected
-    assert times.place(str(expected), 0, 0) == expected
+        assert times.naive_ms(text.encode()) == expected
+    assert times.place(str(expected).encode(), 0, 0) == expected
     assert timedelta(milliseconds=expected) > timedelta(0)
+
+
+@pytest.mark.parametrize("millis", ["45x", "4 5", "+45", "٣45", "4567", "45"])
+def test_a_known_seconds_line_with_other_millis_is_not_placed(millis: str) -> None:
+    """Once a second is known, its later lines are read from the cache: what follows it must still be
+    three ASCII digits."""
+    times = LocalTimes()
+    assert times.place(b"2026-06-01 12:00:00,457", ms("2026-06-01T12:00:00.457"), 0) is not None
+    assert times.place(f"2026-06-01 12:00:00,{millis}".encode(), ms("2026-06-01T12:00:00.457"), 0) is None

@@ -101,6 +101,23 @@ def test_garbled_partial_and_unplaceable_lines_are_counted_and_lose_nothing_else
     assert (parser.unplaced, parser.malformed, parser.unrecognized) == (1, 1, 0)
 
 
+@pytest.mark.parametrize("meta", [META_3, META_40, META_41], ids=["3.6-3.9", "4.0", "4.1+"])
+def test_the_parsers_loop_reads_a_usual_line_as_its_general_path_does(meta: str) -> None:
+    """feed() reads a usual `succeeded` line in its loop (usual_succeeded, the time placed from its
+    bytes): the same events as its general path (parse_succeeded, the time decoded first) gives, a
+    second's later lines read from the cached second included, in UTC+05:30 and in epoch ms."""
+    state = "PrepareCommit" if meta is not META_41 else "PREPARE_COMMIT"
+    times = ["2026-11-26 03:41:32,123", "2026-11-26 03:41:32,987", "2026-11-26 03:41:33.001", str(UPDATED_MS + 9)]
+    lines = [succeeded(f"t-{n}", meta.format(state), time=time).encode() for n, time in enumerate(times)]
+    general = BrokerLogParser()
+    general._now_ms = UPDATED_MS + 100
+    expected: list = []
+    for line in lines:
+        general._succeeded(line, expected)
+    assert BrokerLogParser().feed(lines, UPDATED_MS + 100) == expected
+    assert [e.appended_ms for e in expected] == [UPDATED_MS + 3, UPDATED_MS + 867, UPDATED_MS + 881, UPDATED_MS + 9]
+
+
 def test_epoch_milliseconds_need_no_offset() -> None:
     parser = BrokerLogParser()
     (event,) = parser.feed([succeeded("t", META_41.format("ONGOING"), time=str(UPDATED_MS + 4)).encode()], 0)
