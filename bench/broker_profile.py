@@ -12,12 +12,18 @@ the line, log4j, the write), measured in place instead of as the difference of t
 which at 10 transactions a second a broker moves by more than that cost from one block to the next.
 
     .venv/bin/python bench/broker_profile.py FILE.collapsed      # the summary of a recording
+    .venv/bin/python bench/broker_profile.py --overhead 30,1000  # what the sampling adds to a broker's CPU
+
+`--overhead`: one 4.4.0 broker under a paced load at each rate, windows alternating (ABBA) between
+sampled and not: the broker's CPU with the sampling over without, the median of the blocks. The bill
+in place divides by the broker alone; measured while it is sampled, that denominator is this much high.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import zipfile
 from collections import Counter
 from importlib import resources
@@ -28,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from bench.proc_stats import thread_kind
 from exporter.pipeline import maven
 
-INTERVAL_MS = 1  # a sample a millisecond of a thread's CPU: samples x INTERVAL_MS = CPU ms
+INTERVAL_MS = 1  # a sample a millisecond of a thread's CPU: samples x INTERVAL_MS = CPU ms (see --overhead)
 LOGGER_FRAME = "TransactionStateManager.debug"
 _KAFKA = ("kafka.", "org.apache.kafka.")
 _AGENT = "linux-x64/libasyncProfiler.so"
@@ -116,7 +122,53 @@ def difference(with_: dict[str, Counter[str]], without: dict[str, Counter[str]],
     return "\n".join(lines)
 
 
+def overhead(rates: list[int], blocks: int, seconds: float) -> None:
+    import statistics
+    import tempfile
+
+    from bench.proc_stats import measure
+    from bench.txn_load import DATA_PARTITIONS, DATA_TOPIC, Load, settle_commits_rate
+    from txn_workshop.harness.admin import create_internal_topics, create_topic
+    from txn_workshop.harness.broker import KafkaBroker
+
+    with tempfile.TemporaryDirectory(prefix="bench-profiler-overhead-") as tmp:
+        broker = KafkaBroker("4.4.0", workdir=Path(tmp) / "broker")
+        broker.start()
+        try:
+            create_topic(broker.bootstrap_servers, DATA_TOPIC, partitions=DATA_PARTITIONS)
+            create_internal_topics(broker.bootstrap_servers)
+            pid = broker._proc.pid
+            for rate in rates:
+                load = Load(broker.bootstrap_servers, rate, 2, 8, f"o{rate}")
+                try:
+                    time.sleep(30)  # the JIT's warm-up
+                    achieved = settle_commits_rate(load)
+                    cores: dict[bool, list[float]] = {True: [], False: []}
+                    for block in range(blocks):
+                        for sampled in (True, False) if block % 2 == 0 else (False, True):
+                            if sampled:
+                                start(pid)
+                            window = measure({"broker": pid}, seconds, load)
+                            if sampled:
+                                stop(pid, Path(tmp) / f"{rate}-{block}.collapsed")
+                            cores[sampled].append(window.cpu["broker"] / window.seconds)
+                    on, off = statistics.median(cores[True]), statistics.median(cores[False])
+                    ratios = sorted(a / b for a, b in zip(cores[True], cores[False], strict=True))
+                    print(
+                        f"{rate} transactions/s ({achieved:.0f} achieved): broker {off:.4f} cores, sampled {on:.4f}: "
+                        f"+{on / off - 1:.1%} (blocks {ratios[0] - 1:+.1%} to {ratios[-1] - 1:+.1%})",
+                        flush=True,
+                    )
+                finally:
+                    load.stop()
+        finally:
+            broker.stop()
+
+
 def main() -> None:
+    if sys.argv[1] == "--overhead":
+        overhead([int(r) for r in sys.argv[2].split(",")], blocks=8, seconds=10.0)
+        return
     result = summary(Path(sys.argv[1]))
     print(f"samples {result['samples']['all']}, under {LOGGER_FRAME} {result['samples']['logger']}")
     for what in ("threads", "methods"):

@@ -276,8 +276,10 @@ def run_cell(
     levels: Levels,
     logs: Path,
 ) -> dict:
-    kinds = [v["name"] for v in variants] + ["without"]
-    by_name = {v["name"]: v for v in variants}
+    # Sampled, a broker's JVM takes 16-29% more CPU (bench/broker_profile.py --overhead): the base of
+    # the shares in place is then a window of its own, the brokers alone and not sampled.
+    kinds = [v["name"] for v in variants] + ["without"] + (["alone"] if args.profile_broker else [])
+    by_name = {v["name"]: v for v in variants} | {"alone": ALONE}
     seconds = args.window if rate else args.idle_window
     windows = []
     profiles = CellProfiles(brokers, logs / "profiles" / f"run{run}-rate{rate}") if args.profile_broker else None
@@ -289,7 +291,7 @@ def run_cell(
             levels.set(variant["level"])
             if not variant.get("exporters", True):
                 time.sleep(args.gap)  # stopped exporters' connections closed, the level's change in force
-                w = window(kind, brokers, [], load, seconds, profiles)
+                w = window(kind, brokers, [], load, seconds, None if kind == "alone" else profiles)
             else:
                 exporters = start_exporters(variant, brokers, logs, args.ready_timeout)
                 try:
@@ -312,6 +314,8 @@ def run_cell(
 
 # The base of every block: the brokers alone, their coordinators at INFO.
 WITHOUT = {"name": "without", "exporters": False, "level": "INFO"}
+# The same, never sampled (with --profile-broker, when the others are): the shares' base.
+ALONE = {"name": "alone", "exporters": False, "level": "INFO"}
 
 
 def run(args: argparse.Namespace, variants: list[dict]) -> dict:

@@ -83,7 +83,9 @@ def summarize(
     for n in pairs[0][variant]["brokers"] if pairs else []:
         on = [p[variant]["brokers"][n] for p in pairs]
         off = [p["without"]["brokers"][n] for p in pairs]
-        alone = statistics.median(b["cores"] for b in off)
+        # The shares' base: the brokers alone in the windows not sampled, where sampling ran (see ALONE).
+        unsampled = [p["alone"]["brokers"][n] for p in pairs if "alone" in p]
+        alone = statistics.median(b["cores"] for b in unsampled or off)
         with_ = statistics.median(b["cores"] for b in on)
         extra = statistics.median(a["cores"] - b["cores"] for a, b in zip(on, off, strict=True))
         exporter = statistics.median(b["exporter_cores"] or 0.0 for b in on)
@@ -117,6 +119,7 @@ def summarize(
             if asked
             else None,
             "broker_alone_cores": round(alone, 4),
+            "broker_alone_sampled": not unsampled and any(b.get("logger_cores") is not None for b in off),
             "broker_with_cores": round(with_, 4),
             "broker_extra_cores": round(extra, 4),
             "broker_extra_of_medians_cores": round(with_ - alone, 4),
@@ -464,7 +467,9 @@ def main() -> None:
     args = parser.parse_args()
     text = args.output.read_text()
     cells = json.loads(text)["cells"] if args.output.suffix == ".json" else cells_from_output(text)
-    kinds = list(dict.fromkeys(w["kind"] for c in cells for w in c.get("windows", []) if w["kind"] != "without"))
+    kinds = list(
+        dict.fromkeys(w["kind"] for c in cells for w in c.get("windows", []) if w["kind"] not in ("without", "alone"))
+    )
     print_table(cells, kinds, args.request_cpu)
     overview = print_overview(cells, kinds, args.request_cpu)
     if args.json:

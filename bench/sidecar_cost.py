@@ -59,6 +59,21 @@ def fetch_requests(broker) -> tuple[float, float]:
     return time.time(), sum(values.values())
 
 
+def profiled(args, broker, path: Path, window):
+    """`window()`'s result and, with --profile-broker, the broker's cores under the coordinator's DEBUG
+    log calls meanwhile (async-profiler, bench/broker_profile.py), else None."""
+    if not args.profile_broker:
+        return window(), None
+    from bench import broker_profile
+
+    broker_profile.start(broker._proc.pid)
+    started = time.monotonic()
+    result = window()
+    seconds = time.monotonic() - started
+    summary = broker_profile.summary(broker_profile.stop(broker._proc.pid, path.with_suffix(".collapsed")))
+    return result, summary["samples"]["logger"] * broker_profile.INTERVAL_MS / 1000 / seconds
+
+
 # --- main -------------------------------------------------------------------------------------
 
 
@@ -145,7 +160,9 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         th0 = thread_cpu(exporter.proc.pid)
         also_th0 = thread_cpu(also.proc.pid) if also is not None else {}
         m0 = records_total(exporter.metrics())
-        window = measure(pids, args.window, load)
+        window, logger_cores = profiled(
+            args, broker, workdir / f"broker-{rate}-{mode}", lambda: measure(pids, args.window, load)
+        )
         m1 = records_total(exporter.metrics())
         th1 = thread_cpu(exporter.proc.pid)
         also_th1 = thread_cpu(also.proc.pid) if also is not None else {}
@@ -192,6 +209,16 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     # warming up): what serving the readers' fetches costs it is the difference.
     time.sleep(2)
     alone = measure({"broker": broker._proc.pid, "load": load.pids}, args.alone_window, load)
+    # Sampled, the broker takes 16-29% more CPU (bench/broker_profile.py --overhead): its log calls
+    # alone are read in a window of their own, the broker's CPU alone in the one above, not sampled.
+    alone_logger_cores = None
+    if args.profile_broker:
+        _, alone_logger_cores = profiled(
+            args,
+            broker,
+            workdir / f"broker-{rate}-{mode}-alone",
+            lambda: measure({"broker": broker._proc.pid, "load": load.pids}, args.alone_window, load),
+        )
     fetch_total = (f1[1] - f0[1]) / (f1[0] - f0[0])
     bare_fetches = (b1["fetches"] - b0["fetches"]) / max(1e-9, b1["stats_t"] - b0["stats_t"])
     bare_records = b1["records"] - b0["records"]
@@ -236,6 +263,20 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         },
         "profile": str(profile) if profile else None,
     }
+    if logger_cores is not None and alone_logger_cores is not None:
+        # In place (issue 52): the exporter's process and the broker's CPU under the coordinator's DEBUG
+        # log calls, over the broker alone less its own (at INFO); the fetches' price is left out (the
+        # clock mode's two a second, 224 us each: 0.0005 cores; the fetch-timed mode's ten, 0.002).
+        broker_at_info = result["broker_alone_cores"] - alone_logger_cores
+        in_place = result["cpu_cores"]["exporter"] + logger_cores
+        result["in_place"] = {
+            "logger_cores": round(logger_cores, 4),
+            "alone_logger_cores": round(alone_logger_cores, 4),
+            "broker_alone_at_info_cores": round(broker_at_info, 4),
+            "cores": round(in_place, 4),
+            "over_broker_alone": round(in_place / broker_at_info, 4),
+            "exporter_over_broker_alone": round(result["cpu_cores"]["exporter"] / broker_at_info, 4),
+        }
     if also_quantiles is not None:
         result["also"] = {
             "exporter": str(args.also_exporter or args.exporter),
@@ -284,6 +325,14 @@ def print_result(r: dict) -> None:
         f"   latency ms: exporter PREPARE_COMMIT {pc}; all states p99 max "
         f"{max((q.get('0.99', 0) for q in lat.values() if q.get('0.99', 0) == q.get('0.99', 0)), default=0):.1f}; bare {r['bare_latency_ms']}"
     )
+    if r.get("in_place"):
+        i = r["in_place"]
+        print(
+            f"   in place: exporter {cores['exporter']:.4f} + the broker under its DEBUG log calls "
+            f"{i['logger_cores']:.4f} = {i['cores']:.4f} cores, {i['over_broker_alone']:.1%} of the broker alone at "
+            f"INFO ({i['broker_alone_at_info_cores']:.3f}: alone {r['broker_alone_cores']:.3f} less its log calls "
+            f"{i['alone_logger_cores']:.4f}); the exporter alone {i['exporter_over_broker_alone']:.1%}"
+        )
     if r.get("also"):
         a = r["also"]
         print(
@@ -317,7 +366,10 @@ def main() -> None:
     parser.add_argument("--modes", type=lambda s: s.split(","), default=["plain", "broker-log"])
     parser.add_argument("--window", type=float, default=30.0, help="seconds measured, side by side")
     parser.add_argument("--alone-window", type=float, default=10.0, help="seconds of the load without readers")
-    parser.add_argument("--warmup", type=float, default=8.0)
+    # The broker's JIT warms up under the first rate's load for longer than 8 s: after 8 s, the first
+    # window read the broker 0.22-0.28 cores above the broker alone just after it (a later mode's window,
+    # 0.02-0.04), and so the exporter's share of it low.
+    parser.add_argument("--warmup", type=float, default=30.0, help="seconds of each rate's load before its windows")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the exporter is ready")
     parser.add_argument("--load-processes", type=int, default=2)
     parser.add_argument("--load-threads", type=int, default=8)
@@ -350,6 +402,12 @@ def main() -> None:
         help="the bare consumer reads as the exporter did before issue 22 (with --exporter of that version)",
     )
     parser.add_argument("--profile", type=float, default=0, help="seconds of py-spy record --native after each window")
+    parser.add_argument(
+        "--profile-broker",
+        action="store_true",
+        help="sample the broker with async-profiler in every window: the bill in place (the exporter, and the "
+        "broker under the coordinator's DEBUG log calls, over the broker alone at INFO)",
+    )
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
     if args.command is None and args.latency_resolution_ms is None:

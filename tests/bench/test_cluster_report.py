@@ -54,6 +54,22 @@ def test_the_clock_modes_bill_adds_its_log_calls_and_needs_their_samples() -> No
     assert summarize(_windows("fetch", "INFO", None), "fetch", 30.0)["1"]["in_place"] is None  # no prices
 
 
+def test_where_the_brokers_were_sampled_the_shares_base_is_their_unsampled_windows() -> None:
+    """Sampling adds to a broker's CPU (bench/broker_profile.py --overhead): the brokers alone, not
+    sampled, are the base of the shares; the difference of windows stays between sampled ones."""
+    windows = _windows("clock", "DEBUG", 0.001)
+    for pair in (1, 2):
+        windows.append(
+            {"run": 1, "pair": pair, "kind": "alone", "level": "INFO", "transactions_per_s": 30.0, "brokers": {
+                "1": _broker(0.080, None, {"FetchFollower": 40.0, "Produce": 30.0})
+            }}
+        )  # fmt: skip
+    s = summarize(windows, "clock", 30.0, PRICES)["1"]
+    assert s["broker_alone_cores"] == pytest.approx(0.080) and not s["broker_alone_sampled"]
+    assert s["in_place"]["pct"] == pytest.approx(100 * 0.0054 / 0.080, abs=0.01)
+    assert s["in_place"]["difference_cores"] == pytest.approx(0.002 + 0.006)
+
+
 def _figures(cores: float, pct: float, difference: float, noise: float) -> dict:
     one = {"median": cores, "min": cores, "max": cores}
     return {
