@@ -23,6 +23,7 @@ timestamp, ms).
     .venv/bin/python bench/sidecar_cost.py --rates 1000 --modes plain --window 40
     .venv/bin/python bench/sidecar_cost.py --kafka-config fetch.wait.max.ms=5 --kafka-config fetch.min.bytes=1048576
     .venv/bin/python bench/sidecar_cost.py --profile 20          # py-spy record --native of the exporter, per rate
+    .venv/bin/python bench/sidecar_cost.py --rates 1000,1500 --profile-broker --request-cpu request-cpu.json   # in place
     .venv/bin/python bench/sidecar_cost.py --also-interval 5     # and an exporter at 5 ms, in the same window
     .venv/bin/python bench/sidecar_cost.py --also-exporter ../other/.venv/bin/txn-exporter   # two versions, one window
 
@@ -44,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bare_consumer import Bare, bare_main, fetch_pattern, histogram_quantiles
+from bench.cluster_report import load_prices
 from bench.exporter_process import TSM_LOGGER, VENV_BIN, Exporter, latency_quantiles, records_total
 from bench.proc_stats import loadavg, measure, python_thread_names, rss_mib, thread_cores, thread_cpu
 from bench.txn_load import DATA_PARTITIONS, DATA_TOPIC, Load, add_load_arguments, load_main, settle_commits_rate
@@ -264,12 +266,16 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
         "profile": str(profile) if profile else None,
     }
     if logger_cores is not None and alone_logger_cores is not None:
-        # In place (issue 52): the exporter's process and the broker's CPU under the coordinator's DEBUG
-        # log calls, over the broker alone less its own (at INFO); the fetches' price is left out (the
-        # clock mode's two a second, 224 us each: 0.0005 cores; the fetch-timed mode's ten, 0.002).
+        # In place (issue 52): the exporter's process, the broker's CPU under the coordinator's DEBUG log
+        # calls and, with --request-cpu, serving the exporter's fetches (the Fetch requests beyond the
+        # bare reader's, halved when two exporters ran: theirs are alike), over the broker alone less its
+        # log calls (at INFO).
         broker_at_info = result["broker_alone_cores"] - alone_logger_cores
-        in_place = result["cpu_cores"]["exporter"] + logger_cores
+        exporter_fetches = (fetch_total - bare_fetches) / (1 if also is None else 2)
+        serving = exporter_fetches * args.request_cpu["FetchConsumer"] / 1e6 if args.request_cpu else 0.0
+        in_place = result["cpu_cores"]["exporter"] + logger_cores + serving
         result["in_place"] = {
+            "serving_cores": round(serving, 4) if args.request_cpu else None,
             "logger_cores": round(logger_cores, 4),
             "alone_logger_cores": round(alone_logger_cores, 4),
             "broker_alone_at_info_cores": round(broker_at_info, 4),
@@ -329,7 +335,8 @@ def print_result(r: dict) -> None:
         i = r["in_place"]
         print(
             f"   in place: exporter {cores['exporter']:.4f} + the broker under its DEBUG log calls "
-            f"{i['logger_cores']:.4f} = {i['cores']:.4f} cores, {i['over_broker_alone']:.1%} of the broker alone at "
+            f"{i['logger_cores']:.4f} + serving its fetches {i['serving_cores'] if i['serving_cores'] is not None else 'unpriced'}"
+            f" = {i['cores']:.4f} cores, {i['over_broker_alone']:.1%} of the broker alone at "
             f"INFO ({i['broker_alone_at_info_cores']:.3f}: alone {r['broker_alone_cores']:.3f} less its log calls "
             f"{i['alone_logger_cores']:.4f}); the exporter alone {i['exporter_over_broker_alone']:.1%}"
         )
@@ -407,6 +414,11 @@ def main() -> None:
         action="store_true",
         help="sample the broker with async-profiler in every window: the bill in place (the exporter, and the "
         "broker under the coordinator's DEBUG log calls, over the broker alone at INFO)",
+    )
+    parser.add_argument(
+        "--request-cpu",
+        type=load_prices,  # read once, where the option is
+        help="bench/request_cpu.py's --json: with --profile-broker, the exporter's fetches priced in the bill in place",
     )
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
