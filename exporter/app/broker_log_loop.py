@@ -15,7 +15,8 @@ from exporter.sources.file_watch import FileWatch
 
 log = logging.getLogger("txn_exporter")
 # The broker log is read when its file changes (exporter.sources.file_watch; unwatched, after each
-# wait; watched, at least every BROKER_LOG_WATCHED_POLL_SECONDS): at most every BROKER_LOG_POLL_SECONDS
+# wait; watched, at least every BROKER_LOG_WATCHED_POLL_SECONDS; while reads find lines, by the clock
+# alone, the watch removed): at most every BROKER_LOG_POLL_SECONDS
 # after a read that brought an event (a failed append, a marker retry, a coordinator change), else
 # after a wait doubling up to BROKER_LOG_QUIET_POLL_SECONDS, so an event counts up to a second late.
 # Growth alone is no event: at DEBUG the coordinator logs each append, and reading 10 times a second cost
@@ -56,13 +57,16 @@ def follow_broker_logs(
                 failing.discard(n)
         if events:  # (any line read makes one: the lines' count)
             watch.read_found_lines()
+            # The files grow: the next read comes by the clock, and a watch would only cost the broker
+            # (FileWatch.unwatch); watched again once a read finds nothing.
+            watch.unwatch()
             model.apply_batch(events, int(time.time() * 1000))
         lines = [event for event in events if type(event) in _COORDINATOR_LINES]
         coordinator_lines(lines, None if failing else read_ms)  # type: ignore[arg-type]  # because filtered by type
         wait = next_broker_log_wait(wait, events, quiet)
         if stop.wait(wait):
             return
-        if watch.watching():
+        if not events and watch.watching():
             watch.wait(BROKER_LOG_WATCHED_POLL_SECONDS)
 
 

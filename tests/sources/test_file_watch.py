@@ -131,3 +131,29 @@ def test_without_inotify_a_wait_is_a_timeout(log_file: Path, monkeypatch: pytest
     assert watch.wait(0.2) is False
     assert time.monotonic() - started >= 0.2
     watch.close()
+
+
+def _kernel_watches(watch: FileWatch) -> int:
+    """The inotify watches the kernel holds for the watch's descriptor (/proc/self/fdinfo)."""
+    info = Path(f"/proc/self/fdinfo/{watch._fd}").read_text()
+    return sum(line.startswith("inotify wd:") for line in info.splitlines())
+
+
+def test_unwatched_the_kernel_holds_no_watch_and_the_next_wait_reads_what_came_meanwhile(log_file: Path) -> None:
+    """While the files grow the reader comes back by the clock and removes the watch, which would
+    only cost the writer (the kernel's notice on each write); watched again, the first wait ends at
+    once, and a later one waits for a change as ever (the removals left no notice behind)."""
+    watch = _watch(log_file)
+    assert _kernel_watches(watch) == 1
+    watch.unwatch()
+    assert _kernel_watches(watch) == 0
+    with log_file.open("a") as f:
+        f.write("[2026-11-29 01:00:00,000] DEBUG a line written unwatched\n")
+    assert watch.watching() and _kernel_watches(watch) == 1
+    assert watch.wait(LONG) is True  # at once: what came unwatched has no notice
+    started = time.monotonic()
+    assert watch.wait(0.2) is False
+    assert time.monotonic() - started >= 0.2
+    _later(lambda: log_file.open("a").write("[2026-11-29 01:00:01,000] DEBUG another\n"))
+    assert watch.wait(LONG) is True
+    watch.close()
