@@ -1,6 +1,6 @@
-"""The tail's fetch pattern: its clients of the followed partitions (idle and busy; fresh while the
-coordinator's own clock times the appends; quiet while no transaction is open), the one assigned
-them, their settings, and the errands (leaders, nudges) one not fetching runs on a thread of its own."""
+"""The tail's fetch pattern: its clients of the followed partitions (idle and busy, and fresh while
+the coordinator's own clock times the appends), the one assigned them, their settings, and the
+errands (leaders, nudges) one not fetching runs on a thread of its own."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ DEFAULT_SETTINGS = {
 # them: each names every followed partition (librdkafka sends no KIP-227 fetch sessions), however few
 # records it brings (docs/benchmarks.md#what-the-sidecar-costs-beside-a-real-broker). The append-latency
 # bound's resolution (latency_resolution_ms) is a stated setting: a record may be gathered with others
-# for up to that long. Clients of the same partitions, one assigned them at a time:
+# for up to that long. Two consumers of the same partitions, one assigned them at a time:
 # - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a record
 #   is delivered at once, 10 fetches a second when nothing is appended (quiet, below, with none open);
 # - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
