@@ -18,9 +18,8 @@ def follow_tail(
     broker_log: bool,
     kafka_answered: Callable[[], None],
 ) -> None:
-    """Polls until `stop` is set. Tells the tail whether the model holds a transaction open (while
-    none is, its waiting fetch is held longer) and, with the broker's log read (`broker_log`), whether
-    the coordinator's own clock times the appends (it then fetches for freshness alone). Calls
+    """Polls until `stop` is set. With the broker's log read (`broker_log`), the tail fetches for
+    freshness alone while the model says the coordinator's own clock times the appends. Calls
     `kafka_answered` once, when Kafka has first answered the tail."""
     answered = False
     next_tick = 0.0
@@ -30,7 +29,8 @@ def follow_tail(
         if events or now >= next_tick:  # (a tick counts the records and lines that waited in vain)
             next_tick = now + 1.0
             model.apply_batch(events, int(now * 1000))
-        tail.heed(broker_log and model.coordinator_clock(), model.transactions_open())
+        if broker_log:
+            tail.fetch_for_freshness(model.coordinator_clock())
         if not answered and tail.not_ready is None:
             answered = True
             kafka_answered()

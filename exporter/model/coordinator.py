@@ -564,12 +564,6 @@ class CoordinatorModel:
         with self._lock:
             return self._loads.logs()
 
-    def transactions_open(self) -> bool:
-        """Whether a transaction is open (ONGOING or PREPARE_*) in a partition read live: the only time
-        the coordinator appends outside a request (a timeout's abort, a COMPLETE_* after its markers)."""
-        with self._lock:
-            return any(part.ongoing or part.pending for part in self._partitions.values() if part.live)
-
     def coordinator_clock(self) -> bool:
         """Whether the coordinator's own clock times the appends, its lines read (see
         exporter.model.append_clock): the tail then fetches for freshness alone."""

@@ -181,20 +181,3 @@ def test_stuck_prepares_counted_past_their_timeout_plus_the_padding():
     assert snapshot(model, now_ms=120_001, late_padding_ms=10_000).stuck_prepares == 2
     model.apply(log_event("stuck", S.COMPLETE_COMMIT, timestamp_ms=120_000))
     assert snapshot(model, now_ms=120_001, late_padding_ms=10_000).stuck_prepares == 1
-
-
-def test_a_transaction_is_open_from_ongoing_to_its_complete_in_a_live_partition_only():
-    """CoordinatorModel.transactions_open: what the tail's quiet fetch waits on (the coordinator
-    appends outside a request only for an open transaction)."""
-    model = live_model(0)
-    model.apply(log_event("t", S.EMPTY, timestamp_ms=1_000))
-    assert not model.transactions_open()
-    model.apply(log_event("t", S.ONGOING, timestamp_ms=2_000))
-    assert model.transactions_open()
-    model.apply(log_event("t", S.PREPARE_ABORT, timestamp_ms=3_000))
-    assert model.transactions_open()
-    model.apply(log_event("t", S.COMPLETE_ABORT, timestamp_ms=3_010))
-    assert not model.transactions_open()
-    model.apply(PartitionAssigned(1))  # replaying: not read live yet
-    model.apply(log_event("u", S.ONGOING, partition=1, timestamp_ms=4_000, replay=True))
-    assert not model.transactions_open()

@@ -384,7 +384,7 @@ def test_for_freshness_a_third_consumer_fetches_twice_within_it_without_nudges_a
     idle, busy = made
     idle.queued.append(Message(1, 0))
     tail.poll(timeout=0)
-    tail.heed(True, False)
+    tail.fetch_for_freshness(True)
     fresh = made[2]
     assert fresh.settings["fetch.wait.max.ms"] == 500 and fresh.settings["fetch.min.bytes"] == 1 << 20
     assert idle.assigned == set() and fresh.assigned == set(range(PARTITIONS))
@@ -404,7 +404,7 @@ def test_for_freshness_a_third_consumer_fetches_twice_within_it_without_nudges_a
     tail.poll(timeout=0)
     assert fresh.assigned == set(range(PARTITIONS)) and busy.assigned == set() and not tail.busy
     _wait_until(lambda: busy.closed)  # the fresh consumer stands in for it: closed by the errands' thread
-    tail.heed(False, True)
+    tail.fetch_for_freshness(False)
     assert idle.assigned == set(range(PARTITIONS)) and fresh.assigned == set() and idle.offsets[3] == 300
     again = made[3]  # the busy consumer made again, before a load needs it
     assert again.settings["fetch.wait.max.ms"] == busy.settings["fetch.wait.max.ms"] and not again.closed
@@ -417,57 +417,3 @@ def _wait_until(condition, seconds: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "not within 10 s"
         time.sleep(0.01)
-
-
-def test_with_no_transaction_open_a_quiet_consumer_holds_one_fetch_a_second_until_one_opens(fetching):
-    """No transaction open in the followed partitions for 2 s (the model's word): every append then
-    comes inside a request, handed to a waiting fetch at once, so the partitions move, at their next
-    offsets, to a third consumer holding its fetch 1 s; back to the idle one as soon as one is open."""
-    tail, made, clock = fetching.tail, fetching.made, fetching.clock
-    idle = made[0]
-    idle.queued.append(Message(1, 0))
-    tail.poll(timeout=0)
-    tail.heed(False, False)
-    assert len(made) == 2 and idle.assigned == set(range(PARTITIONS))  # not yet: open 2 s ago at most
-    clock.now += fetch_pattern.QUIET_AFTER_SECONDS
-    tail.heed(False, False)
-    quiet = made[2]
-    assert quiet.settings["fetch.wait.max.ms"] == 1000 and quiet.settings["fetch.min.bytes"] == 1
-    assert quiet.assigned == set(range(PARTITIONS)) and idle.assigned == set() and not tail.busy
-    assert quiet.offsets == {0: 0, 1: 1, 2: 0, 3: 0}
-    quiet.queued.append(Message(3, 0, _value(TransactionState.ONGOING), encode_key("tx-1")))
-    tail.poll(timeout=0)
-    tail.heed(False, True)
-    assert idle.assigned == set(range(PARTITIONS)) and quiet.assigned == set() and idle.offsets[3] == 1
-    clock.now += fetch_pattern.QUIET_AFTER_SECONDS - 0.1
-    tail.heed(False, False)
-    assert idle.assigned == set(range(PARTITIONS))  # closed less than 2 s ago
-    clock.now += 0.1
-    tail.heed(False, False)
-    assert quiet.assigned == set(range(PARTITIONS)) and len(made) == 3  # the same quiet consumer
-    tail.close()
-    assert quiet.closed
-
-
-def test_quiet_a_prepare_is_nudged_and_load_moves_the_partitions_to_the_busy_consumer(fetching):
-    """A transaction begun and ended within one poll of the quiet consumer: its COMPLETE_* is nudged as
-    the idle one's is. Under load the partitions go to the busy consumer, which keeps them while no
-    transaction is open."""
-    tail, made, clock = fetching.tail, fetching.made, fetching.clock
-    busy = made[1]
-    clock.now += fetch_pattern.QUIET_AFTER_SECONDS
-    tail.heed(False, False)
-    quiet = made[2]
-    quiet.queued.append(Message(2, 0, _value(TransactionState.PREPARE_COMMIT), encode_key("tx-1")))
-    tail.poll(timeout=0.2)
-    assert _asked(busy, 1) == [2]
-    for n in range(300):  # 300 deliveries a second: above the busy pattern's 250 fetches
-        quiet.queued.append(Message(3, n))
-        clock.now += 0.003
-        tail.poll(timeout=0)
-    clock.now += 0.1 + 1e-9
-    tail.poll(timeout=0)
-    assert tail.busy and busy.assigned == set(range(PARTITIONS)) and quiet.assigned == set()
-    tail.heed(False, False)  # busy: the quiet consumer waits for the idle one's turn
-    assert tail.busy and quiet.assigned == set()
-    tail.close()

@@ -57,7 +57,7 @@ DEFAULT_SETTINGS = {
 # bound's resolution (latency_resolution_ms) is a stated setting: a record may be gathered with others
 # for up to that long. Two consumers of the same partitions, one assigned them at a time:
 # - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a record
-#   is delivered at once, 10 fetches a second when nothing is appended (quiet, below, with none open);
+#   is delivered at once, 10 fetches a second when nothing happens;
 # - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
 #   1000/latency_resolution_ms fetches a second whatever the load, so a record waits at most the
 #   resolution (docs/metrics.md#how-append-latency-is-measured). Busy during a replay and once the idle
@@ -73,18 +73,7 @@ DEFAULT_SETTINGS = {
 #   without --broker-log). The busy one, which it stands in for, is closed meanwhile (an idle
 #   librdkafka client's threads wake once a second each: 5 beside a 3-node cluster) and made again on
 #   the way back, before the records of that moment need it.
-# - quiet: while no transaction has been open in the followed partitions for QUIET_AFTER_SECONDS (the
-#   model's word, passed on by exporter.app.tail_loop), the coordinator appends only inside requests
-#   (InitProducerId, AddPartitionsToTxn, EndTxn...), and a broker hands such an append to a waiting
-#   fetch at once; what it appends outside them (a timeout's abort, a COMPLETE_* after its markers)
-#   needs an open transaction. So one fetch held QUIET_WAIT_MS (fetch.min.bytes 1): one fetch a
-#   second where the idle one makes ten, each costing the broker about 224 us
-#   (docs/benchmarks.md#the-bill-in-place). A third client, made at its first use; the idle one has
-#   the partitions back, at their next offsets, as soon as a transaction is open, and load moves them
-#   on to the busy one as from the idle one.
 _IDLE_WAIT_MS = 100
-QUIET_WAIT_MS = 1000
-QUIET_AFTER_SECONDS = 2.0
 BUSY_MIN_BYTES = 1 << 20
 IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
 IDLE_BELOW = 0.3
@@ -126,8 +115,6 @@ class FetchPattern:
         self._retiring: list[Consumer] = []  # closed by the errands' thread (see _errand)
         self._fresh_wait_ms = max(1, freshness_ms // 2)
         self._fresh: Consumer | None = None
-        self._quiet: Consumer | None = None
-        self._open_at = clock()  # when a transaction was last open in the followed partitions
         self.consumer = self._idle  # the one assigned the followed partitions
         self._fetching = "idle"  # its name
         # Idle: transactions whose COMPLETE_* record is due -> (partition, until when it is waited
@@ -153,16 +140,7 @@ class FetchPattern:
     @property
     def busy(self) -> bool:
         """Whether the followed partitions are fetched by the busy consumer (every latency_resolution_ms)."""
-        return self.consumer is not self._idle and not self.fresh and not self.quiet
-
-    @property
-    def quiet(self) -> bool:
-        """Whether they are fetched by the quiet consumer (no transaction open: see the modes, above)."""
-        return self._quiet is not None and self.consumer is self._quiet
-
-    def _waiting_for_records(self) -> bool:
-        """Whether one fetch waits for the next record (the idle or the quiet consumer's)."""
-        return self.consumer is self._idle or self.quiet
+        return self.consumer is not self._idle and not self.fresh
 
     @property
     def fresh(self) -> bool:
@@ -199,22 +177,6 @@ class FetchPattern:
                 self._errand("metadata")  # the consumer not fetching is the busy one again
             log.info("idle: one fetch of %s held until a record is appended (the fetch clock times the appends)", TOPIC)
 
-    def hold_quietly(self, open_transactions: bool, followed: Collection[int], positions: Mapping[int, int]) -> None:
-        """Whether a transaction is open in the followed partitions, now: the idle consumer's partitions
-        move to the quiet one once none has been for QUIET_AFTER_SECONDS, and back as one is (see the
-        modes, above). Not while busy or fetching for freshness."""
-        now = self._clock()
-        if open_transactions:
-            self._open_at = now
-            if self.quiet:
-                self._hand_over(self._idle, sorted(followed), positions, "idle")
-                log.debug("idle: a transaction is open; one fetch of %s held %d ms at most", TOPIC, _IDLE_WAIT_MS)
-        elif self.consumer is self._idle and now - self._open_at >= QUIET_AFTER_SECONDS:
-            if self._quiet is None:
-                self._quiet = self._make_consumer("quiet", {"fetch.min.bytes": 1, "fetch.wait.max.ms": QUIET_WAIT_MS})
-            self._hand_over(self._quiet, sorted(followed), positions, "quiet")
-            log.debug("quiet: no transaction open; one fetch of %s held %d ms at most", TOPIC, QUIET_WAIT_MS)
-
     def wait(self, timeout: float) -> float:
         """How long a poll may wait for its first record: no longer than the resolution while a
         COMPLETE_* record is due (see nudge); fetching for freshness, the freshness (records end the
@@ -235,7 +197,7 @@ class FetchPattern:
             self._errands.join(METADATA_TIMEOUT_SECONDS + 1)
             if self._errands.is_alive():
                 return False
-        for consumer in (self._idle, self._busy, self._fresh, self._quiet, *self._retiring):
+        for consumer in (self._idle, self._busy, self._fresh, *self._retiring):
             if consumer is not None:
                 consumer.close()
         return True
@@ -269,15 +231,14 @@ class FetchPattern:
         polls, records = (self._live_polls / seconds, self._live_records / seconds) if seconds > 0 else (0.0, 0.0)
         self._live_polls = self._live_records = 0
         # Serves the callbacks of those holding no partition (a connection the broker closed, say).
-        for consumer in (self._idle, self._busy, self._fresh, self._quiet):
+        for consumer in (self._idle, self._busy, self._fresh):
             if consumer is not None and consumer is not self.consumer:
                 consumer.poll(0)
         if replaying or self.fresh:
             return  # replays on the busy consumer (see go_busy); fresh until the clock changes
-        waiting = self._waiting_for_records()
-        if waiting and polls >= self._busy_from:
+        if self.consumer is self._idle and polls >= self._busy_from:
             self.go_busy("load", sorted(followed), positions)
-        elif not waiting and records < self._idle_below:
+        elif self.consumer is not self._idle and records < self._idle_below:
             self._hand_over(self._idle, sorted(followed), positions, "idle")
             log.info("idle: one fetch of %s held until a record is appended", TOPIC)
 
@@ -286,7 +247,7 @@ class FetchPattern:
         PREPARE_* record arrived (see nudge), forgets those whose next record arrived."""
         self._live_polls += 1
         self._live_records += live
-        if not self._waiting_for_records():
+        if self.consumer is not self._idle:
             return
         prepared = self._prepared
         for event in events:
@@ -309,9 +270,8 @@ class FetchPattern:
         if not self._prepared:
             return
         now_ms = int(self._clock() * 1000)
-        waiting = self._waiting_for_records()
-        if now_ms < self._next_nudge_ms or not waiting:
-            if not waiting:
+        if now_ms < self._next_nudge_ms or self.consumer is not self._idle:
+            if self.consumer is not self._idle:
                 self._prepared.clear()
             return
         for tid, (_partition, until_ms) in list(self._prepared.items()):

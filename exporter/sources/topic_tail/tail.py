@@ -76,7 +76,7 @@ class TransactionLogTail:
         """`consumer_factory` makes the clients from their settings (confluent-kafka's Consumer; tests
         pass one of their own). `latency_resolution_ms`: how long a record may wait before it reaches the
         exporter, which under load fetches at most this often (see fetch_pattern.py); `freshness_ms`: how
-        long, while the coordinator's clock times the appends (heed)."""
+        long, while the coordinator's clock times the appends (fetch_for_freshness)."""
         if latency_resolution_ms < 1:
             raise ValueError("latency_resolution_ms must be at least 1")
         self._bootstrap_servers = bootstrap_servers
@@ -151,14 +151,11 @@ class TransactionLogTail:
         """Any thread: every line of the broker's log written before `read_ms` has been read."""
         self._counting.hand("read", read_ms)
 
-    def heed(self, coordinator_clock: bool, transactions_open: bool) -> None:
-        """What the model says: whether the coordinator's own clock times the appends (then the followed
-        partitions are fetched for freshness only, without nudges or high-watermark errands), and
-        whether a transaction is open (see FetchPattern.hold_quietly; not while replaying)."""
-        if coordinator_clock != self._fetch.fresh:
-            self._fetch.fetch_for_freshness(coordinator_clock, self._followed, self._next_offset)
-        if self._followed and not self._replay.windows:
-            self._fetch.hold_quietly(transactions_open, self._followed, self._next_offset)
+    def fetch_for_freshness(self, on: bool) -> None:
+        """Whether the coordinator's own clock times the appends (exporter.model.append_clock): then the
+        followed partitions are fetched for freshness only, without nudges or high-watermark errands."""
+        if on != self._fetch.fresh:
+            self._fetch.fetch_for_freshness(on, self._followed, self._next_offset)
 
     def poll(self, timeout: float = 0.2, max_records: int = 1000) -> list[TopicEvent]:
         """Returns the events of one poll: ownership changes, records, progress, status."""
