@@ -193,16 +193,6 @@ _USUAL_SUCCEEDED = re.compile(
 _TARGET_STATES_BYTES = {name.encode(): state for name, state in TARGET_STATES.items()}
 
 
-def parse_succeeded_bytes(line: bytes) -> TransitionLine | str:
-    """parse_succeeded of the line as read (UTF-8, `\\r` at its end included), in one match where it is
-    ASCII and in the usual words (see usual_succeeded)."""
-    usual = usual_succeeded(line)
-    if usual is not None:
-        time, tid, state, producer_id, producer_epoch, last_update_ms = usual
-        return TransitionLine(tid, state, producer_id, producer_epoch, last_update_ms, time.decode())
-    return parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
-
-
 def usual_succeeded(line: bytes) -> tuple[bytes, str, int, int, int, int] | None:
     """(time as written, transactional id, target state, producer id and epoch, last update ms) of a
     `succeeded` line that is ASCII and in the usual words, in one match (a busy coordinator writes

@@ -143,10 +143,9 @@ class BrokerLogParser:
                     if not line.endswith(state_manager_ends):
                         self._entry(line, events)
                     elif line.rfind(_SUCCEEDED) >= 0:
-                        # The usual `succeeded` line read here, in the loop: thousands a second.
-                        usual = usual_succeeded(line)
+                        # Read here, in the loop: thousands a second, nearly all in the usual words.
+                        usual = usual_succeeded(line) or self._unusual_succeeded(line)
                         if usual is None:
-                            self._succeeded(line, events)
                             continue
                         time, tid, state, producer_id, producer_epoch, last_update_ms = usual
                         appended_ms = place(time, last_update_ms, now_ms)
@@ -205,23 +204,18 @@ class BrokerLogParser:
         else:
             events.append(parsed)  # type: ignore[arg-type]  # because parse_entry's other results are events
 
-    def _succeeded(self, line: bytes, events: list[BrokerLogEvent]) -> None:
-        """A `succeeded` line in other words than the usual (see feed)."""
+    def _unusual_succeeded(self, line: bytes) -> tuple[bytes, str, int, int, int, int] | None:
+        """usual_succeeded's fields of a `succeeded` line in other words than the usual (see feed), or
+        None, the line counted as malformed or unrecognized."""
         parsed = parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
         if type(parsed) is not TransitionLine:
             if parsed is MALFORMED:
                 self._malformed(line)
             else:
                 self._unrecognized(line)
-            return
+            return None
         tid, state, producer_id, producer_epoch, last_update_ms, time = parsed
-        appended_ms = self.times.place(time.encode(), last_update_ms, self._now_ms)
-        if appended_ms is None:
-            self.unplaced += 1
-            return
-        events.append(
-            TransitionAppended(tid, state, producer_id, producer_epoch, last_update_ms, appended_ms, self._now_ms)
-        )
+        return time.encode(), tid, state, producer_id, producer_epoch, last_update_ms
 
     def _unrecognized(self, line: bytes) -> None:
         self.unrecognized += 1

@@ -13,7 +13,7 @@ from exporter.broker_log.lines import (
     UNRECOGNIZED,
     TransitionLine,
     parse_succeeded,
-    parse_succeeded_bytes,
+    usual_succeeded,
 )
 from exporter.broker_log.parser import BrokerLogParser
 from exporter.codec.states import TransactionState as S
@@ -110,10 +110,15 @@ def test_the_parsers_loop_reads_a_usual_line_as_its_general_path_does(meta: str)
     times = ["2026-11-26 03:41:32,123", "2026-11-26 03:41:32,987", "2026-11-26 03:41:33.001", str(UPDATED_MS + 9)]
     lines = [succeeded(f"t-{n}", meta.format(state), time=time).encode() for n, time in enumerate(times)]
     general = BrokerLogParser()
-    general._now_ms = UPDATED_MS + 100
-    expected: list = []
+    expected = []
     for line in lines:
-        general._succeeded(line, expected)
+        read = general._unusual_succeeded(line)  # (the general path's reading of any line)
+        assert read is not None
+        time, tid, state, producer_id, producer_epoch, last_update_ms = read
+        appended_ms = general.times.place(time, last_update_ms, UPDATED_MS + 100)
+        expected.append(
+            TransitionAppended(tid, state, producer_id, producer_epoch, last_update_ms, appended_ms, UPDATED_MS + 100)
+        )
     assert BrokerLogParser().feed(lines, UPDATED_MS + 100) == expected
     assert [e.appended_ms for e in expected] == [UPDATED_MS + 3, UPDATED_MS + 867, UPDATED_MS + 881, UPDATED_MS + 9]
 
@@ -124,7 +129,7 @@ def test_epoch_milliseconds_need_no_offset() -> None:
     assert isinstance(event, TransitionAppended) and event.appended_ms == UPDATED_MS + 4
 
 
-# What takes a line off parse_succeeded_bytes's usual path (or keeps it on it), by the part it changes.
+# What takes a line off usual_succeeded's path (or keeps it on it), by the part it changes.
 _TWISTS = {
     "id": st.one_of(
         st.sampled_from(["a's b", "x for y", "z with coordinator epoch 3 for z", "订单-7", "a'b", "é", "a b", "a\tb"]),
@@ -161,7 +166,7 @@ def test_the_bytes_path_reads_every_line_as_the_text_path_does(
     numbers: tuple[str, str, str, str],
     twists: set[str],
 ) -> None:
-    """parse_succeeded_bytes (one match for the usual line) gives what parse_succeeded gives for the
+    """usual_succeeded (one match for the usual line) gives what parse_succeeded gives for the
     line's text, for every line: usual ones, and ones with an unusual part or two (ids, states, numbers,
     prefixes, times, line ends, partitions, bytes that are not UTF-8)."""
     twist = {name: data.draw(_TWISTS[name], label=name) for name in twists}
@@ -190,4 +195,8 @@ def test_the_bytes_path_reads_every_line_as_the_text_path_does(
     if "garbled byte" in twist:
         at = twist["garbled byte"]
         line = line[:at] + b"\xff" + line[at + 1 :]
-    assert parse_succeeded_bytes(line) == parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
+    usual = usual_succeeded(line)
+    if usual is not None:  # (else the parser reads the line's text with parse_succeeded itself)
+        time, tid, state, producer_id, producer_epoch, last_update_ms = usual
+        read = TransitionLine(tid, state, producer_id, producer_epoch, last_update_ms, time.decode())
+        assert read == parse_succeeded(line.decode("utf-8", "replace").rstrip("\r"))
