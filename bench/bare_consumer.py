@@ -36,7 +36,7 @@ def bare_main(args: argparse.Namespace) -> None:
 
     from exporter import defaults
     from exporter.codec.states import PREPARE_STATES
-    from exporter.sources.topic_tail.fetch_pattern import IDLE_BELOW, NUDGE_FOR_MS
+    from exporter.sources.topic_tail.fetch_pattern import IDLE_BELOW, nudge_for_ms
 
     fetches = {"idle": 0, "busy": 0}
     stats = {"t": 0.0}
@@ -95,6 +95,7 @@ def bare_main(args: argparse.Namespace) -> None:
     interval = args.interval or defaults.LATENCY_RESOLUTION_MS
     busy_from = 1000 / interval
     idle_below = IDLE_BELOW * busy_from
+    nudge_for = nudge_for_ms(interval)
     snapshot = threading.Event()
     stop = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: snapshot.set())
@@ -122,7 +123,7 @@ def bare_main(args: argparse.Namespace) -> None:
                         value = message.value()
                         if value is not None and len(value) > _STATE_AT and value[_STATE_AT] in PREPARE_STATES:
                             with prepared_lock:
-                                prepared[message.key()] = (message.partition(), received_ms + NUDGE_FOR_MS)
+                                prepared[message.key()] = (message.partition(), received_ms + nudge_for)
                         elif prepared:
                             with prepared_lock:
                                 prepared.pop(message.key(), None)
@@ -220,14 +221,14 @@ BEFORE = {"fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "fetch.queue.backoff.m
 
 def fetch_pattern(args: argparse.Namespace) -> dict:
     """The bare consumer's settings: the exporter's own (idle and busy), or those before issue 22."""
-    from exporter.sources.topic_tail.fetch_pattern import BUSY_MIN_BYTES, DEFAULT_SETTINGS, IDLE_SETTINGS
+    from exporter.sources.topic_tail.fetch_pattern import BUSY_MIN_BYTES, DEFAULT_SETTINGS, idle_settings
 
     kafka_config = dict(kv.split("=", 1) for kv in args.kafka_config)
     if args.before:
         return {"idle": {**BEFORE, **kafka_config}, "busy": None, "interval_ms": None, "kafka_config": kafka_config}
     common = {**DEFAULT_SETTINGS, **kafka_config}
     return {
-        "idle": {**common, **IDLE_SETTINGS},
+        "idle": {**common, **idle_settings(args.latency_resolution_ms)},
         "busy": {
             **common,
             "fetch.min.bytes": BUSY_MIN_BYTES,

@@ -30,7 +30,7 @@ class BareReader:
     - `bare-nudged`: the same, and a ListOffsets request to the broker every resolution (what bounds
       the idle fetch's delay in a replicated cluster: docs/benchmarks.md, "The idle fetch's tail");
     - `bare-nudged-due`: the same, nudging as the exporter does (idle, while a transaction's COMPLETE_*
-      is due: from its PREPARE_*, read from the value's status byte, for at most NUDGE_FOR_MS);
+      is due: from its PREPARE_*, read from the value's status byte, for at most nudge_for_ms);
     - `kafka-python`: bench/bare_kafka_python.py, with fetch sessions, its fetch held the resolution
       (the busy pattern's fetches, with KIP-227 sessions);
     - `kafka-python-hold`: the same client, sessions, its fetch held until the first byte and its

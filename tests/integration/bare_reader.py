@@ -16,9 +16,11 @@ from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 from exporter.sources.topic_tail import fetch_pattern
 from exporter.sources.topic_tail.topic import TOPIC
 
+P4_RESOLUTION_MS = 10  # the exporter's --latency-resolution-ms in P4, whose idle fetch this reader's is
+
 
 def main(bootstrap: str, out_path: str) -> None:
-    settings = {**fetch_pattern.DEFAULT_SETTINGS, **fetch_pattern.IDLE_SETTINGS}
+    settings = {**fetch_pattern.DEFAULT_SETTINGS, **fetch_pattern.idle_settings(P4_RESOLUTION_MS)}
     consumer = Consumer(
         {**settings, "bootstrap.servers": bootstrap, "group.id": "p4-floor", "enable.auto.commit": False}
     )

@@ -40,6 +40,7 @@ from exporter.contracts.events import BrokerVersionSeen
 from exporter.contracts.kafka_versions import parse_release
 from exporter.sources.broker_versions import BrokerVersionsSource, startup_version
 from tests import tested_on
+from tests.integration.bare_reader import P4_RESOLUTION_MS
 from tests.integration.exporter_process import ExporterProcess
 from tests.integration.held_markers import pending_while_held
 from tests.integration.test_broker_log_faults import STATE_MANAGER_LOGGER, _replicate_transaction_state
@@ -293,7 +294,11 @@ def test_the_append_latency_bound_against_the_coordinators_own_lines_and_a_bare_
     # 40 a second here, keep the exporter on its idle fetch, whose excess P4 holds (at 100 ms, 10 a
     # second take it to the busy fetch, which gathers records for up to the resolution).
     process = exporter(
-        first.bootstrap_servers, "--all-partitions", "--latency-resolution-ms", "10", *append_latency.EXPORTER_FLAGS
+        first.bootstrap_servers,
+        "--all-partitions",
+        "--latency-resolution-ms",
+        str(P4_RESOLUTION_MS),
+        *append_latency.EXPORTER_FLAGS,
     )
     # The workload starts once the exporter has settled on its idle fetch: in the first moments after
     # a switch to it, a record may wait for that consumer's first fetches, which librdkafka sends with

@@ -306,6 +306,55 @@ def test_a_partition_with_in_sync_followers_is_nudged_too(fetching):
     tail.close()
 
 
+def test_idle_the_hold_is_five_resolutions_within_100_to_500_ms_and_the_nudges_last_two_holds():
+    """The hold bounds only what no request and no nudge delivers; it sets what an idle exporter
+    costs (a fetch of every followed partition per hold)."""
+    assert [fetch_pattern.idle_wait_ms(r) for r in (4, 10, 25, 50, 100, 250)] == [100, 100, 125, 250, 500, 500]
+    assert fetch_pattern.idle_settings(100) == {"fetch.min.bytes": 1, "fetch.wait.max.ms": 500}
+    assert [fetch_pattern.nudge_for_ms(r) for r in (4, 10, 100)] == [200, 200, 1000]
+
+
+def test_idle_without_records_the_busy_consumer_is_closed_and_made_again_at_the_next_record(fetching):
+    """An idle librdkafka client's threads cost as much as the idle fetch: closed after
+    RETIRE_BUSY_AFTER_SECONDS without a live record, made again (its leaders read) by the next one, a
+    second or more before a load can move the partitions to it."""
+    tail, made, clock = fetching.tail, fetching.made, fetching.clock
+    busy = made[1]
+
+    def quiet(seconds: int) -> None:
+        for _ in range(seconds):
+            clock.now += 1.0
+            tail.poll(timeout=0)
+
+    quiet(int(fetch_pattern.RETIRE_BUSY_AFTER_SECONDS) - 1)
+    assert not busy.closed and len(made) == 2
+    quiet(2)
+    _wait_until(lambda: busy.closed)
+    # Meanwhile the errands never call into the consumer fetching: confluent-kafka serializes a
+    # client's calls, and another thread's wait for the poll to end spins.
+    idle = made[0]
+    callers: list[str] = []
+    list_topics = idle.list_topics
+
+    def list_topics_noting_caller(topic, timeout):
+        callers.append(threading.current_thread().name)
+        return list_topics(topic, timeout)
+
+    idle.list_topics = list_topics_noting_caller
+    tail.refresh_ownership_soon()
+    tail.poll(timeout=0)
+    time.sleep(0.05)
+    assert "topic-errands" not in callers
+    fetching.deliver(polls=1)
+    again = made[2]
+    assert again.settings["fetch.wait.max.ms"] == busy.settings["fetch.wait.max.ms"] and not again.closed
+    _metadata_reads(again, 1)
+    assert again.metadata_reads == 1
+    fetching.deliver(polls=300)
+    assert tail.busy and again.assigned == set(range(PARTITIONS)) and len(made) == 3
+    tail.close()
+
+
 def test_a_complete_never_seen_is_waited_for_200_ms(fetching):
     tail, (idle, busy), clock = fetching.tail, fetching.made, fetching.clock
     idle.queued.append(Message(1, 0, _value(TransactionState.PREPARE_ABORT), encode_key("tx-2")))

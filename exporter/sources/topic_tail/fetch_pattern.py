@@ -56,8 +56,8 @@ DEFAULT_SETTINGS = {
 # records it brings (docs/benchmarks.md#what-the-sidecar-costs-beside-a-real-broker). The append-latency
 # bound's resolution (latency_resolution_ms) is a stated setting: a record may be gathered with others
 # for up to that long. Two consumers of the same partitions, one assigned them at a time:
-# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for _IDLE_WAIT_MS: a record
-#   is delivered at once, 10 fetches a second when nothing happens;
+# - idle: one fetch held until a byte is appended (fetch.min.bytes 1) or for idle_wait_ms: a record
+#   is delivered at once, 2 fetches a second when nothing happens (10 at the finest resolutions);
 # - busy: a fetch held latency_resolution_ms (a min.bytes never reached): at most
 #   1000/latency_resolution_ms fetches a second whatever the load, so a record waits at most the
 #   resolution (docs/metrics.md#how-append-latency-is-measured). Busy during a replay and once the idle
@@ -67,19 +67,44 @@ DEFAULT_SETTINGS = {
 #   (queued.min.messages 1): each puts partitions back one by one, and librdkafka's next fetch, with the
 #   first alone (one in flight per broker), held the others up to fetch.wait.max.ms (their p99 about
 #   that), as whenever the queue's limits stop a replay: hence replays on the busy, briefly held fetch.
+#   Idle RETIRE_BUSY_AFTER_SECONDS without a live record, the busy client is closed (its threads cost
+#   as much as the idle fetch: see fresh, below) and made again at the next live record, a second or
+#   more before the load can move the partitions to it (adapt, once a second).
 # - fresh: while the coordinator's own clock times the appends (exporter.model.append_clock), the
 #   fetches time nothing: one fetch held half the freshness (a min.bytes never reached), about two a
 #   second at any load, no nudges, no high-watermark errands; replays too. Made at its first use (never
 #   without --broker-log). The busy one, which it stands in for, is closed meanwhile (an idle
 #   librdkafka client's threads wake once a second each: 5 beside a 3-node cluster) and made again on
 #   the way back, before the records of that moment need it.
-_IDLE_WAIT_MS = 100
 BUSY_MIN_BYTES = 1 << 20
-IDLE_SETTINGS = {"fetch.min.bytes": 1, "fetch.wait.max.ms": _IDLE_WAIT_MS}
 IDLE_BELOW = 0.3
-# How long a transaction's COMPLETE_* record is waited for with nudges after its PREPARE_* (its
-# markers' round trip; a coordinator moving away takes longer, and is not waited for).
+# How long a transaction's COMPLETE_* record is waited for with nudges after its PREPARE_*, at least
+# (its markers' round trip; a coordinator moving away takes longer, and is not waited for).
 NUDGE_FOR_MS = 200
+RETIRE_BUSY_AFTER_SECONDS = 30.0
+
+
+def idle_wait_ms(resolution_ms: int) -> int:
+    """How long the idle fetch is held: five resolutions, from 100 ms to 500 ms. A record appended in
+    a request (EMPTY, ONGOING, PREPARE_*: the producer's and the partition leaders' requests) ends the
+    held fetch at once, whatever the hold; a COMPLETE_* is nudged (see FetchPattern.nudge); the hold
+    bounds only the rest, appended outside the broker's request threads with no nudge (a COMPLETE_*
+    later than the nudges' window, a timed-out transaction's PREPARE_ABORT), and sets what an idle
+    exporter costs: a fetch naming every followed partition per hold (at 100 ms, an idle 3-node
+    cluster's exporter cost 0.0049 cores, above the 0.002 asked: docs/benchmarks.md)."""
+    return min(max(5 * resolution_ms, 100), 500)
+
+
+def idle_settings(resolution_ms: int) -> dict[str, int]:
+    return {"fetch.min.bytes": 1, "fetch.wait.max.ms": idle_wait_ms(resolution_ms)}
+
+
+def nudge_for_ms(resolution_ms: int) -> int:
+    """How long a COMPLETE_* is nudged for after its PREPARE_*: two idle holds, at least NUDGE_FOR_MS,
+    so a slow round of markers is timed to the resolution for as long as the hold would add most."""
+    return max(NUDGE_FOR_MS, 2 * idle_wait_ms(resolution_ms))
+
+
 _NUDGE_TIMEOUT_SECONDS = 1.0
 
 
@@ -106,7 +131,8 @@ class FetchPattern:
         self.resolution_ms = latency_resolution_ms
         self._busy_from = 1000 / latency_resolution_ms  # the busy consumer's fetches a second, at most
         self._idle_below = IDLE_BELOW * self._busy_from
-        self._idle = self._make_consumer("idle", IDLE_SETTINGS)
+        self._nudge_for_ms = nudge_for_ms(latency_resolution_ms)
+        self._idle = self._make_consumer("idle", idle_settings(latency_resolution_ms))
         # Made now, not at the first load: a new client's first fetch waits for its connections and
         # metadata, which the records of that moment would wait for too. None while fetching for
         # freshness (see the modes, above).
@@ -136,6 +162,7 @@ class FetchPattern:
         # Since the last adapt(): polls that brought live records, and those records.
         self._live_polls = 0
         self._live_records = 0
+        self._quiet_seconds = 0.0  # idle, since the last live record
 
     @property
     def busy(self) -> bool:
@@ -165,11 +192,7 @@ class FetchPattern:
                 self._fresh_wait_ms,
             )
             if self._busy is not None:
-                # On the errands' thread, which may be inside a request of this client's (a nudge).
-                self._knows_leaders.discard(id(self._busy))
-                self._retiring.append(self._busy)
-                self._busy = None
-                self._errand("retire")
+                self._retire_busy()
         else:
             self._hand_over(self._idle, sorted(followed), positions, "idle")
             if self._busy is None:
@@ -235,7 +258,12 @@ class FetchPattern:
             if consumer is not None and consumer is not self.consumer:
                 consumer.poll(0)
         if replaying or self.fresh:
+            self._quiet_seconds = 0.0
             return  # replays on the busy consumer (see go_busy); fresh until the clock changes
+        self._quiet_seconds = self._quiet_seconds + seconds if records == 0 and self.consumer is self._idle else 0.0
+        if self._quiet_seconds >= RETIRE_BUSY_AFTER_SECONDS and self._busy is not None and not self._prepared:
+            self._retire_busy()
+            log.debug("idle: the busy client closed, %d s without a record", self._quiet_seconds)
         if self.consumer is self._idle and polls >= self._busy_from:
             self.go_busy("load", sorted(followed), positions)
         elif self.consumer is not self._idle and records < self._idle_below:
@@ -249,13 +277,16 @@ class FetchPattern:
         self._live_records += live
         if self.consumer is not self._idle:
             return
+        if self._busy is None:  # (retired while idle) ready before the load can ask for it
+            self._busy = self._make_consumer("busy", self._busy_settings)
+            self._errand("metadata")
         prepared = self._prepared
         for event in events:
             if type(event) is TransactionLogRecords and not event.replay:
                 for record in event.records:
                     value = record.value
                     if value is not None and value.state in PREPARE_STATES:
-                        prepared[record.transactional_id] = (event.partition, received_ms + NUDGE_FOR_MS)
+                        prepared[record.transactional_id] = (event.partition, received_ms + self._nudge_for_ms)
                     elif prepared:
                         prepared.pop(record.transactional_id, None)
 
@@ -281,6 +312,14 @@ class FetchPattern:
             self._nudge_partition = next(iter(self._prepared.values()))[0]
             self._errand("nudge")
         self._next_nudge_ms = now_ms + self.resolution_ms
+
+    def _retire_busy(self) -> None:
+        """Closes the busy client on the errands' thread, which may be inside a request of its (a nudge)."""
+        assert self._busy is not None
+        self._knows_leaders.discard(id(self._busy))
+        self._retiring.append(self._busy)
+        self._busy = None
+        self._errand("retire")
 
     def ask_high_watermarks(self, replaying: Collection[int]) -> None:
         """At most every latency_resolution_ms, has the consumer not fetching ask the `replaying`
@@ -328,7 +367,10 @@ class FetchPattern:
             if self._closing:
                 return
             busy = self._busy
-            other = busy if self.consumer is self._idle and busy is not None else self._idle
+            # Never the consumer fetching: confluent-kafka lets one call into a client at a time, and
+            # another thread's waits out the poll in 1 ms sleeps (0.016 cores, measured). None: the
+            # busy one retired while idle (its errands wait for it to be made again).
+            other = busy if self.consumer is self._idle else self._idle
             for what in ("metadata", "nudge", "watermarks", "retire"):
                 if what not in self._errands_wanted or self._closing:
                     continue
@@ -337,12 +379,14 @@ class FetchPattern:
                     if what == "retire":
                         while self._retiring:
                             self._retiring.pop().close()
+                    elif other is None:
+                        continue  # (nudges too: the record that asks for them makes it again)
                     elif what == "metadata":
                         other.list_topics(TOPIC, timeout=METADATA_TIMEOUT_SECONDS)
                         self._knows_leaders.add(id(other))
                     elif what == "nudge":
-                        if busy is not None:  # (None: fetching for freshness since it was asked)
-                            busy.get_watermark_offsets(
+                        if other is busy:  # (else fetching for freshness since it was asked)
+                            other.get_watermark_offsets(
                                 TopicPartition(TOPIC, self._nudge_partition), timeout=_NUDGE_TIMEOUT_SECONDS
                             )
                     else:
