@@ -328,6 +328,7 @@ def test_idle_without_records_the_busy_consumer_is_closed_and_made_again_at_the_
 
     quiet(int(fetch_pattern.RETIRE_BUSY_AFTER_SECONDS) - 1)
     assert not busy.closed and len(made) == 2
+    assert made[0].timeouts[-1] == fetch_pattern.QUIET_POLL_SECONDS  # nothing due sooner than a record
     quiet(2)
     _wait_until(lambda: busy.closed)
     # Meanwhile the errands never call into the consumer fetching: confluent-kafka serializes a

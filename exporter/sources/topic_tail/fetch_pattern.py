@@ -82,6 +82,7 @@ IDLE_BELOW = 0.3
 # (its markers' round trip; a coordinator moving away takes longer, and is not waited for).
 NUDGE_FOR_MS = 200
 RETIRE_BUSY_AFTER_SECONDS = 30.0
+QUIET_POLL_SECONDS = 1.0
 
 
 def idle_wait_ms(resolution_ms: int) -> int:
@@ -202,13 +203,16 @@ class FetchPattern:
 
     def wait(self, timeout: float) -> float:
         """How long a poll may wait for its first record: no longer than the resolution while a
-        COMPLETE_* record is due (see nudge); fetching for freshness, the freshness (records end the
-        wait, and nothing else is due sooner). confluent-kafka wakes every 200 ms inside a poll to
+        COMPLETE_* record is due (see nudge); fetching for freshness, the freshness, and idle,
+        QUIET_POLL_SECONDS (records end the wait, and nothing else is due sooner: the progress
+        reports and checks run once a second). confluent-kafka wakes every 200 ms inside a poll to
         look for signals, so a longer poll saves only the loop's turns: idle, 5 wake-ups a second
         and 1 turn (a poll as long as the held fetch woke 6 times for 2 turns)."""
         if self.fresh:
             return max(timeout, 2 * self._fresh_wait_ms / 1000)
-        return min(timeout, self.resolution_ms / 1000) if self._prepared else timeout
+        if self._prepared:
+            return min(timeout, self.resolution_ms / 1000)
+        return max(timeout, QUIET_POLL_SECONDS) if self.consumer is self._idle else timeout
 
     def close(self) -> bool:
         """Closes both clients, once the errands' thread has left its request; returns False, leaving
