@@ -385,7 +385,7 @@ def warm_coordinators(args: argparse.Namespace, bootstrap: str, leaders: dict[in
     """WARM_SECONDS of transactions on every coordinator at DEBUG, before the first window:
     - its log then holds `succeeded` lines, as a deployed broker's does once it has coordinated a
       transaction at DEBUG. An exporter started beside a coordinator whose log holds none yet runs the
-      fetch clock until one comes (idle, 10 fetches a second: the fetch kind's bill), so on a new
+      fetch clock until one comes (idle, its held fetch: the fetch kind's bill), so on a new
       cluster the clock kind's idle windows billed that mode on the nodes whose coordinator had
       appended nothing;
     - the brokers' JIT compiles the paths the windows run: after 15 s of load, the first block's

@@ -13,13 +13,10 @@ from typing import TYPE_CHECKING
 
 from bench.bare_consumer import Bare, fetch_pattern
 from bench.exporter_process import Exporter, records_total
+from exporter.sources.topic_tail.fetch_pattern import idle_wait_ms
 
 if TYPE_CHECKING:
     from txn_workshop.harness.broker import KafkaBroker
-
-# kafka-python-hold's fetch, held until the first byte or this long: as long as the exporter's idle
-# fetch is held, so that both make 10 fetches a second when nothing is appended.
-HOLD_WAIT_MS = 100
 
 
 class BareReader:
@@ -52,7 +49,8 @@ class BareReader:
             self._bare = None
             script = Path(__file__).with_name("bare_kafka_python.py")
             pattern = (
-                ["--wait-ms", str(HOLD_WAIT_MS), "--hold-ms", str(resolution_ms)]
+                # (its fetch held as long as the exporter's idle one: as many fetches when nothing is appended)
+                ["--wait-ms", str(idle_wait_ms(resolution_ms)), "--hold-ms", str(resolution_ms)]
                 if kind == "kafka-python-hold"
                 else ["--wait-ms", str(resolution_ms)]
             )
