@@ -36,6 +36,9 @@ from exporter.pipeline import maven
 
 INTERVAL_MS = 1  # a sample a millisecond of a thread's CPU: samples x INTERVAL_MS = CPU ms (see --overhead)
 LOGGER_FRAME = "TransactionStateManager.debug"
+# A log4j2 Async appender's thread ("AsyncAppender-<name>"): it formats and writes the lines handed to
+# it (deploy/broker-logging/log4j2-async.properties), which count as the logger's.
+_ASYNC_APPENDER = "[AsyncAppender-"
 _KAFKA = ("kafka.", "org.apache.kafka.")
 _AGENT = "linux-x64/libasyncProfiler.so"
 
@@ -102,7 +105,7 @@ def summary(path: Path) -> dict[str, Counter[str]]:
         # The first frame is the thread: "[name tid=N]".
         threads[thread_kind(frames[0].strip("[]").rsplit(" tid=", 1)[0])] += n
         names = {frame.replace("/", ".") for frame in frames[1:]}
-        if any(LOGGER_FRAME in name for name in names):
+        if frames[0].startswith(_ASYNC_APPENDER) or any(LOGGER_FRAME in name for name in names):
             samples["logger"] += n
         methods.update(dict.fromkeys((name for name in names if name.startswith(_KAFKA)), n))
     return {"samples": samples, "threads": threads, "methods": methods}

@@ -26,6 +26,7 @@ timestamp, ms).
     .venv/bin/python bench/sidecar_cost.py --rates 1000,1500 --profile-broker --request-cpu request-cpu.json   # in place
     .venv/bin/python bench/sidecar_cost.py --also-interval 5     # and an exporter at 5 ms, in the same window
     .venv/bin/python bench/sidecar_cost.py --also-exporter ../other/.venv/bin/txn-exporter   # two versions, one window
+    .venv/bin/python bench/sidecar_cost.py --logging-config deploy/broker-logging/log4j2-async.properties
 
 The machine is shared: the load average is printed with every window; ratios measured side by side
 in one window hold up under some load, absolute CPU figures less so.
@@ -61,6 +62,17 @@ def fetch_requests(broker) -> tuple[float, float]:
     return time.time(), sum(values.values())
 
 
+def coordinator_log(args, broker) -> Path:
+    """The file the broker writes the coordinator's lines to: deploy/broker-logging's own file when
+    --logging-config names it, else server.log."""
+    if args.logging_config is not None and DEPLOY_LOG in args.logging_config.read_text():
+        return broker.server_log.with_name(DEPLOY_LOG)
+    return broker.server_log
+
+
+DEPLOY_LOG = "txn-coordinator.log"
+
+
 def profiled(args, broker, path: Path, window):
     """`window()`'s result and, with --profile-broker, the broker's cores under the coordinator's DEBUG
     log calls meanwhile (async-profiler, bench/broker_profile.py), else None."""
@@ -88,7 +100,7 @@ def run(args: argparse.Namespace) -> dict:
     pattern = fetch_pattern(args)
     results: dict = {"exporter": str(args.exporter), "pattern": pattern, "runs": []}
     workdir = Path(tempfile.mkdtemp(prefix="bench-cost-"))
-    broker = KafkaBroker(args.kafka, jmx=True, workdir=workdir / "broker")
+    broker = KafkaBroker(args.kafka, jmx=True, workdir=workdir / "broker", logging_config=args.logging_config)
     broker.start()
     try:
         create_topic(broker.bootstrap_servers, DATA_TOPIC, partitions=DATA_PARTITIONS)
@@ -131,7 +143,7 @@ def run_mode(args, broker, load, rate, mode, pattern, workdir, set_logger_level,
     if not args.before:
         extra += ["--latency-resolution-ms", str(args.latency_resolution_ms)]
     if broker_log:
-        extra += ["--broker-log", str(broker.server_log)]
+        extra += ["--broker-log", str(coordinator_log(args, broker))]
     exporter = Exporter(
         args.exporter, broker.bootstrap_servers, free_port(), extra, workdir / f"exporter-{rate}-{mode}.log"
     )
@@ -366,7 +378,7 @@ def main() -> None:
         "--nudge-prepared-ms",
         type=float,
         help="the exporter's nudges: while idle and a transaction's COMPLETE_* is due (its PREPARE_* read, for at "
-        "most NUDGE_FOR_MS), a ListOffsets request to the broker every this many ms",
+        "most fetch_pattern.nudge_for_ms), a ListOffsets request to the broker every this many ms",
     )
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version of the broker")
     parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",")], default=[200, 1000, 2000])
@@ -419,6 +431,11 @@ def main() -> None:
         "--request-cpu",
         type=load_prices,  # read once, where the option is
         help="bench/request_cpu.py's --json: with --profile-broker, the exporter's fetches priced in the bill in place",
+    )
+    parser.add_argument(
+        "--logging-config",
+        type=Path,
+        help="the broker's log4j configuration (e.g. deploy/broker-logging/'s) instead of the harness's own",
     )
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
