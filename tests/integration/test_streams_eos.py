@@ -117,7 +117,12 @@ def test_a_killed_streams_instance_times_out_late_then_aborted(own_broker, expor
             process.wait_for(
                 lambda: shown.update(_rows(process, killed)) or set(shown) == killed, 20, "B's open transactions shown"
             )
-            assert all(r["state"] == "ONGOING" and not r["late"] for r in shown.values()), shown
+            # Not late yet, unless already open past its timeout when read: on a loaded 2-core machine
+            # (a full clean-clone run) the kill, Kafka's own listing and the read took that long.
+            assert all(
+                r["state"] == "ONGOING" and r["late"] == (r["duration_seconds"] * 1000 > TIMEOUT_MS)
+                for r in shown.values()
+            ), shown
             assert all(r["transaction_timeout_ms"] == TIMEOUT_MS for r in shown.values())
         return killed, killed_ms
 
