@@ -36,8 +36,9 @@ from exporter.pipeline import maven
 
 INTERVAL_MS = 1  # a sample a millisecond of a thread's CPU: samples x INTERVAL_MS = CPU ms (see --overhead)
 LOGGER_FRAME = "TransactionStateManager.debug"
-# A log4j2 Async appender's thread ("AsyncAppender-<name>"): it formats and writes the lines handed to
-# it (deploy/broker-logging/log4j2-async.properties), which count as the logger's.
+# A log4j2 Async appender's thread ("AsyncAppender-<name>"), in a broker whose configuration wraps the
+# coordinator's file in one (sidecar_cost.py --logging-config): it formats and writes the lines handed
+# to it, which count as the logger's.
 _ASYNC_APPENDER = "[AsyncAppender-"
 _KAFKA = ("kafka.", "org.apache.kafka.")
 _AGENT = "linux-x64/libasyncProfiler.so"

@@ -26,7 +26,7 @@ timestamp, ms).
     .venv/bin/python bench/sidecar_cost.py --rates 1000,1500 --profile-broker --request-cpu request-cpu.json   # in place
     .venv/bin/python bench/sidecar_cost.py --also-interval 5     # and an exporter at 5 ms, in the same window
     .venv/bin/python bench/sidecar_cost.py --also-exporter ../other/.venv/bin/txn-exporter   # two versions, one window
-    .venv/bin/python bench/sidecar_cost.py --logging-config deploy/broker-logging/log4j2-async.properties
+    .venv/bin/python bench/sidecar_cost.py --logging-config deploy/broker-logging/log4j2.properties
 
 The machine is shared: the load average is printed with every window; ratios measured side by side
 in one window hold up under some load, absolute CPU figures less so.
@@ -62,15 +62,15 @@ def fetch_requests(broker) -> tuple[float, float]:
     return time.time(), sum(values.values())
 
 
+DEPLOY_LOG = "txn-coordinator.log"
+
+
 def coordinator_log(args, broker) -> Path:
     """The file the broker writes the coordinator's lines to: deploy/broker-logging's own file when
     --logging-config names it, else server.log."""
     if args.logging_config is not None and DEPLOY_LOG in args.logging_config.read_text():
         return broker.server_log.with_name(DEPLOY_LOG)
     return broker.server_log
-
-
-DEPLOY_LOG = "txn-coordinator.log"
 
 
 def profiled(args, broker, path: Path, window):

@@ -91,8 +91,8 @@ def idle_wait_ms(resolution_ms: int) -> int:
     held fetch at once, whatever the hold; a COMPLETE_* is nudged (see FetchPattern.nudge); the hold
     bounds only the rest, appended outside the broker's request threads with no nudge (a COMPLETE_*
     later than the nudges' window, a timed-out transaction's PREPARE_ABORT), and sets what an idle
-    exporter costs: a fetch naming every followed partition per hold (at 100 ms, an idle 3-node
-    cluster's exporter cost 0.0049 cores, above the 0.002 asked: docs/benchmarks.md)."""
+    exporter costs: a fetch naming every followed partition per hold (docs/benchmarks.md, "The bill
+    in place")."""
     return min(max(5 * resolution_ms, 100), 500)
 
 
