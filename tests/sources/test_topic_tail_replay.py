@@ -170,6 +170,21 @@ def test_a_topic_created_after_the_exporter_looked_is_live_from_its_first_record
     assert shape(tail.poll(timeout=0)) == [("replayed", 0), ("records", 0, [0, 1], False)]
 
 
+def test_with_the_topic_absent_a_poll_waits_for_the_next_metadata_read_a_second_at_most():
+    """Before a cluster's first transaction there is nothing to follow: a poll waits for the metadata
+    read a second later (a loop turn a second, not five), never past it, whatever the timeout asked."""
+    tail, consumer, clock = unled_tail()
+    waits: list[float] = []
+    consumer.poll = lambda timeout: waits.append(timeout)
+    consumer.topic_error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+    tail.poll(timeout=0.2)  # reads the metadata (absent): the next read is due a second later
+    clock.now += 0.25
+    tail.poll(timeout=0.2)
+    clock.now += 0.75
+    tail.poll(timeout=0.2)  # due now: read at once, then a second again
+    assert waits == [1.0, 0.75, 1.0]
+
+
 def test_a_topic_said_absent_by_a_starting_broker_is_history_when_it_holds_older_records(monkeypatch):
     """Exporter and broker starting together: if the broker says the topic does not exist, records
     from before that say it did, and other exporters may have counted them: replayed whole."""

@@ -89,6 +89,11 @@ class Ownership:
         self._next_read = now + self._refresh_seconds
         return True
 
+    def wait(self, longest: float, now: float) -> float:
+        """How long a poll with nothing to follow may wait at `now`: at most `longest`, and no later than
+        the next metadata read is due (a topic still absent is asked for again a second later)."""
+        return max(0.0, min(longest, self._next_read - now))
+
     def read_soon(self) -> None:
         """Reads ownership again at the next poll."""
         self._next_read = 0.0

@@ -27,7 +27,7 @@ from exporter.contracts.events import (
 from exporter.sources.topic_tail.catch_up import CatchUp
 from exporter.sources.topic_tail.counting import CountingRule
 from exporter.sources.topic_tail.drains import Drains
-from exporter.sources.topic_tail.fetch_pattern import FetchPattern
+from exporter.sources.topic_tail.fetch_pattern import QUIET_POLL_SECONDS, FetchPattern
 from exporter.sources.topic_tail.outage_log import OutageLog, in_plain_words
 from exporter.sources.topic_tail.ownership import Ownership
 from exporter.sources.topic_tail.replay import Replay
@@ -173,7 +173,9 @@ class TransactionLogTail:
             self._consume(events, fetch.wait(timeout), max_records)
             fetch.nudge()
         else:
-            fetch.consumer.poll(timeout)  # nothing assigned: returns nothing, but serves error_cb
+            # Nothing assigned (as before a cluster's first transaction): the poll returns nothing but
+            # serves error_cb; it waits as the idle fetch's does, until the next metadata read is due.
+            fetch.consumer.poll(ownership.wait(max(timeout, QUIET_POLL_SECONDS), self._clock()))
         if self._client_down:
             self._client_down = False
             self._set_up(False, events)
