@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bench.proc_stats import cpu_seconds, thread_group_cores, thread_kind
+from bench.proc_stats import cpu_seconds, thread_cpu, thread_group_cores, thread_kind
 
 _SPIN = """
 import sys, time
@@ -26,6 +26,17 @@ def test_a_process_cpu_time_is_read_to_the_millisecond() -> None:
         own = float(child.stdout.readline())  # what the process itself counted, its start-up included
         read = cpu_seconds(child.pid)
         assert own <= read < own + 0.002, (own, read)
+    finally:
+        child.communicate("")
+
+
+def test_each_threads_cpu_time_is_read_to_the_millisecond() -> None:
+    child = subprocess.Popen([sys.executable, "-c", _SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        own = float(child.stdout.readline())
+        main = thread_cpu(child.pid)[child.pid][1]  # the spinning thread (its start-up included)
+        assert own - 0.002 < main <= own + 0.001, (own, main)
     finally:
         child.communicate("")
 
