@@ -77,7 +77,7 @@ def test_consume_transform_produce_lists_the_offsets_partition(own_broker, expor
                 f"{run.transactional_id} open with {group_partition}",
             )
             row = _row(process, run.transactional_id)
-            assert row is not None
+            assert row is not None and row["state"] == "ONGOING"
             assert {p.rsplit("-", 1)[0] for p in row["partitions"]} == {OUTPUT, "__consumer_offsets"}, row
         assert run.aborts == 1 and not run.open
 
