@@ -228,7 +228,7 @@ def split_threads(
 ) -> dict[str, float]:
     """A reader's cores over a window by kind of thread: librdkafka's (`rdk:*`: its fetches, in C) and
     Python's (the poll loop, and in an exporter its decode and model; its other threads next to none).
-    Summed from thread_cores', each rounded to 0.0001 core: below /proc's tick over a window."""
+    Summed from thread_cores', each rounded to 0.0001 core."""
     cores = {"python": 0.0, "librdkafka": 0.0}
     for name, thread in thread_cores(before, after, {}, seconds).items():
         cores["librdkafka" if name.startswith("rdk:") else "python"] += thread

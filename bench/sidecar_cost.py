@@ -10,9 +10,9 @@ once:
   the exporter's own fetch settings and loop, counting records and nothing else: the floor no
   Python consumer of the same fetch pattern can beat.
 
-Per rate and mode, over the same window: CPU time of broker, exporter and bare consumer (utime +
-stime from /proc/PID/stat: every thread, the dead ones included), the exporter's per-thread CPU
-(/proc/PID/task/*/stat: librdkafka's `rdk:*` threads apart from Python's), RSS, the fetch requests
+Per rate and mode, over the same window: CPU time of broker, exporter and bare consumer (each
+process's CPU clock: every thread, the dead ones included), the exporter's per-thread CPU
+(/proc/PID/task/*/schedstat: librdkafka's `rdk:*` threads apart from Python's), RSS, the fetch requests
 the broker served (its RequestMetrics RequestsPerSec{request=Fetch} over JMX with Kafka's JmxTool;
 the bare consumer's own count from librdkafka's statistics, the exporter's is the rest), the broker's
 CPU with the load alone (no reader) for the cost of serving them, and the append-latency bound's

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -19,26 +21,28 @@ sys.stdin.read()
 """
 
 
-def test_a_process_cpu_time_is_read_to_the_millisecond() -> None:
+@contextmanager
+def _spun() -> Iterator[tuple[int, float]]:
+    """A child process that spun 0.123 s of CPU and waits: its pid, and the CPU time it counted itself
+    (its start-up included)."""
     child = subprocess.Popen([sys.executable, "-c", _SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
-        own = float(child.stdout.readline())  # what the process itself counted, its start-up included
-        read = cpu_seconds(child.pid)
-        assert own <= read < own + 0.002, (own, read)
+        yield child.pid, float(child.stdout.readline())
     finally:
         child.communicate("")
+
+
+def test_a_process_cpu_time_is_read_to_the_millisecond() -> None:
+    with _spun() as (pid, own):
+        read = cpu_seconds(pid)
+        assert own <= read < own + 0.002, (own, read)
 
 
 def test_each_threads_cpu_time_is_read_to_the_millisecond() -> None:
-    child = subprocess.Popen([sys.executable, "-c", _SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        own = float(child.stdout.readline())
-        main = thread_cpu(child.pid)[child.pid][1]  # the spinning thread (its start-up included)
+    with _spun() as (pid, own):
+        main = thread_cpu(pid)[pid][1]  # the spinning thread
         assert own - 0.002 < main <= own + 0.001, (own, main)
-    finally:
-        child.communicate("")
 
 
 def test_a_jvms_threads_are_grouped_by_name_without_their_numbers() -> None:
