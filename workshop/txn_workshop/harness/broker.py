@@ -147,8 +147,10 @@ class KafkaBroker:
         self.mode: Literal["kraft", "zookeeper"] = mode
         # The JVM's zone (user.timezone), e.g. "Asia/Kolkata": its log's local times are in it.
         self.timezone = timezone
-        # A log4j configuration of the user's (deploy/broker-logging/) instead of the harness's own.
-        self.logging_config = logging_config
+        # A log4j configuration of the user's (deploy/broker-logging/) instead of the harness's own;
+        # absolute: the JVM runs elsewhere, and log4j2, given a path it cannot open, logs to the
+        # console (`No configuration found`) instead of failing, so no file would get a line.
+        self.logging_config = logging_config.resolve() if logging_config else None
         # The cluster's ZooKeeper in ZooKeeper mode: the first broker's own, shared by those joining it.
         self.zookeeper: ZooKeeper | None = None
         if mode == "zookeeper":
