@@ -8,7 +8,7 @@
 The 1M records are the real segment bench/decode_segment.py --source broker generates (a 4.4.0 broker, TV2, one
 `__transaction_state` partition), placed into a fresh broker's log dir, which rebuilds its indexes.
 
-    .venv/bin/python bench/live_exporter.py
+    .venv/bin/python bench/live_exporter.py [--latency-resolution-ms 10]
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.exporter_process import VENV_BIN, Exporter
 from exporter.codec import TransactionState, decode_record
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
@@ -36,6 +36,7 @@ from exporter.sources.topic_tail import TransactionLogTail
 from exporter.sources.topic_tail.fetch_pattern import DEFAULT_SETTINGS
 from txn_workshop.harness.admin import create_topic
 from txn_workshop.harness.broker import KafkaBroker
+from txn_workshop.harness.processes import free_port
 from txn_workshop.harness.workload import _producer
 
 SEGMENT = Path(__file__).parent / "data" / "transaction_state-4.4.0-1000000" / "00000000000000000000.log"
@@ -86,7 +87,7 @@ def pipeline_rate(bootstrap: str, total: int) -> tuple[float, float]:
     tail = TransactionLogTail(bootstrap, all_partitions=True, metadata_refresh_seconds=3600)
     # Every record live, as the source takes a new cluster's partition (one created after time 0):
     # a replay would decode only each id's last record.
-    tail._created_since_ms[0] = 0
+    tail._ownership.created_since_ms[0] = 0
     n, start, cpu = 0, time.perf_counter(), time.process_time()
     while n < total:
         events = tail.poll(timeout=1.0, max_records=5000)
@@ -105,33 +106,6 @@ def _scrape(url: str) -> dict[tuple[str, tuple], float]:
         for f in text_string_to_metric_families(body)
         for s in f.samples
     }
-
-
-def replay_seconds(bootstrap: str, port: int) -> tuple[float, subprocess.Popen]:
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "exporter",
-            "run",
-            "--bootstrap-servers",
-            bootstrap,
-            "--all-partitions",
-            "--listen",
-            f"127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
-                if r.status == 200:
-                    return time.perf_counter() - start, process
-        except OSError:
-            pass
-        time.sleep(0.02)
 
 
 def _records_total(url: str, line_prefix: str) -> float:
@@ -165,12 +139,12 @@ def _prepare_commit_timestamps(bootstrap: str, transactional_id: str, from_offse
     return stamps
 
 
-def freshness_ms(bootstrap: str, port: int, transactions: int) -> list[float]:
+def freshness_ms(bootstrap: str, exporter_url: str, transactions: int) -> list[float]:
     """Per transaction: from the coordinator's timestamp on its PREPARE_COMMIT record (stamped when
     it submits the append, so the append itself is included) to the end of the first scrape of
     /metrics that counts it (so a scrape's own duration is included too): an upper bound of append
     -> /metrics, on the broker's and this process's one clock."""
-    url = f"http://127.0.0.1:{port}/metrics"
+    url = exporter_url + "/metrics"
     line = 'kafka_transaction_state_log_records_total{target_state="PREPARE_COMMIT"} '
     create_topic(bootstrap, "fresh", partitions=1)
     producer = _producer(bootstrap, "freshness")
@@ -195,6 +169,11 @@ def freshness_ms(bootstrap: str, port: int, transactions: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--freshness-transactions", type=int, default=300)
+    parser.add_argument(
+        "--latency-resolution-ms",
+        type=int,
+        help="the exporter's (default: its own): in the fetch-timed mode a fetch waits up to it, so freshness follows it",
+    )
     args = parser.parse_args()
     if not SEGMENT.exists():
         raise SystemExit(f"{SEGMENT} is missing: run bench/decode_segment.py --generate-only first")
@@ -208,19 +187,23 @@ def main() -> None:
             total = 1_000_000
             raw = raw_consume_rate(broker.bootstrap_servers, total)
             ours, ours_cpu = pipeline_rate(broker.bootstrap_servers, total)
-            port = 19_471
-            replay_s, process = replay_seconds(broker.bootstrap_servers, port)
+            flags = ["--all-partitions"]
+            if args.latency_resolution_ms is not None:
+                flags += ["--latency-resolution-ms", str(args.latency_resolution_ms)]
+            exporter = Exporter(
+                VENV_BIN / "txn-exporter", broker.bootstrap_servers, free_port(), flags, Path(tmp) / "exporter.log"
+            )
             try:
-                delays = freshness_ms(broker.bootstrap_servers, port, args.freshness_transactions)
-                measured_p99 = _scrape(f"http://127.0.0.1:{port}/metrics")[
+                replay_s = exporter.wait_ready()
+                delays = freshness_ms(broker.bootstrap_servers, exporter.url, args.freshness_transactions)
+                measured_p99 = _scrape(exporter.url + "/metrics")[
                     (
                         "kafka_transaction_state_log_append_latency_quantile_seconds",
                         (("quantile", "0.99"), ("target_state", "PREPARE_COMMIT")),
                     )
                 ]
             finally:
-                process.terminate()
-                process.wait(20)
+                exporter.stop()
         finally:
             broker.stop()
     q = statistics.quantiles(delays, n=100)

@@ -38,16 +38,15 @@ import os
 import pstats
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decode_segment import DATA, generate, generate_synthetic
+from bench.exporter_process import VENV_BIN, Exporter
 from bench.live_exporter import broker_with_segment
 from txn_workshop.harness import jmx
 from txn_workshop.harness.broker import KafkaBroker
@@ -119,38 +118,14 @@ def broker_takeover(broker: KafkaBroker) -> tuple[float, int, int]:
 # -- the exporter ------------------------------------------------------------------------------------
 
 
-def exporter_ready_seconds(bootstrap: str) -> float:
-    port = free_port()
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "exporter",
-            "run",
-            "--bootstrap-servers",
-            bootstrap,
-            "--all-partitions",
-            "--listen",
-            f"127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
+def exporter_ready_seconds(bootstrap: str, workdir: Path) -> float:
+    exporter = Exporter(
+        VENV_BIN / "txn-exporter", bootstrap, free_port(), ["--all-partitions"], workdir / "exporter.log"
     )
     try:
-        while process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
-                    if r.status == 200:
-                        return time.perf_counter() - start
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise SystemExit(f"txn-exporter run exited with {process.returncode} before it was ready")
+        return exporter.wait_ready()
     finally:
-        process.terminate()
-        process.wait(30)
+        exporter.stop()
 
 
 def profile_replay(bootstrap: str, top: int) -> None:
@@ -220,7 +195,7 @@ def main() -> None:
                 if args.profile:
                     profile_replay(broker.bootstrap_servers, args.top)
                     return
-                ready_s = exporter_ready_seconds(broker.bootstrap_servers)
+                ready_s = exporter_ready_seconds(broker.bootstrap_servers, Path(tmp))
                 loads.append(load_ms / 1000)
                 readies.append(ready_s)
                 print(
