@@ -114,19 +114,22 @@ def bare_main(args: argparse.Namespace) -> None:
             second_polls += 1
             for message in messages:
                 if message.error() is None:
+                    # (a record, so its partition, offset and key are set)
+                    partition, offset, key = message.partition(), message.offset(), message.key()
+                    assert partition is not None and offset is not None and key is not None
                     records += 1
                     second_records += 1
-                    next_offset[message.partition()] = message.offset() + 1
+                    next_offset[partition] = offset + 1
                     ms = received_ms - message.timestamp()[1]
                     latency[ms] = latency.get(ms, 0) + 1
                     if args.nudge_prepared_ms and active is idle:
                         value = message.value()
                         if value is not None and len(value) > _STATE_AT and value[_STATE_AT] in PREPARE_STATES:
                             with prepared_lock:
-                                prepared[message.key()] = (message.partition(), received_ms + nudge_for)
+                                prepared[key] = (partition, received_ms + nudge_for)
                         elif prepared:
                             with prepared_lock:
-                                prepared.pop(message.key(), None)
+                                prepared.pop(key, None)
         now = time.monotonic()
         if busy is not None and now >= next_second:
             seconds = now - next_second + 1
@@ -202,11 +205,13 @@ class Bare:
             text=True,
             stdin=subprocess.DEVNULL,
         )
-        assert self.proc.stdout.readline().strip() == "READY"
+        assert self.proc.stdout is not None  # (started with a pipe)
+        self._stdout = self.proc.stdout
+        assert self._stdout.readline().strip() == "READY"
 
     def snapshot(self) -> dict:
         self.proc.send_signal(signal.SIGUSR1)
-        return json.loads(self.proc.stdout.readline())
+        return json.loads(self._stdout.readline())
 
     def stop(self) -> None:
         from txn_workshop.harness.processes import terminate

@@ -141,6 +141,7 @@ def overhead(rates: list[int], blocks: int, seconds: float) -> None:
         try:
             create_topic(broker.bootstrap_servers, DATA_TOPIC, partitions=DATA_PARTITIONS)
             create_internal_topics(broker.bootstrap_servers)
+            assert broker._proc is not None  # (started)
             pid = broker._proc.pid
             for rate in rates:
                 load = Load(broker.bootstrap_servers, rate, 2, 8, f"o{rate}")

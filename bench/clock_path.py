@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import os
 import pstats
@@ -28,8 +29,11 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer
 
 from bench.model_throughput import POLL_RECORDS, _Delivering, as_fetched, as_polls, live_tail_and_model
 from bench.synthetic import PARTITIONS, RawRecord, transaction_cycles
@@ -48,7 +52,9 @@ def succeeded_line(record: RawRecord) -> bytes:
     value = decoded.value
     assert value is not None
     tid = decoded.transactional_id
-    partitions = ", ".join(f"{t}-{p}" for t, ps in (value.partitions or {}).items() for p in ps)
+    named = value.partitions or {}
+    assert isinstance(named, dict)  # (decoded with its partitions)
+    partitions = ", ".join(f"{t}-{p}" for t, ps in named.items() for p in ps)
     at = datetime.fromtimestamp((value.last_update_timestamp_ms + 1) / 1000, UTC)
     time_text = at.strftime("%Y-%m-%d %H:%M:%S,") + f"{at.microsecond // 1000:03d}"
     meta = (
@@ -85,9 +91,9 @@ def run(seconds_of_traffic: list[list[RawRecord]], clock_mode: bool, tmp: Path) 
     # The fetch pattern at these rates: fresh while the coordinator's clock times the appends, else busy;
     # neither notes each PREPARE_* for nudges, as the idle one does.
     fetch = tail._fetch
-    fetch._idle = _Delivering({})  # (not the one delivering)
+    fetch._idle = cast(Consumer, _Delivering({}))  # (not the one delivering)
     if clock_mode:
-        fetch._fresh = delivering
+        fetch._fresh = cast(Consumer, delivering)
     path = tmp / "server.log"
     path.write_bytes(b"")
     follower = BrokerLogFollower(path, from_start=True)
@@ -170,7 +176,7 @@ def main() -> None:
         for name, mode in (("clock", "clock mode"), ("fetch", "fetch-timed mode")):
             if name not in args.modes:
                 continue
-            spent = best(args.runs, lambda clock_mode=name == "clock": run(traffic_, clock_mode, Path(tmp)))
+            spent = best(args.runs, functools.partial(run, traffic_, name == "clock", Path(tmp)))
             total = sum(spent.values())
             stages = ", ".join(f"{stage} {s / transactions * 1e6:.1f}" for stage, s in spent.items() if s)
             print(

@@ -196,7 +196,7 @@ def main() -> None:
             broker.start()
         per_topic = args.partitions // args.topics
         topics = [f"bench-orders-{n}" for n in range(args.topics)]
-        admin = AdminClient({"bootstrap.servers": first.bootstrap_servers, "logger": kafka_client_logger()})
+        admin = AdminClient({"bootstrap.servers": first.bootstrap_servers}, logger=kafka_client_logger())
         for future in admin.create_topics([NewTopic(t, per_topic, 2) for t in topics], operation_timeout=60).values():
             future.result(120)
         now_ms = int(time.time() * 1000)

@@ -23,7 +23,7 @@ import argparse
 import json
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -44,8 +44,8 @@ def samples(exporter: Exporter) -> list[tuple[str, dict[str, str], float]]:
     ]
 
 
-def summed(exporters: dict[int, Exporter], name: str, by: str | None = None, **fixed: str) -> Counter[str]:
-    total: Counter[str] = Counter()
+def summed(exporters: dict[int, Exporter], name: str, by: str | None = None, **fixed: str) -> defaultdict[str, float]:
+    total: defaultdict[str, float] = defaultdict(float)
     for exporter in exporters.values():
         for n, labels, value in samples(exporter):
             if n == name and all(labels.get(k) == v for k, v in fixed.items()):

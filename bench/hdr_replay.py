@@ -18,7 +18,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -67,7 +67,7 @@ def main() -> None:
     held = [recorder for recorder in every if window(recorder)]
     own_snapshot = LatencyRecorder.snapshot
 
-    def replaying_snapshot(self: LatencyRecorder, now: int, quantiles: tuple[float, ...]) -> LatencySnapshot:
+    def replaying_snapshot(self: LatencyRecorder, now: int, quantiles: Sequence[float]) -> LatencySnapshot:
         snapshot = own_snapshot(self, now, ())
         counts = window(self)
         if not counts:
@@ -77,7 +77,7 @@ def main() -> None:
         return dataclasses.replace(snapshot, quantiles=values)
 
     def replaying_scrape() -> None:
-        LatencyRecorder.snapshot = replaying_snapshot  # type: ignore[method-assign]
+        LatencyRecorder.snapshot = replaying_snapshot  # type: ignore[method-assign, assignment]
         try:
             generate_latest(registry)
         finally:

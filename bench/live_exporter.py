@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.exporter_process import VENV_BIN, Exporter
 from exporter.codec import TransactionState, decode_record
+from exporter.contracts.events import TransactionLogRecords
 from exporter.metrics.recorders import LatencyRecorders
 from exporter.model import CoordinatorModel
 from exporter.sources.topic_tail import TransactionLogTail
@@ -92,7 +93,7 @@ def pipeline_rate(bootstrap: str, total: int) -> tuple[float, float]:
     while n < total:
         events = tail.poll(timeout=1.0, max_records=5000)
         model.apply_batch(events)
-        n += sum(len(e.records) for e in events if type(e).__name__ == "TransactionLogRecords")
+        n += sum(len(e.records) for e in events if isinstance(e, TransactionLogRecords))
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     tail.close()
     return n / wall, n / cpu
@@ -127,8 +128,10 @@ def _prepare_commit_timestamps(bootstrap: str, transactional_id: str, from_offse
         for m in consumer.consume(1000, 1.0):
             if m.error() is not None:
                 continue
-            position = m.offset() + 1
-            record = decode_record(m.key(), m.value(), m.offset(), m.timestamp()[1])
+            offset, key = m.offset(), m.key()
+            assert offset is not None and key is not None  # (a record: no error)
+            position = offset + 1
+            record = decode_record(key, m.value(), offset, m.timestamp()[1])
             if (
                 record.transactional_id == transactional_id
                 and record.value is not None

@@ -25,8 +25,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer
 
 from bench.synthetic import PARTITIONS, SHAPES, RawRecord, transaction_cycles
 from exporter.codec import decode_record
@@ -44,7 +47,7 @@ def as_fetched(records: list[RawRecord], run_length: int) -> list[list[RawRecord
     by_partition: dict[int, list[RawRecord]] = {}
     for r in records:
         by_partition.setdefault(r.partition, []).append(r)
-    runs = []
+    runs: list[list[RawRecord]] = []
     for start in range(0, max(len(rs) for rs in by_partition.values()), run_length):
         runs.extend(rs[start : start + run_length] for rs in by_partition.values() if rs[start : start + run_length])
     return runs
@@ -114,7 +117,10 @@ def live_tail_and_model(
     model = CoordinatorModel(recorders.sinks(), coordinator_log=coordinator_log)
     delivering = _Delivering({})
     tail = topic_tail.TransactionLogTail(
-        "bench:0", all_partitions=True, clock=lambda: delivering.now_s, consumer_factory=lambda settings: delivering
+        "bench:0",
+        all_partitions=True,
+        clock=lambda: delivering.now_s,
+        consumer_factory=lambda settings: cast(Consumer, delivering),
     )
     for p in range(PARTITIONS):
         model.apply(PartitionAssigned(p))

@@ -53,7 +53,7 @@ def build(root: Path, records: int, partitions: int) -> list[Path]:
             pid, epoch = p * 64 + i, 0
             commit = n % 5 != 0
             parts = {"orders": [n % 12], "payments": [n % 3]} if n % 4 == 0 else {"orders": [n % 12]}
-            shapes = [(S.EMPTY, None)] if n < 64 else []
+            shapes: list[tuple[S, dict[str, list[int]] | None]] = [(S.EMPTY, None)] if n < 64 else []
             shapes += [
                 (S.ONGOING, parts),
                 (S.ONGOING, parts),

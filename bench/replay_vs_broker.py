@@ -149,10 +149,11 @@ def profile_replay(bootstrap: str, top: int) -> None:
     wall = time.perf_counter() - start
     tail.close()
     stats = pstats.Stats(profiler)
-    total = sum(v[2] for v in stats.stats.values())  # own time of every function
+    table = stats.stats  # type: ignore[attr-defined]  # because typeshed leaves out the table pstats keeps
+    total = sum(v[2] for v in table.values())  # own time of every function
 
     def cumulative(pattern: str) -> float:
-        return sum(v[3] for (file, _, name), v in stats.stats.items() if re.search(pattern, f"{file}:{name}"))
+        return sum(v[3] for (file, _, name), v in table.items() if re.search(pattern, f"{file}:{name}"))
 
     fetch = cumulative(r"method '(poll|consume)' of 'cimpl")
     decode = cumulative(r"codec/record.py:decode_record$")

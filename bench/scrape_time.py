@@ -51,6 +51,7 @@ def build(rng: random.Random) -> tuple[CoordinatorModel, LatencyRecorders, int]:
     pending = 0
     for r in transaction_cycles(2_000, 2_000, start_ms=START_MS + 200_000, seed=2):
         record = decode_record(r.key, r.value, r.offset, r.timestamp_ms)
+        assert record.value is not None  # (the cycles write no tombstone)
         if record.value.state in (1, 2, 3):
             model.apply(TransactionLogRecords(r.partition, [record], r.timestamp_ms + 3, False))
             pending += record.value.state in (2, 3)

@@ -216,9 +216,9 @@ def run_churn(args: argparse.Namespace) -> None:
                 stdin=subprocess.DEVNULL,
             )
             made = [0]
-            threading.Thread(
-                target=lambda: [made.__setitem__(0, int(line)) for line in churn.stdout], daemon=True
-            ).start()
+            lines = churn.stdout
+            assert lines is not None  # (started with a pipe)
+            threading.Thread(target=lambda: [made.__setitem__(0, int(line)) for line in lines], daemon=True).start()
             start = time.monotonic()
             stopped = False
             while True:

@@ -162,7 +162,7 @@ def _mix(tids: int, transactions: int, start_ms: int, seed: int) -> Iterator[Raw
         epoch = epochs[i]
         bumped = epoch + 1 if tv2[i] else epoch  # TV2: a new epoch at every EndTxn
         start = now
-        steps = (
+        steps: tuple[tuple[S, int, dict[str, list[int]]], ...] = (
             (S.ONGOING, epoch, topics),
             (S.PREPARE_ABORT if abort else S.PREPARE_COMMIT, bumped, topics),
             (S.COMPLETE_ABORT if abort else S.COMPLETE_COMMIT, bumped, {}),

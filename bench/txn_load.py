@@ -86,6 +86,7 @@ class Load:
             threading.Thread(target=self._read, args=(n, proc), daemon=True).start()
 
     def _read(self, n: int, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None  # (started with a pipe)
         for line in proc.stdout:
             if line.startswith("{"):
                 report = json.loads(line)
