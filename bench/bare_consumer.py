@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 TOPIC = "__transaction_state"
 # Where a `__transaction_state` value's TransactionStatus byte is, in both versions: after its int16
@@ -37,6 +38,7 @@ def bare_main(args: argparse.Namespace) -> None:
     from exporter import defaults
     from exporter.codec.states import PREPARE_STATES
     from exporter.sources.topic_tail.fetch_pattern import IDLE_BELOW, nudge_for_ms
+    from exporter.sources.topic_tail.topic import Fetched
 
     fetches = {"idle": 0, "busy": 0}
     stats = {"t": 0.0}
@@ -69,7 +71,7 @@ def bare_main(args: argparse.Namespace) -> None:
     next_offset = dict.fromkeys(partitions, OFFSET_END)
     idle.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in partitions])
     # --nudge-prepared-ms: the transactions whose COMPLETE_* is due -> (partition, until when, ms)
-    prepared: dict[bytes, tuple[int, int]] = {}
+    prepared: dict[bytes | None, tuple[int, int]] = {}
     prepared_lock = threading.Lock()
     if args.nudge_ms or args.nudge_prepared_ms:
         nudger = consumer("nudge", {})
@@ -108,28 +110,26 @@ def bare_main(args: argparse.Namespace) -> None:
     while not stop.is_set():
         first = active.poll(0.2)
         if first is not None:
-            messages = [first, *active.consume(999, 0)]
+            # (Typed as the tail types them: a message without error() has its partition and offset.)
+            messages = cast(list[Fetched], [first, *active.consume(999, 0)])
             received_ms = int(time.time() * 1000)
             polls += 1
             second_polls += 1
             for message in messages:
                 if message.error() is None:
-                    # (a record, so its partition, offset and key are set)
-                    partition, offset, key = message.partition(), message.offset(), message.key()
-                    assert partition is not None and offset is not None and key is not None
                     records += 1
                     second_records += 1
-                    next_offset[partition] = offset + 1
+                    next_offset[message.partition()] = message.offset() + 1
                     ms = received_ms - message.timestamp()[1]
                     latency[ms] = latency.get(ms, 0) + 1
                     if args.nudge_prepared_ms and active is idle:
                         value = message.value()
                         if value is not None and len(value) > _STATE_AT and value[_STATE_AT] in PREPARE_STATES:
                             with prepared_lock:
-                                prepared[key] = (partition, received_ms + nudge_for)
+                                prepared[message.key()] = (message.partition(), received_ms + nudge_for)
                         elif prepared:
                             with prepared_lock:
-                                prepared.pop(key, None)
+                                prepared.pop(message.key(), None)
         now = time.monotonic()
         if busy is not None and now >= next_second:
             seconds = now - next_second + 1
